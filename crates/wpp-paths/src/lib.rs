@@ -1,0 +1,1 @@
+//! Placeholder: path numbering (issue 3).

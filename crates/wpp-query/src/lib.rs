@@ -1,0 +1,1 @@
+//! Placeholder: queries on compressed traces (issue 5).

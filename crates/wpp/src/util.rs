@@ -1,0 +1,23 @@
+//! Small helpers shared by the command modules: JSON output and progress bars.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+/// Prints `value` as pretty JSON on standard output.
+pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let out = serde_json::to_string_pretty(value)?;
+    println!("{out}");
+    Ok(())
+}
+
+/// A progress bar over `len` units on standard error, hidden when stderr is not a terminal.
+pub fn progress(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {human_pos}/{human_len} ({per_sec}, {eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
