@@ -43,6 +43,13 @@ enum Command {
     Subpath(cmd::subpath::Args),
     /// Match an intraprocedural path in a compressed trace (Zhang–Gupta schemes 1–4).
     Match(cmd::matching::Args),
+    /// Compile and link C/C++ through clang-19 with wpp instrumentation.
+    Cc(cmd::cc::Args),
+    /// Instrument an LLVM bitcode file.
+    Instrument(cmd::instrument::Args),
+    /// Show Ball–Larus and preferential path profiles.
+    #[command(subcommand)]
+    Profile(cmd::profile::Command),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -58,6 +65,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Hot(a) => cmd::hot::run(a),
         Command::Subpath(a) => cmd::subpath::run(a),
         Command::Match(a) => cmd::matching::run(a),
+        Command::Cc(a) => cmd::cc::run(a),
+        Command::Instrument(a) => cmd::instrument::run(a),
+        Command::Profile(c) => cmd::profile::run(c),
     }
 }
 
