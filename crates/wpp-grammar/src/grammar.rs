@@ -6,7 +6,9 @@ use wpp_trace::{Terminal, ThreadId};
 use crate::symbol::{Symbol, SymbolKind};
 
 /// A rule of a [`Grammar`], numbered bottom-up: the body of rule `r` refers only to rules `< r`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct RuleId(pub u32);
 
@@ -133,10 +135,7 @@ impl Grammar {
                 }
                 SymbolKind::Rule(r) if r.0 < rule => self.lengths[r.index()],
                 SymbolKind::Rule(r) => {
-                    return Err(GrammarError::ForwardReference {
-                        rule,
-                        target: r.0,
-                    })
+                    return Err(GrammarError::ForwardReference { rule, target: r.0 })
                 }
             };
             len = len

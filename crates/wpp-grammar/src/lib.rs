@@ -4,11 +4,25 @@
 //! A [`Grammar`] is the finished, immutable form every compressor produces and every query
 //! consumes: rules in bottom-up order (a rule's body refers only to rules with smaller ids), one
 //! start rule per thread, bodies stored contiguously.
+//!
+//! * [`sequitur`] — online SEQUITUR and SEQUITUR(1) (Larus §3).
+//! * [`algorithm`] — the [`Algorithm`] enum and [`compress`], one call for any compressor.
+//! * [`check`] — verifies SEQUITUR's digram-uniqueness and rule-utility invariants.
+//! * [`expand`] — streaming and random-access expansion back to terminals.
+//! * [`file`] — the `.wpp` file format.
 
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
+pub mod algorithm;
+pub mod check;
+pub mod expand;
+pub mod file;
 pub mod grammar;
+pub mod repair;
+pub mod sequitur;
 pub mod symbol;
 
+pub use algorithm::{compress, compress_threads, Algorithm, CompressError};
 pub use grammar::{Grammar, RuleId, StartRule};
 pub use symbol::Symbol;

@@ -17,7 +17,8 @@ pub struct Alphabet {
 impl TryFrom<Vec<Event>> for Alphabet {
     type Error = String;
     fn try_from(events: Vec<Event>) -> Result<Self, String> {
-        Alphabet::from_events(events).map_err(|e| format!("event {e:?} appears twice in the alphabet"))
+        Alphabet::from_events(events)
+            .map_err(|e| format!("event {e:?} appears twice in the alphabet"))
     }
 }
 

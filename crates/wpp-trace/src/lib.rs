@@ -13,17 +13,30 @@
 //!
 //! Both may carry `Thread(t)`, which switches the thread that the following events belong to.
 //! A trace is therefore a set of per-thread streams; everything downstream (grammars, queries)
-//! works per thread, as Larus builds one WPP per thread.
+//! works per thread, as Larus builds one WPP per thread, and two traces are equal when their
+//! per-thread projections are ([`file::threads`]).
+//!
+//! # Modules
+//!
+//! * [`file`] — the chunked binary trace format (survives a crashed recorder, reports damage by
+//!   byte offset) and the one-event-per-line text format, behind one detecting reader.
+//! * [`synth`] — seeded synthetic programs whose runs give realistic block and path traces of
+//!   any length, for tests and benchmarks.
+//! * [`wire`] — checked varint and integer reads shared by every wpp file format.
 
 #![deny(missing_docs)]
 
 pub mod alphabet;
 pub mod event;
+pub mod file;
 pub mod ids;
 pub mod program;
+pub mod synth;
 pub mod wire;
 
 pub use alphabet::Alphabet;
 pub use event::Event;
+pub use file::threads::{same_per_thread, split_threads, ThreadDemux};
+pub use file::{open, read_events, Format, TraceError, TraceReader, TraceWriter};
 pub use ids::{BlockId, FunctionId, PathId, Terminal, ThreadId};
 pub use program::{Function, ProgramDb};

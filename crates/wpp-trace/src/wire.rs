@@ -200,7 +200,10 @@ mod tests {
         let e = r.varint("thing").unwrap_err();
         assert_eq!(e.kind, WireErrorKind::Truncated);
         assert_eq!(e.offset, 100);
-        assert_eq!(e.to_string(), "unexpected end of data while reading thing at byte offset 100");
+        assert_eq!(
+            e.to_string(),
+            "unexpected end of data while reading thing at byte offset 100"
+        );
         let eleven = [0xffu8; 11];
         assert_eq!(
             Reader::new(&eleven, 0).varint("x").unwrap_err().kind,

@@ -1,10 +1,49 @@
-//! `wpp cc`.
+//! `wpp cc`: compile and link C/C++ through clang-19 with wpp instrumentation (see
+//! `wpp_instrument::driver` for what each kind of invocation does). Needs the `llvm` feature.
+
+use super::instrument::Mode;
 
 /// Arguments of `wpp cc`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// What the program records.
+    #[arg(long, value_enum, default_value = "trace-blocks")]
+    pub mode: Mode,
+    /// Interesting paths for `--mode ppp` (a BL profile; default: every path in it).
+    #[arg(long)]
+    pub interesting: Option<std::path::PathBuf>,
+    /// Link with clang++ (otherwise decided from sources and the module).
+    #[arg(long)]
+    pub cxx: bool,
+    /// Keep intermediate files (linked, instrumented bitcode) in this directory.
+    #[arg(long)]
+    pub keep: Option<std::path::PathBuf>,
+    /// Print each tool invocation.
+    #[arg(short = 'V', long)]
+    pub verbose: bool,
+    /// The clang command line (after `--`).
+    #[arg(last = true, required = true)]
+    pub clang_args: Vec<String>,
+}
 
 /// Runs `wpp cc`.
+#[cfg(feature = "llvm")]
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.interesting.is_some() {
+        anyhow::bail!("--interesting is only used by --mode ppp, which is not implemented yet");
+    }
+    let mut d = wpp_instrument::driver::Driver::from_env(wpp_instrument::Options {
+        mode: args.mode.to_rt(),
+    });
+    d.cxx = args.cxx;
+    d.keep = args.keep;
+    d.verbose |= args.verbose;
+    d.run(&args.clang_args)?;
+    Ok(())
+}
+
+/// Runs `wpp cc` (without LLVM support: explains how to get it).
+#[cfg(not(feature = "llvm"))]
 pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`wpp cc` is not implemented yet")
+    anyhow::bail!("{}", super::instrument::NO_LLVM)
 }

@@ -1,10 +1,84 @@
-//! `wpp hot`.
+//! `wpp hot`: minimal hot subpaths of a `.wpp` grammar (Larus §4.2, Figure 7), as text, JSON,
+//! folded stacks or an SVG flame graph.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use wpp_grammar::file::WppFile;
+use wpp_query::hot::{hot_subpaths, HotConfig};
+use wpp_query::report::{decode_hot, folded_line};
 
 /// Arguments of `wpp hot`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The `.wpp` file.
+    pub file: PathBuf,
+    /// Longest subpath considered (L).
+    #[arg(long)]
+    pub max_length: usize,
+    /// Minimum cost (C): frequency × number of terminals.
+    #[arg(long)]
+    pub min_cost: u64,
+    /// Shortest subpath reported.
+    #[arg(long, default_value_t = 1)]
+    pub min_length: usize,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "folded")]
+    pub json: bool,
+    /// Print folded stacks (`main;f;leaf cost`) for flame-graph tools.
+    #[arg(long)]
+    pub folded: bool,
+    /// Also write an SVG flame graph of the hot subpaths.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
 
 /// Runs `wpp hot`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`wpp hot` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let wpp = WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let cfg = HotConfig {
+        min_length: args.min_length,
+        max_length: args.max_length,
+        min_cost: args.min_cost,
+    };
+    let hot = hot_subpaths(&wpp.grammar, None, cfg)?;
+    let reports = decode_hot(&wpp.grammar, &wpp.alphabet, &wpp.program, &hot);
+    let folded: Vec<String> = reports.iter().map(folded_line).collect();
+    if let Some(svg) = &args.svg {
+        let out = File::create(svg).with_context(|| format!("creating {}", svg.display()))?;
+        let mut opt = inferno::flamegraph::Options::default();
+        opt.title = format!("hot subpaths of {}", args.file.display());
+        opt.count_name = "cost".into();
+        inferno::flamegraph::from_lines(&mut opt, folded.iter().map(|s| s.as_str()), BufWriter::new(out))
+            .with_context(|| format!("writing {}", svg.display()))?;
+    }
+    if args.json {
+        return crate::util::print_json(&reports);
+    }
+    if args.folded {
+        for l in &folded {
+            println!("{l}");
+        }
+        return Ok(());
+    }
+    println!("{} minimal hot subpaths (length {}..={}, cost ≥ {})", reports.len(), cfg.min_length, cfg.max_length, cfg.min_cost);
+    for r in &reports {
+        let at = match &r.function {
+            Some(f) => format!(" in {f} blocks {:?}", r.blocks),
+            None => String::new(),
+        };
+        println!(
+            "cost {} = {} × {}  thread {} @{}{}: {}",
+            r.hot.cost,
+            r.hot.frequency,
+            r.hot.terminals.len(),
+            r.thread,
+            r.position,
+            at,
+            r.events.join(", ")
+        );
+    }
+    Ok(())
 }

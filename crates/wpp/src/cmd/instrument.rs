@@ -1,10 +1,79 @@
-//! `wpp instrument`.
+//! `wpp instrument`: bitcode in, instrumented bitcode out (for build systems that make bitcode
+//! themselves; `wpp cc` does this step internally). Needs the `llvm` cargo feature.
+
+use std::path::PathBuf;
+
+/// What an instrumented program records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// `F`/`B`/`E` block events (Zhang–Gupta §3).
+    TraceBlocks,
+    /// `Enter`/`Path`/`Leave` acyclic-path events (Larus §2).
+    TracePaths,
+    /// A Ball–Larus path profile.
+    Bl,
+    /// A preferential path profile (PPP §5).
+    Ppp,
+}
 
 /// Arguments of `wpp instrument`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Input LLVM bitcode (the whole program, linked with llvm-link, so function ids are
+    /// global).
+    pub input: PathBuf,
+    /// Output bitcode.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// What to record.
+    #[arg(long, value_enum, default_value = "trace-blocks")]
+    pub mode: Mode,
+    /// Print the instrumentation report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The message for builds without LLVM.
+pub const NO_LLVM: &str = "this wpp was built without LLVM support; rebuild with \
+     `LLVM_SYS_191_PREFIX=/usr/lib/llvm-19 cargo build --release -p wpp --features llvm` \
+     (needs the Debian packages clang-19 llvm-19-dev lld-19 libpolly-19-dev libzstd-dev zlib1g-dev)";
+
+#[cfg(feature = "llvm")]
+impl Mode {
+    /// The instrumenter's mode.
+    pub fn to_rt(self) -> wpp_instrument::InstrumentMode {
+        use wpp_instrument::InstrumentMode as M;
+        match self {
+            Mode::TraceBlocks => M::TraceBlocks,
+            Mode::TracePaths => M::TracePaths,
+            Mode::Bl => M::Bl,
+            Mode::Ppp => M::Ppp,
+        }
+    }
+}
 
 /// Runs `wpp instrument`.
+#[cfg(feature = "llvm")]
+pub fn run(args: Args) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let opts = wpp_instrument::Options {
+        mode: args.mode.to_rt(),
+    };
+    let report = wpp_instrument::instrument_file(&args.input, &args.output, &opts)
+        .with_context(|| format!("instrumenting {}", args.input.display()))?;
+    if args.json {
+        crate::util::print_json(&report)?;
+    } else {
+        eprintln!(
+            "wpp: instrumented {} functions, {} blocks, {} probes; program database {} bytes",
+            report.functions, report.blocks, report.probes, report.program_db_bytes
+        );
+    }
+    Ok(())
+}
+
+/// Runs `wpp instrument` (without LLVM support: explains how to get it).
+#[cfg(not(feature = "llvm"))]
 pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`wpp instrument` is not implemented yet")
+    anyhow::bail!("{NO_LLVM}")
 }

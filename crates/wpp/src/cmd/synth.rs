@@ -1,10 +1,66 @@
-//! `wpp synth`.
+//! `wpp synth`: write a seeded synthetic control-flow trace (see `wpp_trace::synth`).
+
+use anyhow::Context;
+use std::path::PathBuf;
+use wpp_trace::file::{self, Format};
+use wpp_trace::synth::{SynthProgram, TraceKind};
+
+/// The trace vocabulary, as named on the command line.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Kind {
+    /// `F`, `B`, `E`: basic blocks (Zhang–Gupta).
+    Blocks,
+    /// `F`, `P`, `E`: acyclic paths (Larus).
+    Paths,
+}
 
 /// Arguments of `wpp synth`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Seed of the random program and its run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of events to write.
+    #[arg(long, default_value_t = 1_000_000)]
+    events: u64,
+    /// Block trace or acyclic-path trace.
+    #[arg(long, value_enum, default_value = "blocks")]
+    kind: Kind,
+    /// Output trace file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Write the text format instead of the binary one.
+    #[arg(long)]
+    text: bool,
+}
 
 /// Runs `wpp synth`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`wpp synth` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let program = SynthProgram::generate(args.seed);
+    let format = if args.text {
+        Format::Text
+    } else {
+        Format::Binary
+    };
+    let kind = match args.kind {
+        Kind::Blocks => TraceKind::Blocks,
+        Kind::Paths => TraceKind::Paths,
+    };
+    let out = &args.output;
+    let mut writer = file::create(out, format, program.program())
+        .with_context(|| format!("cannot create {}", out.display()))?;
+    let bar = crate::util::progress(args.events, "synthesizing");
+    let mut n = 0u64;
+    program
+        .run(kind, args.events, |e| {
+            n += 1;
+            if n % (1 << 20) == 0 {
+                bar.set_position(n);
+            }
+            writer.push(e)
+        })
+        .and_then(|()| writer.finish())
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    bar.finish_and_clear();
+    Ok(())
 }

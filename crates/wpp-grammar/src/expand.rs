@@ -1,0 +1,239 @@
+//! Expansion of a grammar back to its terminals: streaming, without recursion or
+//! materialization, and random access by position (Larus §3.3: a WPP is the trace, compressed).
+//!
+//! # Streaming
+//!
+//! [`Expander`] walks a rule with an explicit stack of body slices still to emit. A rule
+//! reference pushes the referenced body; when the reference is the last symbol of its body the
+//! finished frame is popped first, so right-recursive chains never deepen the stack. The stack
+//! is therefore at most the grammar's depth, and each terminal costs O(1) amortized. For bulk
+//! work, [`Expander::for_each`] and [`expand_into`] avoid the per-item `Option` of `next`.
+//!
+//! # Random access
+//!
+//! [`terminal_at`] descends from a rule, subtracting expanded lengths
+//! ([`Grammar::expanded_len`]) symbol by symbol: O(depth × body length).
+//! [`PositionIndex`] stores prefix sums of expanded lengths for every body (8 bytes per grammar
+//! symbol) and binary-searches each level instead: O(depth × log body length).
+//! [`Expander::starting_at`] uses the same descent to start a stream at any position.
+
+use wpp_trace::Terminal;
+
+use crate::grammar::{Grammar, RuleId};
+use crate::symbol::{Symbol, SymbolKind};
+
+/// A streaming iterator over the terminals a rule expands to.
+#[derive(Clone, Debug)]
+pub struct Expander<'g> {
+    grammar: &'g Grammar,
+    stack: Vec<&'g [Symbol]>,
+}
+
+impl<'g> Expander<'g> {
+    /// Expands `rule` from its first terminal.
+    pub fn new(grammar: &'g Grammar, rule: RuleId) -> Self {
+        Expander {
+            grammar,
+            stack: vec![grammar.body(rule)],
+        }
+    }
+
+    /// Expands `rule` from its `k`-th terminal (0-based); empty if `k` is past the end.
+    pub fn starting_at(grammar: &'g Grammar, rule: RuleId, mut k: u64) -> Self {
+        let mut stack = Vec::new();
+        if k < grammar.expanded_len(rule) {
+            let mut body = grammar.body(rule);
+            while let Some((i, rest)) = locate(grammar, body, &mut k) {
+                match body[i].kind() {
+                    SymbolKind::Terminal(_) => {
+                        stack.push(&body[i..]);
+                        break;
+                    }
+                    SymbolKind::Rule(r) => {
+                        stack.push(rest);
+                        body = grammar.body(r);
+                    }
+                }
+            }
+        }
+        Expander { grammar, stack }
+    }
+
+    /// Calls `f` on every remaining terminal; faster than iterating.
+    #[inline]
+    pub fn for_each(mut self, mut f: impl FnMut(Terminal)) {
+        while let Some(top) = self.stack.last_mut() {
+            let Some((&s, rest)) = top.split_first() else {
+                self.stack.pop();
+                continue;
+            };
+            *top = rest;
+            match s.kind() {
+                SymbolKind::Terminal(t) => f(t),
+                SymbolKind::Rule(r) => {
+                    if rest.is_empty() {
+                        self.stack.pop();
+                    }
+                    self.stack.push(self.grammar.body(r));
+                }
+            }
+        }
+    }
+}
+
+/// Finds the symbol of `body` holding position `k`; sets `k` to the position within it and
+/// returns its index and the symbols after it.
+fn locate<'g>(g: &Grammar, body: &'g [Symbol], k: &mut u64) -> Option<(usize, &'g [Symbol])> {
+    for (i, &s) in body.iter().enumerate() {
+        let len = g.symbol_len(s);
+        if *k < len {
+            return Some((i, &body[i + 1..]));
+        }
+        *k -= len;
+    }
+    None
+}
+
+impl Iterator for Expander<'_> {
+    type Item = Terminal;
+
+    #[inline]
+    fn next(&mut self) -> Option<Terminal> {
+        loop {
+            let top = self.stack.last_mut()?;
+            let Some((&s, rest)) = top.split_first() else {
+                self.stack.pop();
+                continue;
+            };
+            *top = rest;
+            match s.kind() {
+                SymbolKind::Terminal(t) => return Some(t),
+                SymbolKind::Rule(r) => {
+                    if rest.is_empty() {
+                        self.stack.pop();
+                    }
+                    self.stack.push(self.grammar.body(r));
+                }
+            }
+        }
+    }
+}
+
+/// Appends the expansion of `rule` to `out`.
+pub fn expand_into(grammar: &Grammar, rule: RuleId, out: &mut Vec<Terminal>) {
+    let len = grammar.expanded_len(rule);
+    out.reserve(len.min(1 << 24) as usize);
+    Expander::new(grammar, rule).for_each(|t| out.push(t));
+}
+
+/// The `k`-th terminal (0-based) of `rule`'s expansion, by descending through expanded lengths.
+pub fn terminal_at(grammar: &Grammar, rule: RuleId, mut k: u64) -> Option<Terminal> {
+    let mut body = grammar.body(rule);
+    loop {
+        let (i, _) = locate(grammar, body, &mut k)?;
+        match body[i].kind() {
+            SymbolKind::Terminal(t) => return Some(t),
+            SymbolKind::Rule(r) => body = grammar.body(r),
+        }
+    }
+}
+
+/// Prefix sums of expanded lengths over every rule body, for O(depth × log body) random
+/// access.
+#[derive(Clone, Debug)]
+pub struct PositionIndex {
+    /// `ends[starts[r] + i]` is the expanded length of the first `i + 1` symbols of rule `r`.
+    ends: Vec<u64>,
+    starts: Vec<usize>,
+}
+
+impl PositionIndex {
+    /// Builds the index for `grammar`.
+    pub fn new(grammar: &Grammar) -> Self {
+        let mut ends = Vec::with_capacity(grammar.num_symbols());
+        let mut starts = Vec::with_capacity(grammar.num_rules());
+        for r in grammar.rules() {
+            starts.push(ends.len());
+            let mut sum = 0u64;
+            for &s in grammar.body(r) {
+                // Grammar::new checked that no rule's total overflows, so prefixes cannot.
+                sum += grammar.symbol_len(s);
+                ends.push(sum);
+            }
+        }
+        PositionIndex { ends, starts }
+    }
+
+    /// The `k`-th terminal (0-based) of `rule`'s expansion. `grammar` must be the grammar the
+    /// index was built for.
+    pub fn terminal_at(&self, grammar: &Grammar, rule: RuleId, mut k: u64) -> Option<Terminal> {
+        let mut r = rule;
+        loop {
+            let body = grammar.body(r);
+            let start = *self.starts.get(r.index())?;
+            let ends = self.ends.get(start..start + body.len())?;
+            let i = ends.partition_point(|&e| e <= k);
+            let s = *body.get(i)?;
+            if i > 0 {
+                k -= ends[i - 1];
+            }
+            match s.kind() {
+                SymbolKind::Terminal(t) => return Some(t),
+                SymbolKind::Rule(c) => r = c,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::StartRule;
+    use wpp_trace::ThreadId;
+
+    /// `S → A c A A`, `A → B b`, `B → a a`, expanding to `aab c aab aab`.
+    fn sample() -> Grammar {
+        let t = |x| Symbol::terminal(Terminal(x));
+        let r = |x| Symbol::rule(RuleId(x));
+        let bodies = vec![
+            vec![t(0), t(0)],
+            vec![r(0), t(1)],
+            vec![r(1), t(2), r(1), r(1)],
+        ];
+        let starts = vec![StartRule {
+            thread: ThreadId(0),
+            rule: RuleId(2),
+        }];
+        Grammar::new(3, bodies, starts).unwrap()
+    }
+
+    const EXPECTED: [u32; 10] = [0, 0, 1, 2, 0, 0, 1, 0, 0, 1];
+
+    #[test]
+    fn streaming_matches_hand_expansion() {
+        let g = sample();
+        let got: Vec<u32> = Expander::new(&g, RuleId(2)).map(|t| t.0).collect();
+        assert_eq!(got, EXPECTED);
+        let mut v = Vec::new();
+        expand_into(&g, RuleId(2), &mut v);
+        assert_eq!(v.iter().map(|t| t.0).collect::<Vec<_>>(), EXPECTED);
+    }
+
+    #[test]
+    fn random_access_and_seeking_agree_with_streaming() {
+        let g = sample();
+        let idx = PositionIndex::new(&g);
+        for k in 0..EXPECTED.len() as u64 {
+            let want = Some(Terminal(EXPECTED[k as usize]));
+            assert_eq!(terminal_at(&g, RuleId(2), k), want, "{k}");
+            assert_eq!(idx.terminal_at(&g, RuleId(2), k), want, "{k}");
+            let rest: Vec<u32> = Expander::starting_at(&g, RuleId(2), k)
+                .map(|t| t.0)
+                .collect();
+            assert_eq!(rest, EXPECTED[k as usize..], "{k}");
+        }
+        assert_eq!(terminal_at(&g, RuleId(2), 10), None);
+        assert_eq!(idx.terminal_at(&g, RuleId(2), 10), None);
+        assert_eq!(Expander::starting_at(&g, RuleId(2), 10).next(), None);
+    }
+}

@@ -1,0 +1,842 @@
+//! The `.wpp` file: a whole program path — grammar, alphabet and program database — on disk.
+//!
+//! # Layout (version 1)
+//!
+//! All integers are unsigned LEB128 varints ([`wpp_trace::wire`]) unless marked `u32le`.
+//!
+//! ```text
+//! file    = "WPPG" version:u32le section*
+//! section = tag:[u8; 4] length payload:[u8; length] crc32(payload):u32le
+//! ```
+//!
+//! Sections come in this order: `META`, `PROG`, `ALPH`, `RULE`, `STRT`, then any number of
+//! *extra* sections with other tags (kept verbatim in [`WppFile::extra`]; the query crate stores
+//! its index there), then `END ` with an empty payload. Nothing may follow `END `, so a file cut
+//! at a section boundary is still detected as truncated.
+//!
+//! | section | payload |
+//! |---|---|
+//! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency), trace events, threads |
+//! | `PROG` | the [`ProgramDb`], postcard-serialized |
+//! | `ALPH` | event count, then per event a kind byte and its operand: 0 `Enter(f)`, 1 `Leave` (no operand), 2 `Block(b)`, 3 `Path(p)`, 4 `Thread(t)`; terminal `i` is the `i`-th event |
+//! | `RULE` | rule count; per rule, bottom-up: body length, expanded length, body symbols (`2t` for terminal `t`, `2r + 1` for rule `r`); then one use count per rule |
+//! | `STRT` | start-rule count; per start rule its thread id and rule id |
+//!
+//! "Trace events" is the event count of the source trace as recorded, `Thread` switches
+//! included; it is informational and not checked against the grammar.
+//!
+//! # Worked example
+//!
+//! The block trace `B0 B1 B0 B1` of one function `main`, compressed by SEQUITUR to
+//! `R1 → R0 R0`, `R0 → t0 t1` (thread 0 starts at `R1`), is these 93 bytes:
+//!
+//! ```text
+//! 57 50 50 47  01 00 00 00                       "WPPG", version 1
+//! 4d 45 54 41  03  00 04 01  80 2c 2a ec         META: sequitur, 4 events, 1 thread
+//! 50 52 4f 47  09  01 04 6d 61 69 6e 00 00 00    PROG: 1 function: "main", file None,
+//!              c1 6a 2a 13                             line None, no block lines
+//! 41 4c 50 48  05  02 02 00 02 01  e2 3e da 53   ALPH: 2 events: Block(0), Block(1)
+//! 52 55 4c 45  0b  02                            RULE: 2 rules
+//!              02 02 00 02                          R0: 2 symbols, length 2: t0 t1
+//!              02 04 01 01                          R1: 2 symbols, length 4: R0 R0
+//!              02 00  a4 89 77 bd                   use counts 2, 0; checksum
+//! 53 54 52 54  03  01 00 01  b3 83 84 89         STRT: 1 start: thread 0 → R1
+//! 45 4e 44 20  00  00 00 00 00                   END, empty payload (crc32 of nothing is 0)
+//! ```
+//!
+//! The test `worked_example_bytes` pins these bytes; a layout change must bump [`VERSION`].
+//!
+//! # Validation
+//!
+//! [`WppFile::from_bytes`] trusts nothing: every section's checksum; every count against the
+//! bytes left before allocating; rule references strictly below the referring rule (so there
+//! are no cycles); terminals inside the alphabet; each stored expanded length equal to the
+//! recomputed one, with checked 64-bit arithmetic; each stored use count equal to the recomputed
+//! one; start rules in range, unreferenced, one per thread. Every error names the section or
+//! item and the absolute byte offset.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashSet;
+use wpp_trace::wire::{write_varint, Reader, WireError, WireErrorKind};
+use wpp_trace::{Alphabet, BlockId, Event, FunctionId, PathId, ProgramDb, Terminal, ThreadId};
+
+use crate::algorithm::Algorithm;
+use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
+use crate::symbol::{Symbol, SymbolKind};
+
+/// The first four bytes of every `.wpp` file.
+pub const MAGIC: [u8; 4] = *b"WPPG";
+/// The layout version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+const META: [u8; 4] = *b"META";
+const PROG: [u8; 4] = *b"PROG";
+const ALPH: [u8; 4] = *b"ALPH";
+const RULE: [u8; 4] = *b"RULE";
+const STRT: [u8; 4] = *b"STRT";
+const END: [u8; 4] = *b"END ";
+const RESERVED: [[u8; 4]; 6] = [META, PROG, ALPH, RULE, STRT, END];
+
+/// Files at least this large are memory-mapped by [`WppFile::read`] rather than read.
+const MMAP_THRESHOLD: u64 = 1 << 20;
+
+/// An opaque section carried along for other tools (e.g. a query index).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// Four-byte tag; must not be one of the tags this module reserves.
+    pub tag: [u8; 4],
+    /// The payload.
+    pub data: Vec<u8>,
+}
+
+/// The contents of a `.wpp` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WppFile {
+    /// What the trace's ids refer to.
+    pub program: ProgramDb,
+    /// The events the grammar's terminals stand for.
+    pub alphabet: Alphabet,
+    /// The grammar; after reading, over exactly `alphabet.len()` terminals.
+    pub grammar: Grammar,
+    /// The compressor that built the grammar.
+    pub algorithm: Algorithm,
+    /// Number of events in the source trace.
+    pub events: u64,
+    /// Sections this crate does not interpret, in file order.
+    pub extra: Vec<Section>,
+}
+
+/// A tag shown as text where printable.
+struct TagName([u8; 4]);
+
+impl std::fmt::Display for TagName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`", self.0.escape_ascii())
+    }
+}
+
+fn tag(t: &[u8; 4]) -> TagName {
+    TagName(*t)
+}
+
+/// Why a `.wpp` file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WppError {
+    /// The file system failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// A value could not be read (truncated, overlong or out of range).
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// The file does not start with `WPPG`.
+    #[error("not a .wpp file: bad magic at byte offset 0")]
+    BadMagic,
+    /// The version is not one this build reads.
+    #[error(
+        "unsupported .wpp version {found} at byte offset 4 (this build reads version {VERSION})"
+    )]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+    },
+    /// A required section is missing or out of order.
+    #[error(
+        "expected section {} at byte offset {offset}, found {}",
+        tag(expected),
+        tag(found)
+    )]
+    UnexpectedSection {
+        /// The section that should be there.
+        expected: [u8; 4],
+        /// The tag found.
+        found: [u8; 4],
+        /// Offset of the tag.
+        offset: u64,
+    },
+    /// A section's payload does not match its checksum.
+    #[error("checksum mismatch in section {} (payload at byte offset {offset}): stored {stored:#010x}, computed {computed:#010x}", tag(section))]
+    Checksum {
+        /// The section.
+        section: [u8; 4],
+        /// Offset of the payload.
+        offset: u64,
+        /// The checksum in the file.
+        stored: u32,
+        /// The checksum of the payload.
+        computed: u32,
+    },
+    /// A section's payload has bytes its contents do not account for.
+    #[error("section {} has unread bytes at byte offset {offset}", tag(section))]
+    SectionTooLong {
+        /// The section.
+        section: [u8; 4],
+        /// Offset of the first unread byte.
+        offset: u64,
+    },
+    /// The program database does not deserialize.
+    #[error("bad program database in section `PROG` at byte offset {offset}: {message}")]
+    ProgramDb {
+        /// Offset of the payload.
+        offset: u64,
+        /// The deserializer's message.
+        message: String,
+    },
+    /// The algorithm code is unknown.
+    #[error("unknown algorithm code {code} at byte offset {offset}")]
+    UnknownAlgorithm {
+        /// The code.
+        code: u8,
+        /// Its offset.
+        offset: u64,
+    },
+    /// An alphabet entry has an unknown kind byte.
+    #[error("unknown event kind {kind} at byte offset {offset}")]
+    BadEventKind {
+        /// The kind byte.
+        kind: u8,
+        /// Its offset.
+        offset: u64,
+    },
+    /// The alphabet lists an event twice.
+    #[error("alphabet entry {index} repeats an earlier event (byte offset {offset})")]
+    DuplicateEvent {
+        /// The entry's terminal.
+        index: u32,
+        /// Its offset.
+        offset: u64,
+    },
+    /// A rule refers to itself or a later rule (a cycle or forward reference).
+    #[error("rule {rule} refers to rule {target}, which is not below it (byte offset {offset})")]
+    ForwardReference {
+        /// The referring rule.
+        rule: u32,
+        /// The referenced rule.
+        target: u64,
+        /// Offset of the symbol.
+        offset: u64,
+    },
+    /// A rule uses a terminal outside the alphabet.
+    #[error("rule {rule} uses terminal {terminal}, but the alphabet has {alphabet} (byte offset {offset})")]
+    TerminalOutOfRange {
+        /// The rule.
+        rule: u32,
+        /// The terminal.
+        terminal: u64,
+        /// The alphabet's size.
+        alphabet: usize,
+        /// Offset of the symbol.
+        offset: u64,
+    },
+    /// A rule expands to 2^64 or more terminals.
+    #[error("rule {rule} expands to more than 2^64 - 1 terminals (byte offset {offset})")]
+    LengthOverflow {
+        /// The rule.
+        rule: u32,
+        /// Offset of the symbol that overflowed.
+        offset: u64,
+    },
+    /// A stored expanded length is wrong.
+    #[error("rule {rule} stores expanded length {stored} but expands to {computed} (byte offset {offset})")]
+    LengthMismatch {
+        /// The rule.
+        rule: u32,
+        /// The stored length.
+        stored: u64,
+        /// The recomputed length.
+        computed: u64,
+        /// Offset of the stored length.
+        offset: u64,
+    },
+    /// A stored use count is wrong.
+    #[error(
+        "rule {rule} stores use count {stored} but is used {computed} times (byte offset {offset})"
+    )]
+    UseCountMismatch {
+        /// The rule.
+        rule: u32,
+        /// The stored count.
+        stored: u64,
+        /// The recomputed count.
+        computed: u64,
+        /// Offset of the stored count.
+        offset: u64,
+    },
+    /// A start rule names a rule that does not exist.
+    #[error("start rule of thread {thread} names rule {rule}, but there are {rules} rules (byte offset {offset})")]
+    BadStartRule {
+        /// The thread.
+        thread: u32,
+        /// The rule named.
+        rule: u64,
+        /// Number of rules.
+        rules: usize,
+        /// Offset of the rule id.
+        offset: u64,
+    },
+    /// A start rule is referenced by another rule.
+    #[error(
+        "start rule {rule} of thread {thread} is referenced by other rules (byte offset {offset})"
+    )]
+    StartReferenced {
+        /// The thread.
+        thread: u32,
+        /// The rule.
+        rule: u32,
+        /// Offset of the rule id.
+        offset: u64,
+    },
+    /// Two start rules for one thread.
+    #[error("thread {thread} has two start rules (byte offset {offset})")]
+    DuplicateThread {
+        /// The thread.
+        thread: u32,
+        /// Offset of the second thread id.
+        offset: u64,
+    },
+    /// `META`'s thread count disagrees with `STRT`.
+    #[error(
+        "section `META` promises {meta} threads but `STRT` at byte offset {offset} lists {starts}"
+    )]
+    ThreadCountMismatch {
+        /// Threads according to `META`.
+        meta: u64,
+        /// Start rules in `STRT`.
+        starts: usize,
+        /// Offset of the `STRT` payload.
+        offset: u64,
+    },
+    /// Bytes follow the `END ` section.
+    #[error("unexpected bytes after the `END ` section at byte offset {offset}")]
+    TrailingBytes {
+        /// Offset of the first extra byte.
+        offset: u64,
+    },
+    /// The decoded rules do not form a grammar (only for grammars beyond 32-bit limits).
+    #[error("invalid grammar: {0}")]
+    Grammar(#[from] GrammarError),
+    /// Writing: an extra section uses a reserved tag.
+    #[error("extra section tag {} is reserved", tag(.0))]
+    ReservedTag([u8; 4]),
+    /// Writing: the grammar's terminals do not fit the alphabet.
+    #[error("the grammar is over {grammar} terminals but the alphabet has {alphabet}")]
+    AlphabetTooSmall {
+        /// The grammar's terminal count.
+        grammar: u32,
+        /// The alphabet's size.
+        alphabet: usize,
+    },
+    /// Writing: the program database does not serialize.
+    #[error("cannot serialize the program database: {0}")]
+    Serialize(String),
+}
+
+impl WppFile {
+    /// Encodes the file.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, WppError> {
+        if let Some(s) = self.extra.iter().find(|s| RESERVED.contains(&s.tag)) {
+            return Err(WppError::ReservedTag(s.tag));
+        }
+        if self.grammar.num_terminals() as usize > self.alphabet.len() {
+            return Err(WppError::AlphabetTooSmall {
+                grammar: self.grammar.num_terminals(),
+                alphabet: self.alphabet.len(),
+            });
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        let mut payload = Vec::new();
+        payload.push(self.algorithm.code());
+        write_varint(&mut payload, self.events);
+        write_varint(&mut payload, self.grammar.starts().len() as u64);
+        put_section(&mut out, META, &payload);
+        let prog =
+            postcard::to_allocvec(&self.program).map_err(|e| WppError::Serialize(e.to_string()))?;
+        put_section(&mut out, PROG, &prog);
+        put_section(&mut out, ALPH, &encode_alphabet(&self.alphabet));
+        put_section(&mut out, RULE, &encode_rules(&self.grammar));
+        put_section(&mut out, STRT, &encode_starts(&self.grammar));
+        for s in &self.extra {
+            put_section(&mut out, s.tag, &s.data);
+        }
+        put_section(&mut out, END, &[]);
+        Ok(out)
+    }
+
+    /// Decodes and validates a file (see the module documentation for what is checked).
+    pub fn from_bytes(bytes: &[u8]) -> Result<WppFile, WppError> {
+        let mut r = Reader::new(bytes, 0);
+        if r.bytes(4, "magic")? != MAGIC {
+            return Err(WppError::BadMagic);
+        }
+        let version = r.u32_le("version")?;
+        if version != VERSION {
+            return Err(WppError::UnsupportedVersion { found: version });
+        }
+        let mut meta = section(&mut r, META)?;
+        let (algorithm, events, threads) = decode_meta(&mut meta)?;
+        let prog = section(&mut r, PROG)?;
+        let program = decode_program(prog)?;
+        let mut alph = section(&mut r, ALPH)?;
+        let alphabet = decode_alphabet(&mut alph)?;
+        let mut rules = section(&mut r, RULE)?;
+        let decoded = decode_rules(&mut rules, alphabet.len())?;
+        let mut strt = section(&mut r, STRT)?;
+        let starts = decode_starts(&mut strt, &decoded, threads)?;
+        let extra = decode_extra(&mut r)?;
+        let bodies = decoded.ends.iter().scan(0, |from, &to| {
+            let body = decoded.symbols[*from..to].iter().copied();
+            *from = to;
+            Some(body)
+        });
+        let grammar = Grammar::new(alphabet.len() as u32, bodies, starts)?;
+        Ok(WppFile {
+            program,
+            alphabet,
+            grammar,
+            algorithm,
+            events,
+            extra,
+        })
+    }
+
+    /// Writes the file to `path`.
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<(), WppError> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_bytes()?).map_err(|source| WppError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Reads and validates the file at `path`, memory-mapping it when large.
+    pub fn read(path: impl AsRef<Path>) -> Result<WppFile, WppError> {
+        let path = path.as_ref();
+        let io = |source| WppError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        if file.metadata().map_err(io)?.len() < MMAP_THRESHOLD {
+            return WppFile::from_bytes(&std::fs::read(path).map_err(io)?);
+        }
+        // SAFETY: the map is read-only and lives only for this call. If another process
+        // truncates or rewrites the file meanwhile, reads may see changed bytes (or fault on
+        // truncation, as with any mmap-based reader); the decoder validates every byte it reads
+        // and has no memory-safety dependence on their values.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        WppFile::from_bytes(&map)
+    }
+}
+
+fn put_section(out: &mut Vec<u8>, tag: [u8; 4], payload: &[u8]) {
+    out.extend_from_slice(&tag);
+    write_varint(out, payload.len() as u64);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+}
+
+/// Reads a section header, payload and checksum; returns a reader over the verified payload.
+fn read_section<'a>(r: &mut Reader<'a>) -> Result<([u8; 4], Reader<'a>), WppError> {
+    let tag: [u8; 4] = r.bytes(4, "section tag")?.try_into().expect("4 bytes");
+    let len = r.count(1, "section length")?;
+    let offset = r.offset();
+    let payload = r.bytes(len, "section payload")?;
+    let stored = r.u32_le("section checksum")?;
+    let computed = crc32fast::hash(payload);
+    if stored != computed {
+        return Err(WppError::Checksum {
+            section: tag,
+            offset,
+            stored,
+            computed,
+        });
+    }
+    Ok((tag, Reader::new(payload, offset)))
+}
+
+fn section<'a>(r: &mut Reader<'a>, expected: [u8; 4]) -> Result<Reader<'a>, WppError> {
+    let offset = r.offset();
+    let (found, payload) = read_section(r)?;
+    if found != expected {
+        return Err(WppError::UnexpectedSection {
+            expected,
+            found,
+            offset,
+        });
+    }
+    Ok(payload)
+}
+
+fn finished(r: &Reader<'_>, section: [u8; 4]) -> Result<(), WppError> {
+    if r.is_empty() {
+        Ok(())
+    } else {
+        Err(WppError::SectionTooLong {
+            section,
+            offset: r.offset(),
+        })
+    }
+}
+
+/// A count of items of at least `min_item_bytes` each, also at most `limit`.
+fn limited(
+    r: &mut Reader<'_>,
+    min_item_bytes: usize,
+    limit: u64,
+    what: &'static str,
+) -> Result<usize, WppError> {
+    let start = r.clone();
+    let n = r.count(min_item_bytes, what)?;
+    if n as u64 > limit {
+        return Err(start
+            .fail(
+                what,
+                WireErrorKind::OutOfRange {
+                    value: n as u64,
+                    limit,
+                },
+            )
+            .into());
+    }
+    Ok(n)
+}
+
+fn decode_meta(r: &mut Reader<'_>) -> Result<(Algorithm, u64, u64), WppError> {
+    let offset = r.offset();
+    let code = r.u8("algorithm")?;
+    let algorithm =
+        Algorithm::from_code(code).ok_or(WppError::UnknownAlgorithm { code, offset })?;
+    let events = r.varint("trace event count")?;
+    let threads = r.varint("thread count")?;
+    finished(r, META)?;
+    Ok((algorithm, events, threads))
+}
+
+fn decode_program(r: Reader<'_>) -> Result<ProgramDb, WppError> {
+    let offset = r.offset();
+    let mut r = r;
+    let bytes = r.bytes(r.remaining(), "program database")?;
+    let (db, rest) = postcard::take_from_bytes(bytes).map_err(|e| WppError::ProgramDb {
+        offset,
+        message: e.to_string(),
+    })?;
+    if !rest.is_empty() {
+        return Err(WppError::SectionTooLong {
+            section: PROG,
+            offset: offset + (bytes.len() - rest.len()) as u64,
+        });
+    }
+    Ok(db)
+}
+
+fn encode_alphabet(a: &Alphabet) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_varint(&mut out, a.len() as u64);
+    for e in a.events() {
+        let (kind, operand) = match *e {
+            Event::Enter(f) => (0, Some(u64::from(f.0))),
+            Event::Leave => (1, None),
+            Event::Block(b) => (2, Some(u64::from(b.0))),
+            Event::Path(p) => (3, Some(p.0)),
+            Event::Thread(t) => (4, Some(u64::from(t.0))),
+        };
+        out.push(kind);
+        if let Some(v) = operand {
+            write_varint(&mut out, v);
+        }
+    }
+    out
+}
+
+fn decode_alphabet(r: &mut Reader<'_>) -> Result<Alphabet, WppError> {
+    let n = limited(r, 1, u64::from(Terminal::LIMIT), "alphabet size")?;
+    let mut alphabet = Alphabet::new();
+    for index in 0..n as u32 {
+        let offset = r.offset();
+        let event = decode_event(r)?;
+        let fresh = alphabet.get(&event).is_none();
+        // The count is bounded by the payload, far below the 2^31 terminal limit.
+        if !fresh || alphabet.intern(event).is_err() {
+            return Err(WppError::DuplicateEvent { index, offset });
+        }
+    }
+    finished(r, ALPH)?;
+    Ok(alphabet)
+}
+
+fn decode_event(r: &mut Reader<'_>) -> Result<Event, WppError> {
+    let offset = r.offset();
+    let u32_operand = |r: &mut Reader<'_>| r.varint_max(u64::from(u32::MAX), "event operand");
+    Ok(match r.u8("event kind")? {
+        0 => Event::Enter(FunctionId(u32_operand(r)? as u32)),
+        1 => Event::Leave,
+        2 => Event::Block(BlockId(u32_operand(r)? as u32)),
+        3 => Event::Path(PathId(r.varint("event operand")?)),
+        4 => Event::Thread(ThreadId(u32_operand(r)? as u32)),
+        kind => return Err(WppError::BadEventKind { kind, offset }),
+    })
+}
+
+fn encode_symbol(s: Symbol) -> u64 {
+    match s.kind() {
+        SymbolKind::Terminal(t) => u64::from(t.0) << 1,
+        SymbolKind::Rule(r) => (u64::from(r.0) << 1) | 1,
+    }
+}
+
+fn encode_rules(g: &Grammar) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_varint(&mut out, g.num_rules() as u64);
+    for r in g.rules() {
+        let body = g.body(r);
+        write_varint(&mut out, body.len() as u64);
+        write_varint(&mut out, g.expanded_len(r));
+        for &s in body {
+            write_varint(&mut out, encode_symbol(s));
+        }
+    }
+    for uses in g.reference_counts() {
+        write_varint(&mut out, u64::from(uses));
+    }
+    out
+}
+
+/// Rules as read from `RULE`: all bodies back to back, where each ends, and use counts.
+struct DecodedRules {
+    symbols: Vec<Symbol>,
+    ends: Vec<usize>,
+    uses: Vec<u64>,
+}
+
+fn decode_rules(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules, WppError> {
+    // A rule takes at least three bytes: body length, expanded length and use count. Rule ids
+    // must fit a symbol's 31 bits.
+    let n = limited(r, 3, (1 << 31) - 1, "rule count")?;
+    let mut d = DecodedRules {
+        symbols: Vec::new(),
+        ends: Vec::with_capacity(n),
+        uses: vec![0; n],
+    };
+    let mut lengths: Vec<u64> = Vec::with_capacity(n);
+    for rule in 0..n as u32 {
+        let body_len = r.count(1, "rule body length")?;
+        let len_offset = r.offset();
+        let stored = r.varint("rule expanded length")?;
+        let computed = decode_body(r, rule, body_len, alphabet, &lengths, &mut d)?;
+        if stored != computed {
+            return Err(WppError::LengthMismatch {
+                rule,
+                stored,
+                computed,
+                offset: len_offset,
+            });
+        }
+        lengths.push(computed);
+        d.ends.push(d.symbols.len());
+    }
+    for (rule, &computed) in d.uses.iter().enumerate() {
+        let offset = r.offset();
+        let stored = r.varint("rule use count")?;
+        if stored != computed {
+            return Err(WppError::UseCountMismatch {
+                rule: rule as u32,
+                stored,
+                computed,
+                offset,
+            });
+        }
+    }
+    finished(r, RULE)?;
+    Ok(d)
+}
+
+/// Reads one body into `d`, counting uses; returns its expanded length.
+fn decode_body(
+    r: &mut Reader<'_>,
+    rule: u32,
+    body_len: usize,
+    alphabet: usize,
+    lengths: &[u64],
+    d: &mut DecodedRules,
+) -> Result<u64, WppError> {
+    let mut total: u64 = 0;
+    for _ in 0..body_len {
+        let offset = r.offset();
+        let v = r.varint("rule body symbol")?;
+        let id = v >> 1;
+        let (symbol, len) = if v & 1 == 0 {
+            if id >= alphabet as u64 {
+                return Err(WppError::TerminalOutOfRange {
+                    rule,
+                    terminal: id,
+                    alphabet,
+                    offset,
+                });
+            }
+            (Symbol::terminal(Terminal(id as u32)), 1)
+        } else {
+            if id >= u64::from(rule) {
+                return Err(WppError::ForwardReference {
+                    rule,
+                    target: id,
+                    offset,
+                });
+            }
+            d.uses[id as usize] += 1;
+            (Symbol::rule(RuleId(id as u32)), lengths[id as usize])
+        };
+        total = total
+            .checked_add(len)
+            .ok_or(WppError::LengthOverflow { rule, offset })?;
+        d.symbols.push(symbol);
+    }
+    Ok(total)
+}
+
+fn encode_starts(g: &Grammar) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_varint(&mut out, g.starts().len() as u64);
+    for s in g.starts() {
+        write_varint(&mut out, u64::from(s.thread.0));
+        write_varint(&mut out, u64::from(s.rule.0));
+    }
+    out
+}
+
+fn decode_starts(
+    r: &mut Reader<'_>,
+    rules: &DecodedRules,
+    meta_threads: u64,
+) -> Result<Vec<StartRule>, WppError> {
+    let offset = r.offset();
+    let n = r.count(2, "start rule count")?;
+    if n as u64 != meta_threads {
+        return Err(WppError::ThreadCountMismatch {
+            meta: meta_threads,
+            starts: n,
+            offset,
+        });
+    }
+    let mut starts = Vec::with_capacity(n);
+    let mut seen = FxHashSet::default();
+    for _ in 0..n {
+        let thread_offset = r.offset();
+        let thread = r.varint_max(u64::from(u32::MAX), "start thread")? as u32;
+        if !seen.insert(thread) {
+            return Err(WppError::DuplicateThread {
+                thread,
+                offset: thread_offset,
+            });
+        }
+        let rule_offset = r.offset();
+        let rule = r.varint("start rule")?;
+        match rules.uses.get(rule as usize) {
+            None => {
+                return Err(WppError::BadStartRule {
+                    thread,
+                    rule,
+                    rules: rules.uses.len(),
+                    offset: rule_offset,
+                })
+            }
+            Some(&u) if u > 0 => {
+                return Err(WppError::StartReferenced {
+                    thread,
+                    rule: rule as u32,
+                    offset: rule_offset,
+                })
+            }
+            Some(_) => starts.push(StartRule {
+                thread: ThreadId(thread),
+                rule: RuleId(rule as u32),
+            }),
+        }
+    }
+    finished(r, STRT)?;
+    Ok(starts)
+}
+
+fn decode_extra(r: &mut Reader<'_>) -> Result<Vec<Section>, WppError> {
+    let mut extra = Vec::new();
+    loop {
+        let offset = r.offset();
+        let (tag, payload) = read_section(r)?;
+        if tag == END {
+            finished(&payload, END)?;
+            break;
+        }
+        if RESERVED.contains(&tag) {
+            return Err(WppError::UnexpectedSection {
+                expected: END,
+                found: tag,
+                offset,
+            });
+        }
+        let mut payload = payload;
+        let data = payload.bytes(payload.remaining(), "section payload")?;
+        extra.push(Section {
+            tag,
+            data: data.to_vec(),
+        });
+    }
+    if !r.is_empty() {
+        return Err(WppError::TrailingBytes { offset: r.offset() });
+    }
+    Ok(extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The module documentation's worked example.
+    fn example() -> WppFile {
+        let mut program = ProgramDb::default();
+        program.intern("main");
+        let alphabet =
+            Alphabet::from_events(vec![Event::Block(BlockId(0)), Event::Block(BlockId(1))])
+                .unwrap();
+        let t = |x| Symbol::terminal(Terminal(x));
+        let bodies = vec![vec![t(0), t(1)], vec![Symbol::rule(RuleId(0)); 2]];
+        let starts = vec![StartRule {
+            thread: ThreadId(0),
+            rule: RuleId(1),
+        }];
+        WppFile {
+            program,
+            alphabet,
+            grammar: Grammar::new(2, bodies, starts).unwrap(),
+            algorithm: Algorithm::Sequitur,
+            events: 4,
+            extra: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn worked_example_bytes() {
+        let bytes = example().to_bytes().unwrap();
+        assert_eq!(bytes.len(), 93);
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex.join(" "),
+            "57 50 50 47 01 00 00 00 \
+             4d 45 54 41 03 00 04 01 80 2c 2a ec \
+             50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00 c1 6a 2a 13 \
+             41 4c 50 48 05 02 02 00 02 01 e2 3e da 53 \
+             52 55 4c 45 0b 02 02 02 00 02 02 04 01 01 02 00 a4 89 77 bd \
+             53 54 52 54 03 01 00 01 b3 83 84 89 \
+             45 4e 44 20 00 00 00 00 00"
+        );
+        assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example());
+    }
+}

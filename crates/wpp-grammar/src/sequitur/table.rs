@@ -1,0 +1,185 @@
+//! The digram index: an open-addressing hash table from a digram to the node that starts its
+//! indexed occurrence.
+//!
+//! A slot is 4 bytes: a node index, and in the bits the index does not need yet, a *tag* of the
+//! key's hash. The key — the node's symbol and its successor's symbol — is read back from the
+//! node arena, as in Nevill-Manning and Witten's implementation; the tag lets a probe skip
+//! non-matching slots without that (cache-missing) read. Node indices start 24 bits wide (8-bit
+//! tags, a false match per 256 probed slots); when the arena outgrows them the table is rebuilt
+//! with 28-bit and then 32-bit indices (no tag). Removal compares whole slots, so it never
+//! touches the arena.
+//!
+//! Linear probing over a power-of-two table, Fibonacci hashing of the 64-bit key, tombstones for
+//! deletion (reused by later insertions), and a rebuild — to the power of two that puts the load
+//! between 1/4 and 1/2, which drops the tombstones — once live entries plus tombstones exceed
+//! 3/4 of the slots. Tags keep the longer probes of that load cheap: a probe reads consecutive
+//! slots of one cache line and touches the arena only on a tag match. The table thus costs
+//! 8–16 bytes per indexed digram.
+
+use super::Node;
+
+const EMPTY: u32 = u32::MAX;
+const TOMB: u32 = u32::MAX - 1;
+const MIN_SLOTS: usize = 64;
+
+/// The digram index. Node indices stored here must stay below `u32::MAX - 1`.
+pub(super) struct DigramTable {
+    slots: Vec<u32>,
+    shift: u32,
+    live: usize,
+    used: usize,
+    /// Width of the node index in a slot; the remaining `32 - index_bits` bits hold the tag.
+    index_bits: u32,
+}
+
+#[inline]
+fn hash(a: u32, b: u32) -> u64 {
+    ((u64::from(a) << 32) | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl DigramTable {
+    pub(super) fn new() -> Self {
+        Self::with_index_bits(24)
+    }
+
+    /// A table whose slots start with `index_bits`-bit node indices (tests start narrow to
+    /// exercise [`widen`](Self::widen)).
+    pub(super) fn with_index_bits(index_bits: u32) -> Self {
+        DigramTable {
+            slots: vec![EMPTY; MIN_SLOTS],
+            shift: 64 - MIN_SLOTS.trailing_zeros(),
+            live: 0,
+            used: 0,
+            index_bits,
+        }
+    }
+
+    /// The home slot of a key and the slot value its entry for `node` has.
+    #[inline]
+    fn place(&self, a: u32, b: u32, node: u32) -> (usize, u32) {
+        let h = hash(a, b);
+        let tag_bits = 32 - self.index_bits;
+        let tag = (h >> (self.shift - tag_bits)) & ((1 << tag_bits) - 1);
+        (
+            (h >> self.shift) as usize,
+            ((tag << self.index_bits) | u64::from(node)) as u32,
+        )
+    }
+
+    #[inline]
+    fn index_mask(&self) -> u32 {
+        ((1u64 << self.index_bits) - 1) as u32
+    }
+
+    /// Node indices must stay below this; see [`widen`](Self::widen).
+    #[inline]
+    pub(super) fn node_limit(&self) -> u64 {
+        (1u64 << self.index_bits) - 2
+    }
+
+    /// Makes room for node indices up to 4 bits wider, at the cost of tag bits.
+    #[cold]
+    pub(super) fn widen(&mut self, nodes: &[Node]) {
+        let old_bits = self.index_bits;
+        self.index_bits = (self.index_bits + 4).min(32);
+        self.rebuild(nodes, old_bits);
+    }
+
+    /// The slot and node of the indexed occurrence of digram `(a, b)`, or else the slot where
+    /// it should be inserted.
+    #[inline]
+    pub(super) fn find(&self, nodes: &[Node], a: u32, b: u32) -> Result<(usize, u32), usize> {
+        let mask = self.slots.len() - 1;
+        let index_mask = self.index_mask();
+        let (mut i, want) = self.place(a, b, 0);
+        let mut tomb = None;
+        loop {
+            match self.slots[i] {
+                EMPTY => return Err(tomb.unwrap_or(i)),
+                TOMB => {
+                    tomb.get_or_insert(i);
+                }
+                v if v & !index_mask == want => {
+                    let n = nodes[(v & index_mask) as usize];
+                    if n.sym == a && nodes[n.next as usize].sym == b {
+                        return Ok((i, v & index_mask));
+                    }
+                }
+                _ => {}
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Stores `node`, which starts digram `(a, b)`, in `slot`, a slot returned by a failed
+    /// [`find`](Self::find) for that digram.
+    #[inline]
+    pub(super) fn insert(&mut self, nodes: &[Node], slot: usize, (a, b): (u32, u32), node: u32) {
+        if self.slots[slot] == EMPTY {
+            self.used += 1;
+        }
+        self.slots[slot] = self.place(a, b, node).1;
+        self.live += 1;
+        if self.used * 4 > self.slots.len() * 3 {
+            self.rebuild(nodes, self.index_bits);
+        }
+    }
+
+    /// Makes the entry in `slot` (from a successful [`find`](Self::find)) point at `node`, which
+    /// starts another occurrence of the same digram.
+    #[inline]
+    pub(super) fn repoint(&mut self, slot: usize, node: u32) {
+        let index_mask = self.index_mask();
+        self.slots[slot] = (self.slots[slot] & !index_mask) | node;
+    }
+
+    /// Removes `node` if it is the indexed occurrence of its digram `(a, b)`; returns whether it
+    /// was.
+    #[inline]
+    pub(super) fn remove(&mut self, a: u32, b: u32, node: u32) -> bool {
+        let mask = self.slots.len() - 1;
+        let (mut i, want) = self.place(a, b, node);
+        loop {
+            match self.slots[i] {
+                EMPTY => return false,
+                v if v == want => {
+                    self.slots[i] = TOMB;
+                    self.live -= 1;
+                    return true;
+                }
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Reinserts the live entries, which hold `old_bits`-wide node indices, into a table sized
+    /// for a load between 1/4 and 1/2.
+    #[cold]
+    fn rebuild(&mut self, nodes: &[Node], old_bits: u32) {
+        let len = (self.live * 2).next_power_of_two().max(MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; len]);
+        let old_mask = ((1u64 << old_bits) - 1) as u32;
+        self.shift = 64 - len.trailing_zeros();
+        self.used = self.live;
+        let mask = len - 1;
+        for v in old.into_iter().filter(|&v| v < TOMB) {
+            let node = v & old_mask;
+            let n = nodes[node as usize];
+            let (mut i, entry) = self.place(n.sym, nodes[n.next as usize].sym, node);
+            while self.slots[i] != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = entry;
+        }
+    }
+
+    /// Number of indexed digrams.
+    pub(super) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Bytes held by the table.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * 4
+    }
+}

@@ -1,0 +1,694 @@
+//! Thin, safe wrappers over the parts of the LLVM C API that inkwell does not cover well:
+//! walking instructions by opcode, reading call targets and attributes, debug locations, and an
+//! IR builder positioned before arbitrary instructions.
+//!
+//! Every wrapper takes handles that come from a live [`inkwell::module::Module`] borrowed for
+//! `'m`, so the underlying LLVM objects outlive the handles. This module is the only place in the
+//! crate with `unsafe`.
+
+use inkwell::llvm_sys::core as c;
+use inkwell::llvm_sys::debuginfo as di;
+use inkwell::llvm_sys::prelude::{
+    LLVMBasicBlockRef, LLVMBuilderRef, LLVMContextRef, LLVMModuleRef, LLVMTypeRef, LLVMValueRef,
+};
+use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
+use std::ffi::CString;
+use std::marker::PhantomData;
+
+pub use inkwell::llvm_sys::LLVMOpcode as Opcode;
+
+/// A value (function, instruction, constant, global) of a module alive for `'m`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Value<'m>(LLVMValueRef, PhantomData<&'m ()>);
+
+/// A basic block of a module alive for `'m`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Block<'m>(LLVMBasicBlockRef, PhantomData<&'m ()>);
+
+/// A type of a context alive for `'m`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Type<'m>(LLVMTypeRef, PhantomData<&'m ()>);
+
+fn opt_value<'m>(v: LLVMValueRef) -> Option<Value<'m>> {
+    (!v.is_null()).then_some(Value(v, PhantomData))
+}
+
+fn opt_block<'m>(b: LLVMBasicBlockRef) -> Option<Block<'m>> {
+    (!b.is_null()).then_some(Block(b, PhantomData))
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).expect("NULs removed")
+}
+
+/// A module handle with the context it lives in.
+#[derive(Clone, Copy)]
+pub struct Mod<'m> {
+    m: LLVMModuleRef,
+    ctx: LLVMContextRef,
+    _p: PhantomData<&'m ()>,
+}
+
+impl<'m> Mod<'m> {
+    /// Wraps an inkwell module.
+    pub fn new(module: &'m inkwell::module::Module<'_>) -> Self {
+        let m = module.as_mut_ptr();
+        // SAFETY: `m` is a live module owned by `module`, borrowed for 'm.
+        let ctx = unsafe { c::LLVMGetModuleContext(m) };
+        Mod {
+            m,
+            ctx,
+            _p: PhantomData,
+        }
+    }
+
+    /// The functions of the module, in order.
+    pub fn functions(self) -> Vec<Value<'m>> {
+        let mut out = Vec::new();
+        // SAFETY: iterating the live module's function list with the C API.
+        let mut f = unsafe { c::LLVMGetFirstFunction(self.m) };
+        while !f.is_null() {
+            out.push(Value(f, PhantomData));
+            // SAFETY: `f` is a function of the live module.
+            f = unsafe { c::LLVMGetNextFunction(f) };
+        }
+        out
+    }
+
+    /// The named global variable, if any.
+    pub fn global(self, name: &str) -> Option<Value<'m>> {
+        let n = cstr(name);
+        // SAFETY: the module is live and `n` is a valid C string.
+        opt_value(unsafe { c::LLVMGetNamedGlobal(self.m, n.as_ptr()) })
+    }
+
+    /// The named function, if any.
+    pub fn function(self, name: &str) -> Option<Value<'m>> {
+        let n = cstr(name);
+        // SAFETY: the module is live and `n` is a valid C string.
+        opt_value(unsafe { c::LLVMGetNamedFunction(self.m, n.as_ptr()) })
+    }
+
+    /// `iN`.
+    pub fn int(self, bits: u32) -> Type<'m> {
+        // SAFETY: the context is live.
+        Type(
+            unsafe { c::LLVMIntTypeInContext(self.ctx, bits) },
+            PhantomData,
+        )
+    }
+
+    /// `void`.
+    pub fn void(self) -> Type<'m> {
+        // SAFETY: the context is live.
+        Type(unsafe { c::LLVMVoidTypeInContext(self.ctx) }, PhantomData)
+    }
+
+    /// `ptr` (address space 0).
+    pub fn ptr(self) -> Type<'m> {
+        // SAFETY: the context is live.
+        Type(
+            unsafe { c::LLVMPointerTypeInContext(self.ctx, 0) },
+            PhantomData,
+        )
+    }
+
+    /// `[n x elem]`.
+    pub fn array(self, elem: Type<'m>, n: u64) -> Type<'m> {
+        // SAFETY: `elem` belongs to the live context.
+        Type(unsafe { c::LLVMArrayType2(elem.0, n) }, PhantomData)
+    }
+
+    /// A function type.
+    pub fn fn_type(self, ret: Type<'m>, params: &[Type<'m>]) -> Type<'m> {
+        let mut ps: Vec<LLVMTypeRef> = params.iter().map(|t| t.0).collect();
+        // SAFETY: all types belong to the live context; `ps` outlives the call.
+        Type(
+            unsafe { c::LLVMFunctionType(ret.0, ps.as_mut_ptr(), ps.len() as u32, 0) },
+            PhantomData,
+        )
+    }
+
+    /// An integer constant.
+    pub fn const_int(self, ty: Type<'m>, v: u64) -> Value<'m> {
+        // SAFETY: `ty` is an integer type of the live context.
+        Value(unsafe { c::LLVMConstInt(ty.0, v, 0) }, PhantomData)
+    }
+
+    /// A constant byte array (no terminating NUL).
+    pub fn const_bytes(self, bytes: &[u8]) -> Value<'m> {
+        // SAFETY: the context is live; LLVM copies `bytes`.
+        Value(
+            unsafe {
+                c::LLVMConstStringInContext2(self.ctx, bytes.as_ptr().cast(), bytes.len(), 1)
+            },
+            PhantomData,
+        )
+    }
+
+    /// The all-zero constant of a type.
+    pub fn const_null(self, ty: Type<'m>) -> Value<'m> {
+        // SAFETY: `ty` belongs to the live context.
+        Value(unsafe { c::LLVMConstNull(ty.0) }, PhantomData)
+    }
+
+    /// Adds a global variable with an initializer and linkage.
+    pub fn add_global(
+        self,
+        name: &str,
+        ty: Type<'m>,
+        init: Value<'m>,
+        internal: bool,
+        constant: bool,
+        thread_local: bool,
+    ) -> Value<'m> {
+        let n = cstr(name);
+        // SAFETY: the module is live; `init` has type `ty`.
+        unsafe {
+            let g = c::LLVMAddGlobal(self.m, ty.0, n.as_ptr());
+            c::LLVMSetInitializer(g, init.0);
+            c::LLVMSetLinkage(
+                g,
+                if internal {
+                    LLVMLinkage::LLVMInternalLinkage
+                } else {
+                    LLVMLinkage::LLVMExternalLinkage
+                },
+            );
+            c::LLVMSetGlobalConstant(g, constant as i32);
+            c::LLVMSetThreadLocal(g, thread_local as i32);
+            Value(g, PhantomData)
+        }
+    }
+
+    /// Declares (or returns the existing) external function.
+    pub fn declare(self, name: &str, ty: Type<'m>) -> Value<'m> {
+        if let Some(f) = self.function(name) {
+            return f;
+        }
+        let n = cstr(name);
+        // SAFETY: the module is live and `ty` is a function type of its context.
+        Value(
+            unsafe { c::LLVMAddFunction(self.m, n.as_ptr(), ty.0) },
+            PhantomData,
+        )
+    }
+
+    /// Adds an internal function with the given body-less signature, to be filled by the caller.
+    pub fn add_internal_function(self, name: &str, ty: Type<'m>) -> Value<'m> {
+        let f = self.declare(name, ty);
+        // SAFETY: `f` is a function of the live module.
+        unsafe { c::LLVMSetLinkage(f.0, LLVMLinkage::LLVMInternalLinkage) };
+        f
+    }
+
+    /// Adds an enum attribute (e.g. `alwaysinline`, `nounwind`) to a function.
+    pub fn add_fn_attr(self, f: Value<'m>, attr: &str) {
+        // SAFETY: the context and function are live; the name is read for its length only.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(attr.as_ptr().cast(), attr.len());
+            let a = c::LLVMCreateEnumAttribute(self.ctx, kind, 0);
+            c::LLVMAddAttributeAtIndex(f.0, u32::MAX, a);
+        }
+    }
+
+    /// Appends a new basic block to a function.
+    pub fn append_block(self, f: Value<'m>, name: &str) -> Block<'m> {
+        let n = cstr(name);
+        // SAFETY: `f` is a function of the live module/context.
+        Block(
+            unsafe { c::LLVMAppendBasicBlockInContext(self.ctx, f.0, n.as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// A new IR builder in this module's context.
+    pub fn builder(self) -> Builder<'m> {
+        // SAFETY: the context is live; the builder is disposed in Drop.
+        Builder(
+            unsafe { c::LLVMCreateBuilderInContext(self.ctx) },
+            PhantomData,
+        )
+    }
+
+    /// Whether the function (or call site) has an enum attribute by name.
+    pub fn fn_has_attr(self, f: Value<'m>, attr: &str) -> bool {
+        // SAFETY: `f` is a live function; the name is read for its length only.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(attr.as_ptr().cast(), attr.len());
+            !c::LLVMGetEnumAttributeAtIndex(f.0, u32::MAX, kind).is_null()
+        }
+    }
+
+    /// Whether a call site has an enum function attribute by name.
+    pub fn call_has_attr(self, call: Value<'m>, attr: &str) -> bool {
+        // SAFETY: `call` is a live call or invoke instruction.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(attr.as_ptr().cast(), attr.len());
+            !c::LLVMGetCallSiteEnumAttribute(call.0, u32::MAX, kind).is_null()
+        }
+    }
+}
+
+impl<'m> Value<'m> {
+    /// The raw handle (for calls into inkwell's `llvm_sys`).
+    pub fn raw(self) -> LLVMValueRef {
+        self.0
+    }
+
+    /// The value's name (empty if unnamed).
+    pub fn name(self) -> String {
+        let mut len = 0usize;
+        // SAFETY: the value is live; LLVM returns a pointer to `len` bytes it owns.
+        unsafe {
+            let p = c::LLVMGetValueName2(self.0, &mut len);
+            if p.is_null() {
+                return String::new();
+            }
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
+        }
+    }
+
+    /// Whether this function is only a declaration.
+    pub fn is_declaration(self) -> bool {
+        // SAFETY: the value is a live global.
+        unsafe { c::LLVMIsDeclaration(self.0) != 0 }
+    }
+
+    /// Whether this global has `available_externally` linkage (its body is discarded).
+    pub fn is_available_externally(self) -> bool {
+        // SAFETY: the value is a live global.
+        unsafe { c::LLVMGetLinkage(self.0) == LLVMLinkage::LLVMAvailableExternallyLinkage }
+    }
+
+    /// The basic blocks of a function, in layout order.
+    pub fn blocks(self) -> Vec<Block<'m>> {
+        let mut out = Vec::new();
+        // SAFETY: iterating a live function's block list.
+        let mut b = unsafe { c::LLVMGetFirstBasicBlock(self.0) };
+        while !b.is_null() {
+            out.push(Block(b, PhantomData));
+            // SAFETY: `b` is a block of the live function.
+            b = unsafe { c::LLVMGetNextBasicBlock(b) };
+        }
+        out
+    }
+
+    /// The opcode of an instruction.
+    pub fn opcode(self) -> LLVMOpcode {
+        // SAFETY: the value is a live instruction.
+        unsafe { c::LLVMGetInstructionOpcode(self.0) }
+    }
+
+    /// The next instruction in the block.
+    pub fn next(self) -> Option<Value<'m>> {
+        // SAFETY: the value is a live instruction.
+        opt_value(unsafe { c::LLVMGetNextInstruction(self.0) })
+    }
+
+    /// The previous instruction in the block.
+    pub fn prev(self) -> Option<Value<'m>> {
+        // SAFETY: the value is a live instruction.
+        opt_value(unsafe { c::LLVMGetPreviousInstruction(self.0) })
+    }
+
+    /// The called function of a call/invoke, when it is a direct call.
+    pub fn called_function(self) -> Option<Value<'m>> {
+        // SAFETY: the value is a live call or invoke instruction.
+        unsafe {
+            let v = c::LLVMGetCalledValue(self.0);
+            if v.is_null() {
+                return None;
+            }
+            opt_value(inkwell::llvm_sys::core::LLVMIsAFunction(v))
+        }
+    }
+
+    /// Whether a call is `musttail`.
+    pub fn is_musttail(self) -> bool {
+        // SAFETY: the value is a live call instruction.
+        unsafe { c::LLVMGetTailCallKind(self.0) == LLVMTailCallKind::LLVMTailCallKindMustTail }
+    }
+
+    /// The normal destination of an invoke.
+    pub fn normal_dest(self) -> Block<'m> {
+        // SAFETY: the value is a live invoke instruction.
+        Block(unsafe { c::LLVMGetNormalDest(self.0) }, PhantomData)
+    }
+
+    /// The number of successors of a terminator.
+    pub fn num_successors(self) -> u32 {
+        // SAFETY: the value is a live terminator.
+        unsafe { c::LLVMGetNumSuccessors(self.0) }
+    }
+
+    /// Successor `i` of a terminator.
+    pub fn successor(self, i: u32) -> Block<'m> {
+        // SAFETY: the value is a live terminator and `i` is below its successor count.
+        Block(unsafe { c::LLVMGetSuccessor(self.0, i) }, PhantomData)
+    }
+
+    /// The source line of an instruction's debug location, 0 when it has none.
+    pub fn debug_line(self) -> u32 {
+        // SAFETY: the value is a live instruction.
+        unsafe { c::LLVMGetDebugLocLine(self.0) }
+    }
+
+    /// A function's source file and line from its `DISubprogram`, when it has one.
+    pub fn subprogram_location(self) -> Option<(String, u32)> {
+        // SAFETY: the value is a live function; metadata handles come from it.
+        unsafe {
+            let sp = di::LLVMGetSubprogram(self.0);
+            if sp.is_null() {
+                return None;
+            }
+            let line = di::LLVMDISubprogramGetLine(sp);
+            let file = di::LLVMDIScopeGetFile(sp);
+            if file.is_null() {
+                return Some((String::new(), line));
+            }
+            let mut len = 0u32;
+            let p = di::LLVMDIFileGetFilename(file, &mut len);
+            let name = if p.is_null() {
+                String::new()
+            } else {
+                String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len as usize))
+                    .into_owned()
+            };
+            Some((name, line))
+        }
+    }
+}
+
+impl<'m> Block<'m> {
+    /// The raw handle.
+    pub fn raw(self) -> LLVMBasicBlockRef {
+        self.0
+    }
+
+    /// The instructions of the block, in order.
+    pub fn instructions(self) -> Vec<Value<'m>> {
+        let mut out = Vec::new();
+        // SAFETY: iterating a live block's instruction list.
+        let mut i = unsafe { c::LLVMGetFirstInstruction(self.0) };
+        while !i.is_null() {
+            out.push(Value(i, PhantomData));
+            // SAFETY: `i` is an instruction of the live block.
+            i = unsafe { c::LLVMGetNextInstruction(i) };
+        }
+        out
+    }
+
+    /// The first instruction that is not a phi.
+    pub fn first_non_phi(self) -> Option<Value<'m>> {
+        self.instructions()
+            .into_iter()
+            .find(|i| i.opcode() != Opcode::LLVMPHI)
+    }
+
+    /// The terminator.
+    pub fn terminator(self) -> Option<Value<'m>> {
+        // SAFETY: the block is live.
+        opt_value(unsafe { c::LLVMGetBasicBlockTerminator(self.0) })
+    }
+
+    /// Wraps a raw handle.
+    pub fn from_raw(b: LLVMBasicBlockRef) -> Option<Block<'m>> {
+        opt_block(b)
+    }
+}
+
+/// An IR builder.
+pub struct Builder<'m>(LLVMBuilderRef, PhantomData<&'m ()>);
+
+impl Drop for Builder<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the builder was created by LLVMCreateBuilderInContext and is disposed once.
+        unsafe { c::LLVMDisposeBuilder(self.0) }
+    }
+}
+
+impl<'m> Builder<'m> {
+    /// Positions the builder before an instruction.
+    pub fn before(&self, inst: Value<'m>) {
+        // SAFETY: builder and instruction are live.
+        unsafe { c::LLVMPositionBuilderBefore(self.0, inst.0) }
+    }
+
+    /// Positions the builder at the end of a block.
+    pub fn at_end(&self, b: Block<'m>) {
+        // SAFETY: builder and block are live.
+        unsafe { c::LLVMPositionBuilderAtEnd(self.0, b.0) }
+    }
+
+    /// `call fty f(args)`.
+    pub fn call(&self, fty: Type<'m>, f: Value<'m>, args: &[Value<'m>]) -> Value<'m> {
+        let mut a: Vec<LLVMValueRef> = args.iter().map(|v| v.0).collect();
+        let empty = c"";
+        // SAFETY: builder positioned in a live block; `f` has type `fty`; `a` outlives the call.
+        Value(
+            unsafe {
+                c::LLVMBuildCall2(
+                    self.0,
+                    fty.0,
+                    f.0,
+                    a.as_mut_ptr(),
+                    a.len() as u32,
+                    empty.as_ptr(),
+                )
+            },
+            PhantomData,
+        )
+    }
+
+    /// `load ty, ptr p`.
+    pub fn load(&self, ty: Type<'m>, p: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned in a live block; `p` is a pointer.
+        Value(
+            unsafe { c::LLVMBuildLoad2(self.0, ty.0, p.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `store v, ptr p`.
+    pub fn store(&self, v: Value<'m>, p: Value<'m>) {
+        // SAFETY: builder positioned in a live block; `p` is a pointer.
+        unsafe { c::LLVMBuildStore(self.0, v.0, p.0) };
+    }
+
+    /// `add a, b`.
+    pub fn add(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(
+            unsafe { c::LLVMBuildAdd(self.0, a.0, b.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `sub a, b`.
+    pub fn sub(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(
+            unsafe { c::LLVMBuildSub(self.0, a.0, b.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `icmp uge a, b`.
+    pub fn icmp_uge(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(
+            unsafe {
+                c::LLVMBuildICmp(
+                    self.0,
+                    inkwell::llvm_sys::LLVMIntPredicate::LLVMIntUGE,
+                    a.0,
+                    b.0,
+                    c"".as_ptr(),
+                )
+            },
+            PhantomData,
+        )
+    }
+
+    /// `icmp ne a, b`.
+    pub fn icmp_ne(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(
+            unsafe {
+                c::LLVMBuildICmp(
+                    self.0,
+                    inkwell::llvm_sys::LLVMIntPredicate::LLVMIntNE,
+                    a.0,
+                    b.0,
+                    c"".as_ptr(),
+                )
+            },
+            PhantomData,
+        )
+    }
+
+    /// `zext v to ty`.
+    pub fn zext(&self, v: Value<'m>, ty: Type<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; `v` is an integer narrower than `ty`.
+        Value(
+            unsafe { c::LLVMBuildZExt(self.0, v.0, ty.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `getelementptr ty, ptr base, idx...` (inbounds).
+    pub fn gep(&self, ty: Type<'m>, base: Value<'m>, idx: &[Value<'m>]) -> Value<'m> {
+        let mut i: Vec<LLVMValueRef> = idx.iter().map(|v| v.0).collect();
+        // SAFETY: builder positioned; indices are integers valid for `ty`.
+        Value(
+            unsafe {
+                c::LLVMBuildInBoundsGEP2(
+                    self.0,
+                    ty.0,
+                    base.0,
+                    i.as_mut_ptr(),
+                    i.len() as u32,
+                    c"".as_ptr(),
+                )
+            },
+            PhantomData,
+        )
+    }
+
+    /// `br label b`.
+    pub fn br(&self, b: Block<'m>) {
+        // SAFETY: builder positioned at the end of a live block.
+        unsafe { c::LLVMBuildBr(self.0, b.0) };
+    }
+
+    /// `br i1 cond, label t, label f`.
+    pub fn cond_br(&self, cond: Value<'m>, t: Block<'m>, f: Block<'m>) {
+        // SAFETY: builder positioned at the end of a live block; `cond` is i1.
+        unsafe { c::LLVMBuildCondBr(self.0, cond.0, t.0, f.0) };
+    }
+
+    /// `ret void`.
+    pub fn ret_void(&self) {
+        // SAFETY: builder positioned at the end of a live block.
+        unsafe { c::LLVMBuildRetVoid(self.0) };
+    }
+
+    /// `ret v`.
+    pub fn ret(&self, v: Value<'m>) {
+        // SAFETY: builder positioned at the end of a live block.
+        unsafe { c::LLVMBuildRet(self.0, v.0) };
+    }
+}
+
+/// Parameter `i` of a function.
+pub fn param<'m>(f: Value<'m>, i: u32) -> Value<'m> {
+    // SAFETY: `f` is a live function with more than `i` parameters.
+    Value(unsafe { c::LLVMGetParam(f.0, i) }, PhantomData)
+}
+
+impl<'m> Mod<'m> {
+    /// Inserts a new block right before `before` in its function.
+    pub fn insert_block_before(self, before: Block<'m>, name: &str) -> Block<'m> {
+        let n = cstr(name);
+        // SAFETY: `before` is a live block of this context.
+        Block(
+            unsafe { c::LLVMInsertBasicBlockInContext(self.ctx, before.0, n.as_ptr()) },
+            PhantomData,
+        )
+    }
+}
+
+impl<'m> Value<'m> {
+    /// Sets successor `i` of a terminator (inkwell has no API for this).
+    pub fn set_successor(self, i: u32, b: Block<'m>) {
+        // SAFETY: the value is a live terminator with more than `i` successors; `b` is a block
+        // of the same function.
+        unsafe { c::LLVMSetSuccessor(self.0, i, b.0) }
+    }
+
+    /// The incoming (value, block) pairs of a phi.
+    pub fn incoming(self) -> Vec<(Value<'m>, Block<'m>)> {
+        // SAFETY: the value is a live phi; indices are below its incoming count.
+        unsafe {
+            (0..c::LLVMCountIncoming(self.0))
+                .map(|i| {
+                    (
+                        Value(c::LLVMGetIncomingValue(self.0, i), PhantomData),
+                        Block(c::LLVMGetIncomingBlock(self.0, i), PhantomData),
+                    )
+                })
+                .collect()
+        }
+    }
+
+    /// Replaces every use of this value with `other` and deletes this instruction.
+    pub fn replace_and_erase(self, other: Value<'m>) {
+        // SAFETY: both values are live and of the same type; `self` is an instruction that no
+        // longer has uses after the replacement.
+        unsafe {
+            c::LLVMReplaceAllUsesWith(self.0, other.0);
+            c::LLVMInstructionEraseFromParent(self.0);
+        }
+    }
+
+    /// Whether a call's callee is an intrinsic, inline asm, or a wpp helper — calls that
+    /// cannot run instrumented code.
+    pub fn calls_nothing_instrumented(self) -> bool {
+        // SAFETY: the value is a live call/invoke/callbr instruction.
+        unsafe {
+            let v = c::LLVMGetCalledValue(self.0);
+            if v.is_null() || !c::LLVMIsAInlineAsm(v).is_null() {
+                return true;
+            }
+            let f = c::LLVMIsAFunction(v);
+            if f.is_null() {
+                return false;
+            }
+            if c::LLVMGetIntrinsicID(f) != 0 {
+                return true;
+            }
+        }
+        self.called_function().is_some_and(|f| f.name().starts_with("__wpp_"))
+    }
+}
+
+impl<'m> Builder<'m> {
+    /// `phi ty [v, b]...`.
+    pub fn phi(&self, ty: Type<'m>, incoming: &[(Value<'m>, Block<'m>)]) -> Value<'m> {
+        let mut vs: Vec<LLVMValueRef> = incoming.iter().map(|x| x.0 .0).collect();
+        let mut bs: Vec<LLVMBasicBlockRef> = incoming.iter().map(|x| x.1 .0).collect();
+        // SAFETY: builder positioned at the top of a live block; values have type `ty`.
+        unsafe {
+            let p = c::LLVMBuildPhi(self.0, ty.0, c"".as_ptr());
+            c::LLVMAddIncoming(p, vs.as_mut_ptr(), bs.as_mut_ptr(), vs.len() as u32);
+            Value(p, PhantomData)
+        }
+    }
+
+    /// `alloca ty`.
+    pub fn alloca(&self, ty: Type<'m>) -> Value<'m> {
+        // SAFETY: builder positioned in a live block.
+        Value(unsafe { c::LLVMBuildAlloca(self.0, ty.0, c"wpp.path".as_ptr()) }, PhantomData)
+    }
+
+    /// `shl a, b`.
+    pub fn shl(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(unsafe { c::LLVMBuildShl(self.0, a.0, b.0, c"".as_ptr()) }, PhantomData)
+    }
+
+    /// `or a, b`.
+    pub fn or(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(unsafe { c::LLVMBuildOr(self.0, a.0, b.0, c"".as_ptr()) }, PhantomData)
+    }
+}
+
+impl<'m> Value<'m> {
+    /// The type of a value.
+    pub fn type_of(self) -> Type<'m> {
+        // SAFETY: the value is live.
+        Type(unsafe { c::LLVMTypeOf(self.0) }, PhantomData)
+    }
+}

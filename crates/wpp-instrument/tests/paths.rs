@@ -1,0 +1,102 @@
+//! Cross-check of the two trace vocabularies on deterministic single-thread runs (issue 4's
+//! acceptance): decoding the `trace-paths` run through the path numbering gives exactly the
+//! block sequence of the `trace-blocks` run, with the same `Enter`/`Leave` structure.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use wpp_instrument::paths::FunctionPaths;
+use wpp_instrument::InstrumentMode;
+use wpp_paths::dag::DagNodeKind;
+use wpp_trace::{BlockId, Event, FunctionId};
+
+/// Expands `Path` events into the blocks they cover (the tail half of a cut node is not a new
+/// block: it continues the block whose call ended the previous path).
+fn decode(paths: &[FunctionPaths], events: &[Event]) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut stack: Vec<FunctionId> = Vec::new();
+    for &e in events {
+        match e {
+            Event::Enter(f) => {
+                stack.push(f);
+                out.push(e);
+            }
+            Event::Leave => {
+                stack.pop();
+                out.push(e);
+            }
+            Event::Path(p) => {
+                let f = *stack.last().expect("path inside a frame");
+                let fp = &paths[f.index()];
+                let dp = fp
+                    .bl
+                    .decode(&fp.dag, wpp_paths::PathId(p.0))
+                    .unwrap_or_else(|err| panic!("path {p} of {}: {err}", fp.cfg.name));
+                for edge in dp.edges {
+                    if let DagNodeKind::Block(n) = fp.dag.node(fp.dag.edge(edge).dst) {
+                        out.push(Event::Block(BlockId(n.0)));
+                    }
+                }
+            }
+            Event::Block(_) | Event::Thread(_) => out.push(e),
+        }
+    }
+    out
+}
+
+fn cross_check(src: &str, flags: &[&str]) {
+    let dir = Scratch::new();
+    let keep = dir.path("keep");
+    let (blocks_exe, paths_exe) = (dir.path("blocks"), dir.path("paths"));
+    build_instrumented(src, flags, InstrumentMode::TraceBlocks, &blocks_exe);
+    build_instrumented_keep(src, flags, InstrumentMode::TracePaths, &paths_exe, Some(&keep));
+    let (bt, pt) = (dir.path("b.trace"), dir.path("p.trace"));
+    let a = run(&blocks_exe, &[], Some(&bt));
+    let b = run(&paths_exe, &[], Some(&pt));
+    assert_eq!(a.stdout, b.stdout, "{src}: outputs differ");
+    let ctx = inkwell::context::Context::create();
+    let module = wpp_instrument::read_bitcode(&ctx, &keep.join("linked.bc")).unwrap();
+    let paths = wpp_instrument::function_paths(&module).unwrap();
+    let (_, block_events) = wpp_trace::file::read_events(&bt).unwrap();
+    let (_, path_events) = wpp_trace::file::read_events(&pt).unwrap();
+    assert!(path_events.iter().any(|e| matches!(e, Event::Path(_))), "{src}: no paths");
+    let strip = |v: Vec<Event>| -> Vec<Event> {
+        v.into_iter().filter(|e| !matches!(e, Event::Thread(_))).collect()
+    };
+    let decoded = strip(decode(&paths, &path_events));
+    let expected = strip(block_events);
+    if decoded != expected {
+        let i = decoded.iter().zip(&expected).position(|(x, y)| x != y).unwrap_or(0);
+        let lo = i.saturating_sub(8);
+        panic!(
+            "{src} {flags:?}: decoded path trace differs from the block trace at event {i} \
+             (lengths {} vs {}):\n decoded {:?}\nexpected {:?}",
+            decoded.len(),
+            expected.len(),
+            &decoded[lo..(i + 8).min(decoded.len())],
+            &expected[lo..(i + 8).min(expected.len())]
+        );
+    }
+    // Fewer events than the block trace: that is the point of paths.
+    assert!(path_events.len() < expected.len(), "{src}: path trace not shorter");
+    let _ = Path::new(src);
+}
+
+#[test]
+fn recursion_paths_decode_to_blocks() {
+    cross_check("recursion.c", &["-O0"]);
+    cross_check("recursion.c", &["-O2"]);
+}
+
+#[test]
+fn longjmp_paths_decode_to_blocks() {
+    cross_check("longjmp.c", &["-O0"]);
+    cross_check("longjmp.c", &["-O2"]);
+}
+
+#[test]
+fn exception_paths_decode_to_blocks() {
+    cross_check("exceptions.cpp", &["-O0"]);
+    cross_check("exceptions.cpp", &["-O2"]);
+}

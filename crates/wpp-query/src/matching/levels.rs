@@ -1,0 +1,266 @@
+//! The per-chunk index shared by schemes 3 and 4 (Zhang–Gupta §4.3–4.4, Figures 7 and 10).
+//!
+//! For each chunk of a stream (a compressed chunk of the trace for scheme 3, a partition of the
+//! start rule for scheme 4) the index keeps which functions it *contains*, its *exit level* and
+//! its *smallest level*:
+//!
+//! * a chunk contains `f` if it enters `f` or executes a block inside an invocation of `f`
+//!   (the invocation may have begun in an earlier chunk, so this is computed in context);
+//! * the exit level is the nesting level (number of open invocations) after the chunk;
+//! * the smallest level is the lowest nesting level reached inside the chunk, counting the level
+//!   it starts at (the paper's "smallest end level", with "no E" meaning the entry level).
+//!
+//! A chunk that does not contain `F` changes the automaton's stack only by ending the
+//! invocations above its smallest level and opening invocations of other functions up to its
+//! exit level ([`Automaton::skip`](super::Automaton::skip)); it can hold no occurrence.
+//!
+//! # Layout
+//!
+//! ```text
+//! varint  chunks
+//! chunks × { varint exit_level, varint smallest_level }      smallest ≤ min(entry, exit)
+//! varint  functions                                          function ids 0..functions
+//! functions × ceil(chunks / 8) bytes                         bit c (LSB first) = chunk c
+//!                                                            contains the function
+//! ```
+//!
+//! Function-major bit vectors are the paper's layout: a query reads one row. Example: two
+//! chunks, the first entering `main` (function 0) and calling function 1 without returning, the
+//! second executing a block of function 1 and returning to `main`: `02  02 00  01 01  02  01 03`
+//! — two chunks (exit 2, smallest 0; exit 1, smallest 1), two functions, `main` in chunk 0 only
+//! (`01`: it executes no block in chunk 1), function 1 in both (`03`).
+
+use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
+use wpp_trace::{Event, FunctionId};
+
+use crate::error::QueryError;
+
+/// Nesting levels of one chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkLevels {
+    /// Nesting level after the chunk.
+    pub exit: u64,
+    /// Lowest nesting level inside the chunk, including its entry level.
+    pub smallest: u64,
+}
+
+/// The index of one stream's chunks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelIndex {
+    chunks: Vec<ChunkLevels>,
+    functions: u32,
+    bits: Vec<u8>,
+}
+
+impl LevelIndex {
+    /// Number of chunks.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Whether there are no chunks.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// The levels of chunk `c`.
+    pub fn levels(&self, c: usize) -> ChunkLevels {
+        self.chunks[c]
+    }
+
+    fn stride(&self) -> usize {
+        self.chunks.len().div_ceil(8)
+    }
+
+    /// Whether chunk `c` contains function `f`.
+    #[inline]
+    pub fn contains(&self, f: FunctionId, c: usize) -> bool {
+        if f.0 >= self.functions {
+            return false;
+        }
+        self.bits[f.index() * self.stride() + c / 8] & (1 << (c % 8)) != 0
+    }
+
+    /// Number of chunks containing `f` (the paper's "block coverage").
+    pub fn coverage(&self, f: FunctionId) -> usize {
+        (0..self.len()).filter(|&c| self.contains(f, c)).count()
+    }
+
+    /// Appends the serialized index.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        write_varint(out, self.chunks.len() as u64);
+        for c in &self.chunks {
+            write_varint(out, c.exit);
+            write_varint(out, c.smallest);
+        }
+        write_varint(out, u64::from(self.functions));
+        out.extend_from_slice(&self.bits);
+    }
+
+    /// Reads and validates an index: levels consistent from chunk to chunk (starting at level
+    /// 0), bit vectors present in full.
+    pub fn read(r: &mut Reader<'_>, container: &'static str) -> Result<LevelIndex, QueryError> {
+        let corrupt = QueryError::corrupt(container);
+        let n = r.count(2, "chunk count").map_err(&corrupt)?;
+        let mut chunks = Vec::with_capacity(n);
+        let mut entry = 0u64;
+        for _ in 0..n {
+            let exit = r.varint("exit level").map_err(&corrupt)?;
+            let smallest = r
+                .varint_max(entry.min(exit), "smallest level")
+                .map_err(&corrupt)?;
+            chunks.push(ChunkLevels { exit, smallest });
+            entry = exit;
+        }
+        let stride = n.div_ceil(8);
+        let limit = if stride == 0 {
+            u64::from(u32::MAX)
+        } else {
+            (r.remaining() / stride) as u64
+        };
+        let functions = r.varint_max(limit, "function count").map_err(&corrupt)? as u32;
+        let bits = r
+            .bytes(functions as usize * stride, "function bit vectors")
+            .map_err(&corrupt)?
+            .to_vec();
+        if n % 8 != 0 {
+            let unused = !((1u8 << (n % 8)) - 1);
+            if bits.chunks(stride).any(|row| row[stride - 1] & unused != 0) {
+                return Err(corrupt(r.fail(
+                    "function bit vectors",
+                    WireErrorKind::OutOfRange {
+                        value: 1,
+                        limit: 0,
+                    },
+                )));
+            }
+        }
+        Ok(LevelIndex {
+            chunks,
+            functions,
+            bits,
+        })
+    }
+}
+
+/// Builds a [`LevelIndex`] from a stream of events cut into chunks.
+#[derive(Clone, Debug, Default)]
+pub struct LevelTracker {
+    stack: Vec<FunctionId>,
+    smallest: u64,
+    present: Vec<bool>,
+    touched: Vec<FunctionId>,
+    chunks: Vec<ChunkLevels>,
+    members: Vec<(u32, u32)>,
+}
+
+impl LevelTracker {
+    /// A tracker at nesting level 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn mark(&mut self, f: FunctionId) {
+        if f.index() >= self.present.len() {
+            self.present.resize(f.index() + 1, false);
+        }
+        if !self.present[f.index()] {
+            self.present[f.index()] = true;
+            self.touched.push(f);
+        }
+    }
+
+    /// Consumes one event of the current chunk.
+    #[inline]
+    pub fn event(&mut self, e: Event) {
+        match e {
+            Event::Enter(f) => {
+                self.mark(f);
+                self.stack.push(f);
+            }
+            Event::Leave => {
+                self.stack.pop();
+                self.smallest = self.smallest.min(self.stack.len() as u64);
+            }
+            Event::Block(_) | Event::Path(_) => {
+                if let Some(&f) = self.stack.last() {
+                    self.mark(f);
+                }
+            }
+            Event::Thread(_) => {}
+        }
+    }
+
+    /// Ends the current chunk.
+    pub fn end_chunk(&mut self) {
+        let c = self.chunks.len() as u32;
+        self.chunks.push(ChunkLevels {
+            exit: self.stack.len() as u64,
+            smallest: self.smallest,
+        });
+        for f in self.touched.drain(..) {
+            self.present[f.index()] = false;
+            self.members.push((f.0, c));
+        }
+        self.smallest = self.stack.len() as u64;
+    }
+
+    /// The current nesting level.
+    pub fn depth(&self) -> u64 {
+        self.stack.len() as u64
+    }
+
+    /// The finished index (call [`end_chunk`](Self::end_chunk) for the last chunk first).
+    pub fn finish(self) -> LevelIndex {
+        let functions = self.members.iter().map(|&(f, _)| f + 1).max().unwrap_or(0);
+        let stride = self.chunks.len().div_ceil(8);
+        let mut bits = vec![0u8; functions as usize * stride];
+        for (f, c) in self.members {
+            bits[f as usize * stride + c as usize / 8] |= 1 << (c % 8);
+        }
+        LevelIndex {
+            chunks: self.chunks,
+            functions,
+            bits,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_example_is_pinned() {
+        let mut t = LevelTracker::new();
+        for e in [Event::Enter(FunctionId(0)), Event::Block(wpp_trace::BlockId(0))] {
+            t.event(e);
+        }
+        t.event(Event::Enter(FunctionId(1)));
+        t.end_chunk();
+        t.event(Event::Block(wpp_trace::BlockId(1)));
+        t.event(Event::Leave);
+        t.end_chunk();
+        let idx = t.finish();
+        let mut out = Vec::new();
+        idx.write(&mut out);
+        assert_eq!(out, [2, 2, 0, 1, 1, 2, 1, 3]);
+        let back = LevelIndex::read(&mut Reader::new(&out, 0), "test").unwrap();
+        assert_eq!(back, idx);
+        assert!(back.contains(FunctionId(1), 1) && back.contains(FunctionId(0), 0));
+        assert!(!back.contains(FunctionId(0), 1) && !back.contains(FunctionId(7), 0));
+    }
+
+    #[test]
+    fn inconsistent_levels_and_short_bits_are_errors() {
+        // smallest level 3 above the entry level 0
+        let bad = [1u8, 4, 3, 0];
+        assert!(LevelIndex::read(&mut Reader::new(&bad, 0), "t").is_err());
+        // one function announced, no bit vector
+        let short = [1u8, 0, 0, 1];
+        assert!(LevelIndex::read(&mut Reader::new(&short, 0), "t").is_err());
+        // a bit for a chunk that does not exist
+        let stray = [1u8, 0, 0, 1, 0b10];
+        assert!(LevelIndex::read(&mut Reader::new(&stray, 0), "t").is_err());
+    }
+}

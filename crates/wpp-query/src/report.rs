@@ -1,0 +1,143 @@
+//! Decoding query results for people: hot subpaths as events, with the call stack and source
+//! location of their first occurrence, and as folded stacks for flame-graph tools.
+
+use wpp_grammar::Grammar;
+use wpp_trace::{Alphabet, Event, FunctionId, ProgramDb, Terminal};
+
+use crate::dag::call_stacks;
+use crate::hot::{first_uses, HotSubpath};
+
+/// A hot subpath with its decoded location.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HotReport {
+    /// The subpath as found.
+    #[serde(flatten)]
+    pub hot: HotSubpath,
+    /// Thread of its first occurrence.
+    pub thread: u32,
+    /// Start position of its first occurrence in that thread.
+    pub position: u64,
+    /// Function names on the call stack there, outermost first.
+    pub stack: Vec<String>,
+    /// The subpath's events in text form (`F name`, `B 3`, `E`, …).
+    pub events: Vec<String>,
+    /// Function executing the subpath's first block or path, if any.
+    pub function: Option<String>,
+    /// That function's blocks or paths in the subpath, at its own level.
+    pub blocks: Vec<u64>,
+    /// Source lines of those blocks, where the program database knows them.
+    pub lines: Vec<u32>,
+}
+
+/// An event in the text trace form, with function names from `db`.
+pub fn event_text(e: Event, db: &ProgramDb) -> String {
+    match e {
+        Event::Enter(f) => format!("F {}", db.name(f)),
+        Event::Leave => "E".into(),
+        Event::Block(b) => format!("B {b}"),
+        Event::Path(p) => format!("P {p}"),
+        Event::Thread(t) => format!("T {t}"),
+    }
+}
+
+/// Decodes hot subpaths: first occurrence, call stack (one streaming pass per thread up to the
+/// last first occurrence), events and location.
+pub fn decode_hot(
+    g: &Grammar,
+    alphabet: &Alphabet,
+    db: &ProgramDb,
+    hot: &[HotSubpath],
+) -> Vec<HotReport> {
+    let firsts = first_uses(g);
+    let place: Vec<(usize, u64)> = hot
+        .iter()
+        .map(|h| {
+            let (stream, base) = firsts[h.rule as usize].unwrap_or((0, 0));
+            (stream, base + h.offset)
+        })
+        .collect();
+    let mut stacks: Vec<Vec<FunctionId>> = vec![Vec::new(); hot.len()];
+    for (s, start) in g.starts().iter().enumerate() {
+        let mut idx: Vec<usize> = (0..hot.len()).filter(|&i| place[i].0 == s).collect();
+        idx.sort_by_key(|&i| place[i].1);
+        let pos: Vec<u64> = idx.iter().map(|&i| place[i].1).collect();
+        for (i, st) in idx.into_iter().zip(call_stacks(g, alphabet, start.rule, &pos)) {
+            stacks[i] = st;
+        }
+    }
+    hot.iter()
+        .zip(place)
+        .zip(stacks)
+        .map(|((h, (stream, position)), stack)| {
+            let events: Vec<Event> = h
+                .terminals
+                .iter()
+                .filter_map(|&t| alphabet.event(Terminal(t)))
+                .collect();
+            let (function, blocks) = own_items(&stack, &events);
+            let lines = function
+                .and_then(|f| db.function(f))
+                .map(|f| {
+                    blocks
+                        .iter()
+                        .filter_map(|&b| f.block_lines.get(b as usize).copied())
+                        .collect()
+                })
+                .unwrap_or_default();
+            HotReport {
+                hot: h.clone(),
+                thread: g.starts().get(stream).map_or(0, |s| s.thread.0),
+                position,
+                stack: stack.iter().map(|&f| db.name(f)).collect(),
+                events: events.iter().map(|&e| event_text(e, db)).collect(),
+                function: function.map(|f| db.name(f)),
+                blocks,
+                lines,
+            }
+        })
+        .collect()
+}
+
+/// The function running the first block or path of `events` (given the stack before them) and
+/// the ids of its blocks or paths at its own level.
+fn own_items(stack: &[FunctionId], events: &[Event]) -> (Option<FunctionId>, Vec<u64>) {
+    let mut st = stack.to_vec();
+    let mut owner: Option<(FunctionId, usize)> = None;
+    let mut items = Vec::new();
+    for &e in events {
+        let id = match e {
+            Event::Block(b) => u64::from(b.0),
+            Event::Path(p) => p.0,
+            Event::Enter(f) => {
+                st.push(f);
+                continue;
+            }
+            Event::Leave => {
+                st.pop();
+                continue;
+            }
+            Event::Thread(_) => continue,
+        };
+        match owner {
+            None => {
+                if let Some(&f) = st.last() {
+                    owner = Some((f, st.len()));
+                    items.push(id);
+                }
+            }
+            Some((_, depth)) if depth == st.len() => items.push(id),
+            Some(_) => {}
+        }
+    }
+    (owner.map(|(f, _)| f), items)
+}
+
+/// One line of folded stacks (`main;f;g label cost`), the input format of flame-graph tools:
+/// the call stack of the first occurrence, then the subpath's events as the leaf frame.
+pub fn folded_line(r: &HotReport) -> String {
+    let clean = |s: &str| s.replace([';', ' '], "_");
+    let mut frames: Vec<String> = r.stack.iter().map(|s| clean(s)).collect();
+    let leaf: Vec<String> = r.events.iter().map(|e| clean(e)).collect();
+    frames.push(leaf.join(","));
+    format!("{} {}", frames.join(";"), r.hot.cost)
+}

@@ -1,0 +1,138 @@
+//! Shared fixtures: block-trace strategies, grammars of one trace from different compressors,
+//! and brute-force oracles on the expanded trace.
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use wpp_grammar::{compress, Algorithm, Grammar, StartRule, Symbol};
+use wpp_trace::{Alphabet, BlockId, Event, FunctionId, Terminal, ThreadId};
+
+/// One building step of a synthetic block trace.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Block(u32),
+    Enter(u32),
+    Leave,
+    /// A loop: the same block `n` times.
+    Repeat(u32, u32),
+    /// Recursion: `n` nested entries of one function, each executing a block.
+    Recurse(u32, u32, u32),
+}
+
+pub fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u32..3).prop_map(Op::Block),
+        2 => (0u32..3).prop_map(Op::Enter),
+        2 => Just(Op::Leave),
+        1 => (0u32..3, 1u32..25).prop_map(|(b, n)| Op::Repeat(b, n)),
+        1 => (0u32..3, 0u32..3, 1u32..40).prop_map(|(f, b, n)| Op::Recurse(f, b, n)),
+    ]
+}
+
+/// Events of one thread: ops expanded, leaves at depth 0 kept (they must be ignored), and
+/// invocations possibly left open at the end.
+pub fn events(ops: &[Op]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for o in ops {
+        match *o {
+            Op::Block(b) => out.push(Event::Block(BlockId(b))),
+            Op::Enter(f) => out.push(Event::Enter(FunctionId(f))),
+            Op::Leave => out.push(Event::Leave),
+            Op::Repeat(b, n) => out.extend((0..n).map(|_| Event::Block(BlockId(b)))),
+            Op::Recurse(f, b, n) => {
+                for _ in 0..n {
+                    out.push(Event::Enter(FunctionId(f)));
+                    out.push(Event::Block(BlockId(b)));
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn thread_ops() -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(op(), 0..120)
+}
+
+/// A query path: mostly short paths over the trace's small block alphabet, sometimes long
+/// runs of one block (to meet the loops), up to 20 blocks.
+pub fn path() -> impl Strategy<Value = Vec<BlockId>> {
+    prop_oneof![
+        3 => proptest::collection::vec(0u32..3, 1..5),
+        1 => (0u32..3, 1usize..21).prop_map(|(b, n)| vec![b; n]),
+        1 => proptest::collection::vec(0u32..3, 5..21),
+    ]
+    .prop_map(|p| p.into_iter().map(BlockId).collect())
+}
+
+/// Interns per-thread event streams.
+pub fn intern(streams: &[Vec<Event>]) -> (Alphabet, Vec<Vec<Terminal>>) {
+    let mut a = Alphabet::new();
+    let terms = streams
+        .iter()
+        .map(|s| s.iter().map(|&e| a.intern(e).unwrap()).collect())
+        .collect();
+    (a, terms)
+}
+
+/// A grammar with one flat rule per thread.
+pub fn flat(num_terminals: u32, streams: &[Vec<Terminal>]) -> Grammar {
+    let bodies: Vec<Vec<Symbol>> = streams
+        .iter()
+        .map(|s| s.iter().map(|&t| Symbol::terminal(t)).collect())
+        .collect();
+    let starts = (0..streams.len())
+        .map(|i| StartRule {
+            thread: ThreadId(i as u32),
+            rule: wpp_grammar::RuleId(i as u32),
+        })
+        .collect();
+    Grammar::new(num_terminals, bodies, starts).unwrap()
+}
+
+/// Structurally different grammars of the same streams: SEQUITUR, SEQUITUR(1), the frequency
+/// compressor and a flat grammar.
+pub fn grammars(a: &Alphabet, streams: &[Vec<Terminal>]) -> Vec<(&'static str, Grammar)> {
+    let refs: Vec<&[Terminal]> = streams.iter().map(|s| &s[..]).collect();
+    let n = a.len() as u32;
+    let mut out = vec![("flat", flat(n, streams))];
+    for alg in [Algorithm::Sequitur, Algorithm::Sequitur1, Algorithm::Frequency] {
+        if let Ok(g) = compress(alg, &refs) {
+            out.push((alg.as_str(), g));
+        }
+    }
+    out
+}
+
+/// Brute force path matching: every invocation keeps its own block list; an occurrence ends
+/// wherever the list of an invocation of `f` ends with `path`.
+pub fn brute_match(events: &[Event], f: FunctionId, path: &[BlockId]) -> (Option<u64>, u64) {
+    let mut stack: Vec<(FunctionId, Vec<BlockId>)> = Vec::new();
+    let (mut first, mut count) = (None, 0u64);
+    for (i, e) in events.iter().enumerate() {
+        match *e {
+            Event::Enter(g) => stack.push((g, Vec::new())),
+            Event::Leave => {
+                stack.pop();
+            }
+            Event::Block(b) => {
+                if let Some((g, own)) = stack.last_mut() {
+                    own.push(b);
+                    if *g == f && own.ends_with(path) {
+                        count += 1;
+                        first.get_or_insert(i as u64);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (first, count)
+}
+
+/// Occurrences (overlapping) of `q` in `s`.
+pub fn brute_count(s: &[Terminal], q: &[Terminal]) -> u64 {
+    if q.is_empty() || q.len() > s.len() {
+        return 0;
+    }
+    s.windows(q.len()).filter(|w| *w == q).count() as u64
+}

@@ -1,0 +1,177 @@
+//! The contract between instrumented code and the runtime: symbol names, the per-thread buffer
+//! layout and the encoding of events in it. `wpp-instrument` generates code against these
+//! constants, so they are the single source of truth for both sides.
+//!
+//! # Per-thread trace buffer
+//!
+//! Every instrumented module defines three internal `thread_local` globals:
+//!
+//! | global | type | initial value | meaning |
+//! |---|---|---|---|
+//! | `__wpp_buf` | `[BUF_CAP x i64]` | zero | event words of this thread not yet handed to the runtime |
+//! | `__wpp_idx` | `i32` | `BUF_CAP` | number of words in `__wpp_buf` |
+//! | `__wpp_depth` | `i32` | 0 | this thread's shadow-stack depth (open frames) |
+//!
+//! Appending an event is inline code: load `__wpp_idx`; if it is `>= BUF_CAP`, call
+//! [`SYM_FLUSH`]`(buf, idx, depth, db, db_len)`, which consumes the buffer and sets `*idx = 0`; then store
+//! the word and increment the index. Because the index *starts* full, a thread's first event
+//! calls the runtime, which is where a thread registers itself (and where the runtime
+//! initializes): no per-event check for "is this thread known" is needed.
+//!
+//! # Event words
+//!
+//! One `u64` per event: the low [`TAG_BITS`] bits are a tag, the rest the payload.
+//!
+//! | tag | event | payload |
+//! |---|---|---|
+//! | [`TAG_ENTER`] | `Enter(f)` | function id |
+//! | [`TAG_BLOCK`] | `Block(b)` | block id, local to the function |
+//! | [`TAG_LEAVE`] | `Leave` | 0 |
+//! | [`TAG_PATH`] | `Path(p)` | path id, local to the function |
+//!
+//! # Shadow-stack depth
+//!
+//! `Enter` increments `__wpp_depth` and returns the new depth, which the function keeps in an
+//! SSA value (`saved`); `Leave` decrements it. Where control re-enters a function without a
+//! normal return from its callees — after a `returns_twice` call (`setjmp`) and at the top of a
+//! landing pad — the code compares `__wpp_depth` with `saved` and, when they differ, calls
+//! [`SYM_UNWIND`]`(saved)`, which appends one `Leave` per frame that was skipped. This gives exact
+//! `Leave` events for frames abandoned by `longjmp` and by C++ exceptions.
+//!
+//! # Program database
+//!
+//! The module also defines [`SYM_PROGRAM_DB`], a constant byte array holding the postcard
+//! encoding of [`crate::EmbeddedProgram`], and [`SYM_PROGRAM_DB_LEN`], its length as `i64`.
+
+/// Capacity of a thread's trace buffer, in event words (128 KiB of TLS per thread).
+pub const BUF_CAP: u32 = 16384;
+/// Bits of an event word used by the tag.
+pub const TAG_BITS: u32 = 3;
+/// Tag of `Enter(f)`.
+pub const TAG_ENTER: u64 = 0;
+/// Tag of `Block(b)`.
+pub const TAG_BLOCK: u64 = 1;
+/// Tag of `Leave`.
+pub const TAG_LEAVE: u64 = 2;
+/// Tag of `Path(p)`.
+pub const TAG_PATH: u64 = 3;
+
+/// `void __wpp_rt_flush(uint64_t *buf, uint32_t *idx, uint32_t *depth, const uint8_t *db,
+/// uint64_t db_len)`. The program database is passed on every call (the call is rare) so the
+/// runtime library has no undefined symbols and initializes itself on the first call.
+pub const SYM_FLUSH: &str = "__wpp_rt_flush";
+/// `void __wpp_rt_unwind(uint32_t saved_depth)`.
+pub const SYM_UNWIND: &str = "__wpp_rt_unwind";
+/// `const uint8_t __wpp_program_db[]`.
+pub const SYM_PROGRAM_DB: &str = "__wpp_program_db";
+/// `const uint64_t __wpp_program_db_len`.
+pub const SYM_PROGRAM_DB_LEN: &str = "__wpp_program_db_len";
+/// Thread-local buffer global (internal to the instrumented module).
+pub const SYM_BUF: &str = "__wpp_buf";
+/// Thread-local index global (internal to the instrumented module).
+pub const SYM_IDX: &str = "__wpp_idx";
+/// Thread-local depth global (internal to the instrumented module).
+pub const SYM_DEPTH: &str = "__wpp_depth";
+
+/// The event word of `Enter(f)`.
+#[inline]
+pub const fn enter_word(f: u32) -> u64 {
+    ((f as u64) << TAG_BITS) | TAG_ENTER
+}
+
+/// The event word of `Block(b)`.
+#[inline]
+pub const fn block_word(b: u32) -> u64 {
+    ((b as u64) << TAG_BITS) | TAG_BLOCK
+}
+
+/// The event word of `Leave`.
+pub const LEAVE_WORD: u64 = TAG_LEAVE;
+
+/// The event word of `Path(p)`; `p` must be below 2^61.
+#[inline]
+pub const fn path_word(p: u64) -> u64 {
+    (p << TAG_BITS) | TAG_PATH
+}
+
+/// Decodes an event word; `None` for an unknown tag.
+#[inline]
+pub fn decode_word(w: u64) -> Option<wpp_trace::Event> {
+    use wpp_trace::{BlockId, Event, FunctionId, PathId};
+    let payload = w >> TAG_BITS;
+    match w & ((1 << TAG_BITS) - 1) {
+        TAG_ENTER => u32::try_from(payload)
+            .ok()
+            .map(|f| Event::Enter(FunctionId(f))),
+        TAG_BLOCK => u32::try_from(payload)
+            .ok()
+            .map(|b| Event::Block(BlockId(b))),
+        TAG_LEAVE => Some(Event::Leave),
+        TAG_PATH => Some(Event::Path(PathId(payload))),
+        _ => None,
+    }
+}
+
+/// What an instrumented program records; chosen at instrumentation time and embedded with the
+/// program database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Mode {
+    /// `Enter`/`Block`/`Leave` events (Zhang–Gupta §3).
+    TraceBlocks,
+    /// `Enter`/`Path`/`Leave` events (Larus §2).
+    TracePaths,
+    /// A Ball–Larus path profile.
+    Bl,
+    /// A preferential path profile (PPP §5).
+    Ppp,
+}
+
+impl Mode {
+    /// The command-line spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::TraceBlocks => "trace-blocks",
+            Mode::TracePaths => "trace-paths",
+            Mode::Bl => "bl",
+            Mode::Ppp => "ppp",
+        }
+    }
+}
+
+/// Version of [`EmbeddedProgram`]'s layout.
+pub const EMBEDDED_VERSION: u32 = 1;
+
+/// What the instrumenter embeds in the module as [`SYM_PROGRAM_DB`] (postcard-encoded).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EmbeddedProgram {
+    /// [`EMBEDDED_VERSION`] at instrumentation time.
+    pub version: u32,
+    /// The recording mode.
+    pub mode: Mode,
+    /// Function names, locations and CFGs.
+    pub program: wpp_trace::ProgramDb,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wpp_trace::{BlockId, Event, FunctionId, PathId};
+
+    #[test]
+    fn words_round_trip() {
+        assert_eq!(
+            decode_word(enter_word(7)),
+            Some(Event::Enter(FunctionId(7)))
+        );
+        assert_eq!(
+            decode_word(block_word(u32::MAX)),
+            Some(Event::Block(BlockId(u32::MAX)))
+        );
+        assert_eq!(decode_word(LEAVE_WORD), Some(Event::Leave));
+        assert_eq!(
+            decode_word(path_word(1 << 60)),
+            Some(Event::Path(PathId(1 << 60)))
+        );
+        assert_eq!(decode_word(5), None);
+    }
+}

@@ -1,0 +1,745 @@
+//! The binary trace format: a checksummed header carrying the program database, then a stream
+//! of self-checking chunks of varint-encoded events, then an end marker.
+//!
+//! # Design
+//!
+//! A recording program can die at any instant (a crash, `SIGKILL`), so the format is built for
+//! being cut short. The writer buffers events into a chunk and hands each finished chunk to the
+//! operating system in one `write_all`, so a file always consists of whole chunks followed by at
+//! most one partial chunk. The reader yields every event of every whole chunk and then reports
+//! [`TraceError::Truncated`] naming the byte offset where valid data ends — a distinct error
+//! the caller may treat as "end of valid data" (see [`TraceReader::allow_truncated`]). A file
+//! that was finished properly ends with an end marker, which is how the reader tells a complete
+//! trace from one that happens to stop at a chunk boundary.
+//!
+//! Every byte is covered by a CRC-32: the fixed preamble by its own checksum, the program
+//! database, each chunk header and each chunk payload by theirs. A flipped bit is therefore
+//! reported as a checksum error at the start of the damaged item, never misread as a truncation
+//! or as different events. Lengths are never trusted: a chunk may hold at most
+//! [`MAX_CHUNK_BYTES`] of payload, the header at most [`MAX_HEADER_BYTES`], and both are checked
+//! against the bytes actually present before anything is allocated or read. Decoding works in
+//! batches of at most [`BATCH_EVENTS`] events into a reused buffer, so memory use is bounded by
+//! the largest chunk whatever the file claims.
+//!
+//! # Layout (all integers little-endian)
+//!
+//! ```text
+//! preamble   0  4  magic "WPPT"
+//!            4  2  version (u16) = 1
+//!            6  2  flags (u16) = 0; other values are rejected
+//!            8  4  db_len (u32) ≤ MAX_HEADER_BYTES
+//!           12  4  db_crc (u32): CRC-32 of the program database bytes
+//!           16  4  preamble_crc (u32): CRC-32 of bytes 0..16
+//! database  20  db_len bytes: the ProgramDb, postcard-serialized
+//! chunk      0  4  payload_len (u32), 1 ..= MAX_CHUNK_BYTES
+//!            4  4  event_count (u32), 1 ..= payload_len (every event takes ≥ 1 byte)
+//!            8  4  payload_crc (u32): CRC-32 of the payload
+//!           12  4  header_crc (u32): CRC-32 of chunk bytes 0..12
+//!           16  payload_len bytes: event_count events
+//! end        a chunk header with payload_len = event_count = payload_crc = 0 and no payload;
+//!            it must be the last 16 bytes of the file
+//! ```
+//!
+//! Each event is one varint (unsigned LEB128, see [`crate::wire`]) of `id << 3 | tag`:
+//!
+//! | tag | event | id |
+//! |---|---|---|
+//! | 0 | `Enter(f)` | function id (< 2^32) |
+//! | 1 | `Leave` | must be 0 |
+//! | 2 | `Block(b)` | block id (< 2^32) |
+//! | 3 | `Path(p)` | path id, when p < 2^61 |
+//! | 4 | `Thread(t)` | thread id (< 2^32) |
+//! | 5 | `Path(p)`, escaped | must be 0; a second varint holds the full 64-bit p |
+//! | 6, 7 | invalid | |
+//!
+//! Hot events are small ids, so most events take one or two bytes, in the spirit of Larus §2's
+//! byte/short/word opcode variants.
+//!
+//! # Worked example
+//!
+//! A program database with one function `main`, and the trace `F main, B 0, B 1, P 300, E`:
+//!
+//! ```text
+//! 57 50 50 54  01 00  00 00       magic "WPPT", version 1, flags 0
+//! 09 00 00 00                     db_len = 9
+//! c1 6a 2a 13                     db_crc
+//! 2b 14 34 5d                     preamble_crc
+//! 01 04 6d 61 69 6e 00 00 00      postcard: 1 function, name "main", file None, line None,
+//!                                 block_lines []
+//! 06 00 00 00  05 00 00 00        chunk: payload_len = 6, event_count = 5
+//! 1b 3c e8 00  65 d8 c6 e0        payload_crc, header_crc
+//! 00                              Enter(0)   = 0 << 3 | 0
+//! 02                              Block(0)   = 0 << 3 | 2
+//! 0a                              Block(1)   = 1 << 3 | 2
+//! e3 12                           Path(300)  = 300 << 3 | 3 = 2403 = varint e3 12
+//! 01                              Leave      = 0 << 3 | 1
+//! 00 00 00 00  00 00 00 00        end marker: payload_len = event_count = 0,
+//! 00 00 00 00  6f c6 d5 7b        payload_crc = 0, header_crc
+//! ```
+//!
+//! The test `worked_example_is_pinned` checks these exact bytes; change the version together
+//! with the layout.
+
+use super::{Bytes, TraceError};
+use crate::event::Event;
+use crate::ids::{BlockId, FunctionId, PathId, ThreadId};
+use crate::program::ProgramDb;
+use crate::wire::{write_varint, Reader};
+use std::io::{Read, Write};
+
+/// The first four bytes of every binary trace file.
+pub const MAGIC: [u8; 4] = *b"WPPT";
+/// The format version this build writes and reads.
+pub const VERSION: u16 = 1;
+/// Bytes before the program database.
+pub const PREAMBLE_LEN: usize = 20;
+/// Bytes of a chunk header (and of the end marker).
+pub const CHUNK_HEADER_LEN: usize = 16;
+/// The largest chunk payload a reader accepts (64 MiB).
+pub const MAX_CHUNK_BYTES: usize = 64 << 20;
+/// The largest serialized program database a reader accepts (64 MiB).
+pub const MAX_HEADER_BYTES: usize = 64 << 20;
+/// The writer's default chunk payload size (64 KiB): small enough that a crash loses little,
+/// large enough that the 16-byte header and the flush are noise.
+pub const DEFAULT_CHUNK_BYTES: usize = 64 << 10;
+/// The most events a reader decodes at a time.
+pub const BATCH_EVENTS: usize = 4096;
+
+const TAG_ENTER: u64 = 0;
+const TAG_LEAVE: u64 = 1;
+const TAG_BLOCK: u64 = 2;
+const TAG_PATH: u64 = 3;
+const TAG_THREAD: u64 = 4;
+const TAG_PATH_ESCAPE: u64 = 5;
+/// Path ids at or above this do not fit beside a 3-bit tag and use the escape tag.
+const PATH_ESCAPE_LIMIT: u64 = 1 << 61;
+
+/// Appends the encoding of one event (one varint, or two for an escaped path id).
+#[inline]
+pub fn encode_event(out: &mut Vec<u8>, event: Event) {
+    let v = match event {
+        Event::Enter(f) => u64::from(f.0) << 3 | TAG_ENTER,
+        Event::Leave => TAG_LEAVE,
+        Event::Block(b) => u64::from(b.0) << 3 | TAG_BLOCK,
+        Event::Path(p) if p.0 < PATH_ESCAPE_LIMIT => p.0 << 3 | TAG_PATH,
+        Event::Path(p) => {
+            write_varint(out, TAG_PATH_ESCAPE);
+            write_varint(out, p.0);
+            return;
+        }
+        Event::Thread(t) => u64::from(t.0) << 3 | TAG_THREAD,
+    };
+    if v < 0x80 {
+        out.push(v as u8); // the common case, without the varint loop
+    } else {
+        write_varint(out, v);
+    }
+}
+
+/// The 20-byte preamble followed by the serialized program database.
+fn header_bytes(db: &ProgramDb) -> Result<Vec<u8>, TraceError> {
+    let body = postcard::to_allocvec(db).map_err(|e| TraceError::Header {
+        offset: PREAMBLE_LEN as u64,
+        message: e.to_string(),
+    })?;
+    if body.len() > MAX_HEADER_BYTES {
+        return Err(TraceError::Header {
+            offset: PREAMBLE_LEN as u64,
+            message: format!(
+                "{} bytes exceed the limit of {MAX_HEADER_BYTES}",
+                body.len()
+            ),
+        });
+    }
+    let mut out = Vec::with_capacity(PREAMBLE_LEN + body.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    let preamble_crc = crc32fast::hash(&out);
+    out.extend_from_slice(&preamble_crc.to_le_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// A chunk header for a payload of `len` bytes holding `count` events.
+fn chunk_header(len: u32, count: u32, payload_crc: u32) -> [u8; CHUNK_HEADER_LEN] {
+    let mut h = [0u8; CHUNK_HEADER_LEN];
+    h[0..4].copy_from_slice(&len.to_le_bytes());
+    h[4..8].copy_from_slice(&count.to_le_bytes());
+    h[8..12].copy_from_slice(&payload_crc.to_le_bytes());
+    let header_crc = crc32fast::hash(&h[..12]);
+    h[12..16].copy_from_slice(&header_crc.to_le_bytes());
+    h
+}
+
+/// Writes a binary trace: header on construction, then events in whole chunks.
+///
+/// Each chunk is written with a single `write_all` followed by `flush`, so pass the file itself
+/// rather than a `BufWriter` (the chunk buffer already batches writes). Dropping the writer
+/// without [`finish`](Self::finish) leaves the file as a crash would: every flushed chunk is
+/// readable and the reader reports the missing end marker as a truncation.
+pub struct TraceWriter<W: Write> {
+    out: W,
+    /// The chunk being filled: `CHUNK_HEADER_LEN` placeholder bytes, then the payload.
+    buf: Vec<u8>,
+    count: u32,
+    chunk_bytes: usize,
+    events: u64,
+    bytes: u64,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Writes the header for `db` and returns a writer with [`DEFAULT_CHUNK_BYTES`] chunks.
+    pub fn new(out: W, db: &ProgramDb) -> Result<Self, TraceError> {
+        Self::with_chunk_bytes(out, db, DEFAULT_CHUNK_BYTES)
+    }
+
+    /// Like [`new`](Self::new), flushing a chunk once its payload reaches `chunk_bytes`
+    /// (clamped so that no chunk exceeds [`MAX_CHUNK_BYTES`]).
+    pub fn with_chunk_bytes(
+        mut out: W,
+        db: &ProgramDb,
+        chunk_bytes: usize,
+    ) -> Result<Self, TraceError> {
+        let header = header_bytes(db)?;
+        out.write_all(&header)?;
+        out.flush()?;
+        // An event takes at most 11 bytes, so a chunk never passes the threshold by more.
+        let chunk_bytes = chunk_bytes.clamp(1, MAX_CHUNK_BYTES - 16);
+        let mut buf = Vec::with_capacity(CHUNK_HEADER_LEN + chunk_bytes + 16);
+        buf.resize(CHUNK_HEADER_LEN, 0);
+        Ok(TraceWriter {
+            out,
+            buf,
+            count: 0,
+            chunk_bytes,
+            events: 0,
+            bytes: header.len() as u64,
+        })
+    }
+
+    /// Appends one event, writing the chunk out when it is full. No allocation: the event is
+    /// encoded into the reused chunk buffer.
+    #[inline]
+    pub fn push(&mut self, event: Event) -> Result<(), TraceError> {
+        encode_event(&mut self.buf, event);
+        self.count += 1;
+        if self.buf.len() - CHUNK_HEADER_LEN >= self.chunk_bytes {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered events, if any, as one chunk and flushes the underlying writer.
+    pub fn flush_chunk(&mut self) -> Result<(), TraceError> {
+        if self.count == 0 {
+            return Ok(());
+        }
+        let payload = &self.buf[CHUNK_HEADER_LEN..];
+        let header = chunk_header(payload.len() as u32, self.count, crc32fast::hash(payload));
+        self.buf[..CHUNK_HEADER_LEN].copy_from_slice(&header);
+        self.out.write_all(&self.buf)?;
+        self.out.flush()?;
+        self.bytes += self.buf.len() as u64;
+        self.events += u64::from(self.count);
+        self.buf.truncate(CHUNK_HEADER_LEN);
+        self.count = 0;
+        Ok(())
+    }
+
+    /// Writes a chunk whose payload was encoded elsewhere (with [`encode_event`], e.g. by a
+    /// runtime's per-thread buffers) and holds `event_count` events. Buffered events are
+    /// flushed first so that order is kept. The reader rejects a payload whose events do not
+    /// number exactly `event_count`. A chunk continues the thread of the chunk before it, so
+    /// a payload from a per-thread buffer should start with its `Thread(t)` event.
+    pub fn write_chunk(&mut self, payload: &[u8], event_count: u32) -> Result<(), TraceError> {
+        if payload.is_empty() || payload.len() > MAX_CHUNK_BYTES {
+            return Err(TraceError::InvalidChunk(
+                "a chunk payload must hold 1 ..= MAX_CHUNK_BYTES bytes",
+            ));
+        }
+        if event_count == 0 || event_count as usize > payload.len() {
+            return Err(TraceError::InvalidChunk(
+                "a chunk's event count must be between 1 and its payload length",
+            ));
+        }
+        self.flush_chunk()?;
+        let header = chunk_header(payload.len() as u32, event_count, crc32fast::hash(payload));
+        self.out.write_all(&header)?;
+        self.out.write_all(payload)?;
+        self.out.flush()?;
+        self.bytes += (CHUNK_HEADER_LEN + payload.len()) as u64;
+        self.events += u64::from(event_count);
+        Ok(())
+    }
+
+    /// Events pushed so far (written or buffered).
+    pub fn events(&self) -> u64 {
+        self.events + u64::from(self.count)
+    }
+
+    /// Bytes written to the underlying writer so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Writes the last chunk and the end marker, flushes, and returns the underlying writer.
+    pub fn finish(mut self) -> Result<W, TraceError> {
+        self.flush_chunk()?;
+        self.out.write_all(&chunk_header(0, 0, 0))?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Where a binary reader gets its bytes.
+enum Source {
+    /// The whole file in memory (mapped or owned): chunks are decoded in place.
+    Whole(Bytes),
+    /// A stream: each chunk's payload is read into `buf`.
+    Stream {
+        r: Box<dyn Read + Send>,
+        buf: Vec<u8>,
+    },
+}
+
+/// Decodes the events of a binary trace, chunk by chunk, in batches.
+pub(crate) struct BinaryDecoder {
+    src: Source,
+    /// File offset of the next chunk header.
+    offset: u64,
+    /// The current payload: `[start, end)` of the whole file or of the stream buffer, with
+    /// `pos` the next event and `base` the file offset of `start`.
+    start: usize,
+    pos: usize,
+    end: usize,
+    base: u64,
+    /// Events of the current chunk not yet decoded.
+    left: u32,
+    /// Events of the current chunk.
+    chunk_events: u32,
+    /// Events in whole chunks before the current one.
+    done_events: u64,
+}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+pub(crate) fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Checks the preamble and returns the database length and checksum.
+fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<(usize, u32), TraceError> {
+    let magic = [p[0], p[1], p[2], p[3]];
+    if magic != MAGIC {
+        return Err(TraceError::BadMagic { found: magic });
+    }
+    if crc32fast::hash(&p[..16]) != u32::from_le_bytes([p[16], p[17], p[18], p[19]]) {
+        return Err(TraceError::Checksum {
+            what: "file preamble",
+            offset: 0,
+        });
+    }
+    let version = u16::from_le_bytes([p[4], p[5]]);
+    if version != VERSION {
+        return Err(TraceError::UnsupportedVersion { version, offset: 4 });
+    }
+    if u16::from_le_bytes([p[6], p[7]]) != 0 {
+        return Err(TraceError::malformed(6, "unknown flags in the preamble"));
+    }
+    let len = u32::from_le_bytes([p[8], p[9], p[10], p[11]]) as usize;
+    if len > MAX_HEADER_BYTES {
+        return Err(TraceError::malformed(
+            8,
+            format!("program database length {len} exceeds the limit of {MAX_HEADER_BYTES}"),
+        ));
+    }
+    Ok((len, u32::from_le_bytes([p[12], p[13], p[14], p[15]])))
+}
+
+/// Checks and deserializes the program database.
+fn parse_db(body: &[u8], crc: u32) -> Result<ProgramDb, TraceError> {
+    if crc32fast::hash(body) != crc {
+        return Err(TraceError::Checksum {
+            what: "program database",
+            offset: PREAMBLE_LEN as u64,
+        });
+    }
+    let (db, rest) =
+        postcard::take_from_bytes::<ProgramDb>(body).map_err(|e| TraceError::Header {
+            offset: PREAMBLE_LEN as u64,
+            message: e.to_string(),
+        })?;
+    if !rest.is_empty() {
+        return Err(TraceError::Header {
+            offset: (PREAMBLE_LEN + body.len() - rest.len()) as u64,
+            message: "bytes after the program database".into(),
+        });
+    }
+    Ok(db)
+}
+
+/// A truncation before any chunk: the file ended inside its header.
+fn header_truncated() -> TraceError {
+    TraceError::Truncated {
+        offset: 0,
+        events: 0,
+    }
+}
+
+/// The fields of a chunk header, checked against each other but not yet against the file.
+struct ChunkHeader {
+    len: u32,
+    count: u32,
+    payload_crc: u32,
+}
+
+fn parse_chunk_header(h: &[u8; CHUNK_HEADER_LEN], offset: u64) -> Result<ChunkHeader, TraceError> {
+    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    if crc32fast::hash(&h[..12]) != word(12) {
+        return Err(TraceError::Checksum {
+            what: "chunk header",
+            offset,
+        });
+    }
+    let c = ChunkHeader {
+        len: word(0),
+        count: word(4),
+        payload_crc: word(8),
+    };
+    if c.len as usize > MAX_CHUNK_BYTES {
+        return Err(TraceError::malformed(
+            offset,
+            format!(
+                "chunk length {} exceeds the limit of {MAX_CHUNK_BYTES}",
+                c.len
+            ),
+        ));
+    }
+    let end_marker = c.len == 0 && c.payload_crc == 0 && c.count == 0;
+    if !end_marker && (c.count == 0 || c.count > c.len) {
+        return Err(TraceError::malformed(
+            offset,
+            format!("chunk claims {} events in {} payload bytes", c.count, c.len),
+        ));
+    }
+    Ok(c)
+}
+
+impl BinaryDecoder {
+    /// Parses the header of an in-memory file.
+    pub(crate) fn from_bytes(bytes: Bytes) -> Result<(ProgramDb, Self), TraceError> {
+        let pre: &[u8; PREAMBLE_LEN] = bytes
+            .get(..PREAMBLE_LEN)
+            .and_then(|p| p.try_into().ok())
+            .ok_or_else(header_truncated)?;
+        let (len, crc) = parse_preamble(pre)?;
+        let body = bytes
+            .get(PREAMBLE_LEN..PREAMBLE_LEN + len)
+            .ok_or_else(header_truncated)?;
+        let db = parse_db(body, crc)?;
+        Ok((
+            db,
+            Self::new(Source::Whole(bytes), (PREAMBLE_LEN + len) as u64),
+        ))
+    }
+
+    /// Parses the header of a stream whose first four bytes (`magic`) were already read.
+    pub(crate) fn from_stream(
+        magic: [u8; 4],
+        mut r: Box<dyn Read + Send>,
+    ) -> Result<(ProgramDb, Self), TraceError> {
+        let mut pre = [0u8; PREAMBLE_LEN];
+        pre[..4].copy_from_slice(&magic);
+        if read_full(&mut r, &mut pre[4..])? < PREAMBLE_LEN - 4 {
+            return Err(header_truncated());
+        }
+        let (len, crc) = parse_preamble(&pre)?;
+        let mut body = Vec::new();
+        // `take` bounds the read, and the buffer grows only with bytes actually present.
+        (&mut r).take(len as u64).read_to_end(&mut body)?;
+        if body.len() < len {
+            return Err(header_truncated());
+        }
+        let db = parse_db(&body, crc)?;
+        let src = Source::Stream { r, buf: body };
+        Ok((db, Self::new(src, (PREAMBLE_LEN + len) as u64)))
+    }
+
+    fn new(src: Source, offset: u64) -> Self {
+        BinaryDecoder {
+            src,
+            offset,
+            start: 0,
+            pos: 0,
+            end: 0,
+            base: 0,
+            left: 0,
+            chunk_events: 0,
+            done_events: 0,
+        }
+    }
+
+    /// Decodes up to [`BATCH_EVENTS`] events into `out` (which the caller cleared). Returns
+    /// `Ok(false)` at the end marker.
+    pub(crate) fn fill(&mut self, out: &mut Vec<Event>) -> Result<bool, TraceError> {
+        if self.left == 0 {
+            self.finish_chunk()?;
+            if !self.next_chunk()? {
+                return Ok(false);
+            }
+        }
+        let n = (self.left as usize).min(BATCH_EVENTS);
+        let payload = match &self.src {
+            Source::Whole(b) => &b[..self.end],
+            Source::Stream { buf, .. } => &buf[..self.end],
+        };
+        let base = self.base - self.start as u64;
+        self.pos = decode_batch(payload, self.pos, base, n, out)?;
+        self.left -= n as u32;
+        Ok(true)
+    }
+
+    /// Checks that the chunk just decoded used its whole payload.
+    fn finish_chunk(&mut self) -> Result<(), TraceError> {
+        if self.pos != self.end {
+            let at = self.base + (self.pos - self.start) as u64;
+            return Err(TraceError::malformed(
+                at,
+                "bytes after the last event its chunk header counts",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads and checks the next chunk header and payload. `Ok(false)` at the end marker.
+    fn next_chunk(&mut self) -> Result<bool, TraceError> {
+        self.done_events += u64::from(self.chunk_events);
+        self.chunk_events = 0;
+        let at = self.offset;
+        let truncated = TraceError::Truncated {
+            offset: at,
+            events: self.done_events,
+        };
+        let mut h = [0u8; CHUNK_HEADER_LEN];
+        let got = match &mut self.src {
+            Source::Whole(b) => {
+                let rest = b.get(at as usize..).unwrap_or_default();
+                let n = rest.len().min(CHUNK_HEADER_LEN);
+                h[..n].copy_from_slice(&rest[..n]);
+                n
+            }
+            Source::Stream { r, .. } => read_full(r, &mut h)?,
+        };
+        if got < CHUNK_HEADER_LEN {
+            return Err(truncated);
+        }
+        let c = parse_chunk_header(&h, at)?;
+        if c.len == 0 {
+            self.check_end(at + CHUNK_HEADER_LEN as u64)?;
+            return Ok(false);
+        }
+        let payload_at = at + CHUNK_HEADER_LEN as u64;
+        let (start, payload) = match &mut self.src {
+            Source::Whole(b) => {
+                let start = payload_at as usize;
+                match b.get(start..start + c.len as usize) {
+                    Some(p) => (start, p),
+                    None => return Err(truncated),
+                }
+            }
+            Source::Stream { r, buf } => {
+                buf.clear();
+                r.take(u64::from(c.len)).read_to_end(buf)?;
+                if buf.len() < c.len as usize {
+                    return Err(truncated);
+                }
+                (0, &buf[..])
+            }
+        };
+        if crc32fast::hash(payload) != c.payload_crc {
+            return Err(TraceError::Checksum {
+                what: "chunk payload",
+                offset: at,
+            });
+        }
+        self.start = start;
+        self.pos = start;
+        self.end = start + c.len as usize;
+        self.base = payload_at;
+        self.left = c.count;
+        self.chunk_events = c.count;
+        self.offset = payload_at + u64::from(c.len);
+        Ok(true)
+    }
+
+    /// Checks that the end marker ending at `end` is the last thing in the file.
+    fn check_end(&mut self, end: u64) -> Result<(), TraceError> {
+        let trailing = match &mut self.src {
+            Source::Whole(b) => b.len() as u64 > end,
+            Source::Stream { r, .. } => read_full(r, &mut [0u8; 1])? > 0,
+        };
+        if trailing {
+            return Err(TraceError::malformed(end, "data after the end marker"));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes `n` events starting at `pos` in `payload` (whose byte 0 is at file offset `base`),
+/// appending them to `out`. Returns the position after the last event.
+///
+/// The loop is the reader's hot path: one- and two-byte varints and the five plain tags are
+/// decoded inline; longer varints, escaped paths and every error go through [`decode_cold`].
+#[inline]
+fn decode_batch(
+    payload: &[u8],
+    mut pos: usize,
+    base: u64,
+    n: usize,
+    out: &mut Vec<Event>,
+) -> Result<usize, TraceError> {
+    out.reserve(n);
+    for _ in 0..n {
+        let at = pos;
+        let v = match payload.get(pos) {
+            Some(&b0) if b0 < 0x80 => {
+                pos += 1;
+                u64::from(b0)
+            }
+            Some(&b0) => match payload.get(pos + 1) {
+                Some(&b1) if b1 < 0x80 => {
+                    pos += 2;
+                    u64::from(b0 & 0x7f) | u64::from(b1) << 7
+                }
+                // All ones: tag 7 sends the event to the careful path.
+                _ => u64::MAX,
+            },
+            None => u64::MAX,
+        };
+        let id = v >> 3;
+        let event = match v & 7 {
+            TAG_ENTER if id <= u64::from(u32::MAX) => Event::Enter(FunctionId(id as u32)),
+            TAG_LEAVE if v == TAG_LEAVE => Event::Leave,
+            TAG_BLOCK if id <= u64::from(u32::MAX) => Event::Block(BlockId(id as u32)),
+            TAG_PATH => Event::Path(PathId(id)),
+            TAG_THREAD if id <= u64::from(u32::MAX) => Event::Thread(ThreadId(id as u32)),
+            _ => {
+                pos = at;
+                decode_cold(payload, &mut pos, base)?
+            }
+        };
+        out.push(event);
+    }
+    Ok(pos)
+}
+
+/// Decodes one event at `*pos` the careful way: any varint length, escaped paths, errors.
+#[cold]
+#[inline(never)]
+fn decode_cold(payload: &[u8], pos: &mut usize, base: u64) -> Result<Event, TraceError> {
+    let at = base + *pos as u64;
+    let mut r = Reader::new(&payload[*pos..], at);
+    let v = r.varint("event")?;
+    let id = v >> 3;
+    let small = || {
+        u32::try_from(id)
+            .map_err(|_| TraceError::malformed(at, format!("event id {id} exceeds 32 bits")))
+    };
+    let event = match v & 7 {
+        TAG_ENTER => Event::Enter(FunctionId(small()?)),
+        TAG_LEAVE if id == 0 => Event::Leave,
+        TAG_BLOCK => Event::Block(BlockId(small()?)),
+        TAG_PATH => Event::Path(PathId(id)),
+        TAG_THREAD => Event::Thread(ThreadId(small()?)),
+        TAG_PATH_ESCAPE if id == 0 => Event::Path(PathId(r.varint("escaped path id")?)),
+        tag => {
+            return Err(TraceError::malformed(
+                at,
+                format!("invalid event encoding (tag {tag}, id {id})"),
+            ))
+        }
+    };
+    *pos = (r.offset() - base) as usize;
+    Ok(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::TraceReader;
+
+    fn example() -> (ProgramDb, Vec<Event>) {
+        let mut db = ProgramDb::default();
+        let main = db.intern("main");
+        let events = vec![
+            Event::Enter(main),
+            Event::Block(BlockId(0)),
+            Event::Block(BlockId(1)),
+            Event::Path(PathId(300)),
+            Event::Leave,
+        ];
+        (db, events)
+    }
+
+    #[test]
+    fn worked_example_is_pinned() {
+        let (db, events) = example();
+        let bytes = crate::file::to_binary(&db, &events).unwrap();
+        let expected = "57 50 50 54 01 00 00 00 09 00 00 00 c1 6a 2a 13 2b 14 34 5d \
+            01 04 6d 61 69 6e 00 00 00 \
+            06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0 00 02 0a e3 12 01 \
+            00 00 00 00 00 00 00 00 00 00 00 00 6f c6 d5 7b";
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex.join(" "),
+            expected.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        let r = TraceReader::from_bytes(bytes).unwrap();
+        assert_eq!(r.program(), &db);
+        assert_eq!(r.read_all().unwrap(), events);
+    }
+
+    #[test]
+    fn path_ids_at_the_escape_limit_round_trip() {
+        for p in [PATH_ESCAPE_LIMIT - 1, PATH_ESCAPE_LIMIT, u64::MAX] {
+            let mut buf = Vec::new();
+            encode_event(&mut buf, Event::Path(PathId(p)));
+            let escaped = p >= PATH_ESCAPE_LIMIT;
+            assert_eq!(buf[0] == TAG_PATH_ESCAPE as u8, escaped, "{p}");
+            let mut out = Vec::new();
+            assert_eq!(decode_batch(&buf, 0, 0, 1, &mut out).unwrap(), buf.len());
+            assert_eq!(out, [Event::Path(PathId(p))]);
+        }
+    }
+
+    #[test]
+    fn invalid_tags_and_oversized_ids_are_rejected_with_their_offset() {
+        let mut buf = vec![0x02]; // Block(0), then the bad event at offset 1
+        for bad in [
+            6u64,
+            7,
+            1 << 3 | TAG_LEAVE,
+            1 << 3 | TAG_PATH_ESCAPE,
+            1 << 35 | TAG_BLOCK,
+        ] {
+            buf.truncate(1);
+            write_varint(&mut buf, bad);
+            let e = decode_batch(&buf, 0, 1000, 2, &mut Vec::new()).unwrap_err();
+            assert!(
+                matches!(e, TraceError::Malformed { offset: 1001, .. }),
+                "{bad}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! Trace files: a streaming binary format for recordings and a line-oriented text format for
+//! examples, tests and users' own tools, behind one reader that detects which a file is.
+//!
+//! * [`binary`] — magic `WPPT`, a checksummed program database, then checksummed chunks of
+//!   varint events. A file cut short reads up to its last whole chunk, then reports
+//!   [`TraceError::Truncated`]; a damaged chunk is reported by byte offset.
+//! * [`text`] — one event per line (`F name`, `B 3`, `P 7`, `E`, `T 2`).
+//!
+//! [`open`] maps a file and detects its format by the magic (a text trace cannot start with
+//! `WPPT`, since `W` is no event letter); [`create`] writes either format. Both formats carry
+//! the [`ProgramDb`]; a [`TraceReader`] has it before the first event, so a converter can write
+//! the output header first.
+//!
+//! Reading is batched: decoders fill a reused buffer of at most [`binary::BATCH_EVENTS`]
+//! events, and [`TraceReader`]'s iterator hands them out one at a time, so iteration costs a
+//! bounds check per event and decoding runs in a tight loop. [`TraceReader::for_each_batch`]
+//! exposes the batches for bulk consumers.
+//!
+//! Traces hold several threads' events interleaved; [`threads`] splits them into per-thread
+//! streams, which is what compressors and equality are defined on.
+
+pub mod binary;
+pub mod text;
+pub mod threads;
+
+use crate::event::Event;
+use crate::program::ProgramDb;
+use crate::wire::WireError;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+
+pub use binary::{encode_event, TraceWriter};
+pub use text::TextWriter;
+
+/// Why a trace could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The underlying reader or writer failed.
+    #[error("I/O error")]
+    Io(#[from] std::io::Error),
+    /// A value could not be decoded (truncated inside a chunk, overlong varint, …).
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// The file does not start with the binary magic.
+    #[error("not a binary wpp trace: bad magic {found:02x?} at byte offset 0")]
+    BadMagic {
+        /// The first four bytes.
+        found: [u8; 4],
+    },
+    /// The file was written by an incompatible version of the format.
+    #[error(
+        "unsupported trace format version {version} at byte offset {offset} \
+         (this build reads version {})",
+        binary::VERSION
+    )]
+    UnsupportedVersion {
+        /// The version in the file.
+        version: u16,
+        /// Where the version is stored.
+        offset: u64,
+    },
+    /// A checksum did not match: the named item is damaged.
+    #[error("checksum mismatch in the {what} at byte offset {offset}")]
+    Checksum {
+        /// The damaged item, e.g. `"chunk payload"`.
+        what: &'static str,
+        /// Where the item starts.
+        offset: u64,
+    },
+    /// Checksums matched but the content breaks the format.
+    #[error("malformed trace at byte offset {offset}: {reason}")]
+    Malformed {
+        /// Where the offending item starts.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The program database in the header could not be deserialized.
+    #[error("invalid program database at byte offset {offset}: {message}")]
+    Header {
+        /// Where the database starts.
+        offset: u64,
+        /// The deserializer's message.
+        message: String,
+    },
+    /// The file ends before its end marker, as a recording cut short does. Everything before
+    /// `offset` is valid: the reader has already yielded those `events`.
+    #[error(
+        "trace is truncated at byte offset {offset} (the recording was cut short?); \
+         the {events} events before it are intact"
+    )]
+    Truncated {
+        /// Where the valid data ends (the start of the incomplete chunk).
+        offset: u64,
+        /// Events in the whole chunks before `offset`.
+        events: u64,
+    },
+    /// A line of a text trace is not an event.
+    #[error("line {line}: {message}: `{content}`")]
+    Parse {
+        /// 1-based line number.
+        line: u64,
+        /// The line (shortened if long).
+        content: String,
+        /// What is wrong.
+        message: &'static str,
+    },
+    /// A caller handed the writer something the format cannot hold.
+    #[error("invalid chunk: {0}")]
+    InvalidChunk(&'static str),
+}
+
+impl TraceError {
+    fn malformed(offset: u64, reason: impl Into<String>) -> Self {
+        TraceError::Malformed {
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// The byte offset the error refers to, where there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            TraceError::Wire(w) => Some(w.offset),
+            TraceError::BadMagic { .. } => Some(0),
+            TraceError::UnsupportedVersion { offset, .. }
+            | TraceError::Checksum { offset, .. }
+            | TraceError::Malformed { offset, .. }
+            | TraceError::Header { offset, .. }
+            | TraceError::Truncated { offset, .. } => Some(*offset),
+            TraceError::Io(_) | TraceError::Parse { .. } | TraceError::InvalidChunk(_) => None,
+        }
+    }
+
+    /// Whether this is a truncation, i.e. the events read so far are valid and only the tail
+    /// of the file is missing.
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, TraceError::Truncated { .. })
+    }
+}
+
+/// The two trace file formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// The chunked binary format of [`binary`].
+    Binary,
+    /// The one-event-per-line format of [`text`].
+    Text,
+}
+
+/// A whole file's bytes: memory-mapped, or owned (small inputs, streams read to the end).
+pub(crate) enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+enum Decoder {
+    Binary(binary::BinaryDecoder),
+    Text(text::TextDecoder),
+}
+
+/// Where a truncated trace stops: see [`TraceError::Truncated`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    /// Where the valid data ends.
+    pub offset: u64,
+    /// Events before it.
+    pub events: u64,
+}
+
+/// A streaming reader of either trace format: an iterator of `Result<Event, TraceError>` that
+/// ends after the first error.
+pub struct TraceReader {
+    program: ProgramDb,
+    format: Format,
+    decoder: Decoder,
+    batch: Vec<Event>,
+    pos: usize,
+    done: bool,
+    allow_truncated: bool,
+    truncation: Option<Truncation>,
+}
+
+impl TraceReader {
+    fn new(program: ProgramDb, format: Format, decoder: Decoder) -> Self {
+        TraceReader {
+            program,
+            format,
+            decoder,
+            batch: Vec::new(),
+            pos: 0,
+            done: false,
+            allow_truncated: false,
+            truncation: None,
+        }
+    }
+
+    /// A reader over a whole file's bytes, detecting the format by the magic.
+    fn from_whole(bytes: Bytes) -> Result<Self, TraceError> {
+        if bytes.starts_with(&binary::MAGIC) {
+            let (db, d) = binary::BinaryDecoder::from_bytes(bytes)?;
+            Ok(Self::new(db, Format::Binary, Decoder::Binary(d)))
+        } else {
+            let (db, d) = text::TextDecoder::new(bytes)?;
+            Ok(Self::new(db, Format::Text, Decoder::Text(d)))
+        }
+    }
+
+    /// A reader over bytes in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, TraceError> {
+        Self::from_whole(Bytes::Owned(bytes))
+    }
+
+    /// A reader over a stream. Binary traces are read chunk by chunk; a text trace is read into
+    /// memory first (its program database is only known after the last line).
+    pub fn from_reader(mut r: impl Read + Send + 'static) -> Result<Self, TraceError> {
+        let mut magic = [0u8; 4];
+        let n = binary::read_full(&mut r, &mut magic)?;
+        if n == 4 && magic == binary::MAGIC {
+            let (db, d) = binary::BinaryDecoder::from_stream(magic, Box::new(r))?;
+            return Ok(Self::new(db, Format::Binary, Decoder::Binary(d)));
+        }
+        let mut all = magic[..n].to_vec();
+        r.read_to_end(&mut all)?;
+        Self::from_bytes(all)
+    }
+
+    /// The program database from the file's header (binary) or its names (text).
+    pub fn program(&self) -> &ProgramDb {
+        &self.program
+    }
+
+    /// The detected format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// With `yes`, a truncated file ends the stream cleanly instead of yielding
+    /// [`TraceError::Truncated`]; [`truncation`](Self::truncation) then says where it stopped.
+    pub fn allow_truncated(mut self, yes: bool) -> Self {
+        self.allow_truncated = yes;
+        self
+    }
+
+    /// Where the file was found truncated, if it was and truncation is allowed.
+    pub fn truncation(&self) -> Option<Truncation> {
+        self.truncation
+    }
+
+    /// The next run of events (the rest of the current batch), or `None` at the end.
+    pub fn next_batch(&mut self) -> Result<Option<&[Event]>, TraceError> {
+        if self.pos == self.batch.len() && !self.refill()? {
+            return Ok(None);
+        }
+        let run = &self.batch[self.pos..];
+        self.pos = self.batch.len();
+        Ok(Some(run))
+    }
+
+    /// Calls `f` on each run of consecutive events until the end; the fastest way to read.
+    pub fn for_each_batch(&mut self, mut f: impl FnMut(&[Event])) -> Result<(), TraceError> {
+        while let Some(run) = self.next_batch()? {
+            f(run);
+        }
+        Ok(())
+    }
+
+    /// Reads every remaining event into memory.
+    pub fn read_all(mut self) -> Result<Vec<Event>, TraceError> {
+        let mut all = Vec::new();
+        self.for_each_batch(|run| all.extend_from_slice(run))?;
+        Ok(all)
+    }
+
+    /// Decodes the next batch. `Ok(false)` at the end (or after an error was returned).
+    #[inline(never)]
+    fn refill(&mut self) -> Result<bool, TraceError> {
+        if self.done {
+            return Ok(false);
+        }
+        self.batch.clear();
+        self.pos = 0;
+        let more = match &mut self.decoder {
+            Decoder::Binary(d) => d.fill(&mut self.batch),
+            Decoder::Text(d) => d.fill(&mut self.batch),
+        };
+        match more {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                self.done = true;
+                Ok(false)
+            }
+            Err(TraceError::Truncated { offset, events }) if self.allow_truncated => {
+                self.done = true;
+                self.truncation = Some(Truncation { offset, events });
+                Ok(false)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Iterator for TraceReader {
+    type Item = Result<Event, TraceError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos == self.batch.len() {
+            // A successful refill leaves a non-empty batch.
+            match self.refill() {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let e = self.batch[self.pos];
+        self.pos += 1;
+        Some(Ok(e))
+    }
+}
+
+/// Opens a trace file of either format, memory-mapping it.
+pub fn open(path: impl AsRef<Path>) -> Result<TraceReader, TraceError> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        // Mapping an empty file fails on some systems; an empty file is an empty text trace.
+        return TraceReader::from_bytes(Vec::new());
+    }
+    // SAFETY: the map is read-only and private to this reader. If another process truncates or
+    // rewrites the file while it is mapped, reads may see changed bytes or fault; every byte is
+    // checksummed before use, so changed bytes become errors, and trace files are written once
+    // and not modified in place, which is the contract documented for `open`.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    TraceReader::from_whole(Bytes::Map(map))
+}
+
+/// Reads a whole trace file into memory (for tests and small files).
+pub fn read_events(path: impl AsRef<Path>) -> Result<(ProgramDb, Vec<Event>), TraceError> {
+    let reader = open(path)?;
+    let db = reader.program().clone();
+    Ok((db, reader.read_all()?))
+}
+
+/// A writer of either format, as returned by [`create`].
+pub enum FileWriter {
+    /// A binary trace.
+    Binary(TraceWriter<std::fs::File>),
+    /// A text trace.
+    Text(TextWriter<BufWriter<std::fs::File>>),
+}
+
+impl FileWriter {
+    /// Appends one event.
+    #[inline]
+    pub fn push(&mut self, event: Event) -> Result<(), TraceError> {
+        match self {
+            FileWriter::Binary(w) => w.push(event),
+            FileWriter::Text(w) => w.push(event),
+        }
+    }
+
+    /// Completes the file (end marker, flush).
+    pub fn finish(self) -> Result<(), TraceError> {
+        match self {
+            FileWriter::Binary(w) => w.finish().map(drop),
+            FileWriter::Text(w) => w.finish()?.flush().map_err(TraceError::from),
+        }
+    }
+}
+
+/// Creates (or truncates) a trace file in `format` for a program described by `db`.
+pub fn create(
+    path: impl AsRef<Path>,
+    format: Format,
+    db: &ProgramDb,
+) -> Result<FileWriter, TraceError> {
+    let file = std::fs::File::create(path)?;
+    Ok(match format {
+        Format::Binary => FileWriter::Binary(TraceWriter::new(file, db)?),
+        Format::Text => FileWriter::Text(TextWriter::new(BufWriter::new(file), db)?),
+    })
+}
+
+/// Encodes `events` as a complete binary trace in memory.
+pub fn to_binary(db: &ProgramDb, events: &[Event]) -> Result<Vec<u8>, TraceError> {
+    let mut w = TraceWriter::new(Vec::new(), db)?;
+    events.iter().try_for_each(|&e| w.push(e))?;
+    w.finish()
+}
+
+/// Encodes `events` as a text trace in memory.
+pub fn to_text(db: &ProgramDb, events: &[Event]) -> Result<Vec<u8>, TraceError> {
+    let mut w = TextWriter::new(Vec::new(), db)?;
+    events.iter().try_for_each(|&e| w.push(e))?;
+    w.finish()
+}

@@ -1,0 +1,338 @@
+//! The text trace format: one event per line, for examples, tests and users' own tools.
+//!
+//! | line | meaning |
+//! |---|---|
+//! | `F name` | `Enter(f)` — Zhang–Gupta §3 marks entry with the function name |
+//! | `F #12` | `Enter(FunctionId(12))`, a raw id, whether or not the database names it |
+//! | `E` | `Leave` — Zhang–Gupta §3's exit marker |
+//! | `B 3` | `Block(3)`, local to the current function |
+//! | `P 7` | `Path(7)`, local to the current function (Larus §2's NewPath) |
+//! | `T 2` | `Thread(2)` (Larus §2's EnterThread) |
+//! | `D name` | no event: declares the next function id with this name (bare `D`: unnamed) |
+//! | `# …`, blank | ignored |
+//!
+//! A worked example: this file is `Enter(0), Block(0), Enter(1), Path(7), Leave, Enter(12)`
+//! with `main` declared as function 0 and `helper`, first named by an `F` line, as function 1
+//! (the test `worked_example_reads_as_documented` checks this).
+//!
+//! ```text
+//! # two functions
+//! D main
+//! F main
+//! B 0
+//! F helper
+//! P 7
+//! E
+//! F #12
+//! ```
+//!
+//! Leading and trailing whitespace is ignored; the letter and its argument are separated by
+//! whitespace. Ids are decimal: below 2^32, or 2^64 for paths. A function name is any run of
+//! non-whitespace characters not starting with `#`.
+//!
+//! # The program database
+//!
+//! Function ids are assigned in order of appearance: each `D name` line, and each `F name`
+//! whose name was not seen before, takes the next id. The reader makes one pass over the `D`
+//! and `F` lines when it opens the file, so [`TraceReader::program`](super::TraceReader::program)
+//! is complete before the first event. The writer starts with one `D` line per function of the
+//! database, in id order, so ids survive a round trip; it writes `F name` where the name is
+//! representable and unique, and `F #id` otherwise. Only names survive: source files, lines
+//! and block lines of the database are binary-only.
+//!
+//! Errors name the 1-based line number and the line's content.
+
+use super::{Bytes, TraceError};
+use crate::event::Event;
+use crate::ids::{BlockId, FunctionId, PathId, ThreadId};
+use crate::program::ProgramDb;
+use rustc_hash::FxHashMap;
+use std::io::Write;
+
+/// What one line of a text trace says.
+#[derive(Debug, PartialEq, Eq)]
+enum Line<'a> {
+    /// Blank or a comment.
+    Skip,
+    /// `D name` (or a bare `D` for an unnamed function).
+    Declare(&'a str),
+    /// `F name`.
+    EnterName(&'a str),
+    /// Any other event, including `F #id`.
+    Event(Event),
+}
+
+/// Whether the text format can carry `name` as a token.
+fn is_token(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('#') && !name.contains(char::is_whitespace)
+}
+
+fn parse_line(line: &str) -> Result<Line<'_>, &'static str> {
+    let line = line.trim();
+    let mut chars = line.chars();
+    let Some(letter) = chars.next() else {
+        return Ok(Line::Skip);
+    };
+    let rest = chars.as_str();
+    if letter == '#' {
+        return Ok(Line::Skip);
+    }
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return Err("expected an event letter (F, B, P, E, T or D) followed by whitespace");
+    }
+    let arg = rest.trim_start();
+    let id32 = |what| arg.parse::<u32>().map_err(|_| what);
+    Ok(match letter {
+        'E' if arg.is_empty() => Line::Event(Event::Leave),
+        'E' => return Err("`E` takes no argument"),
+        'B' => Line::Event(Event::Block(BlockId(id32(
+            "expected a block id (a decimal number below 2^32)",
+        )?))),
+        'T' => Line::Event(Event::Thread(ThreadId(id32(
+            "expected a thread id (a decimal number below 2^32)",
+        )?))),
+        'P' => Line::Event(Event::Path(PathId(
+            arg.parse::<u64>()
+                .map_err(|_| "expected a path id (a decimal number below 2^64)")?,
+        ))),
+        'F' => match arg.strip_prefix('#') {
+            Some(raw) => Line::Event(Event::Enter(FunctionId(raw.parse::<u32>().map_err(
+                |_| "expected a function id after `#` (a decimal number below 2^32)",
+            )?))),
+            None if is_token(arg) => Line::EnterName(arg),
+            None => return Err("expected a function name or `#id`"),
+        },
+        'D' if arg.is_empty() || is_token(arg) => Line::Declare(arg),
+        'D' => return Err("expected a function name (not starting with `#`)"),
+        _ => return Err("unknown event letter (expected F, B, P, E, T or D)"),
+    })
+}
+
+/// A parse error for line `line` (1-based) with content `raw`.
+fn parse_error(line: u64, raw: &[u8], message: &'static str) -> TraceError {
+    const SHOWN: usize = 80;
+    let mut content = String::from_utf8_lossy(&raw[..raw.len().min(SHOWN)]).into_owned();
+    if raw.len() > SHOWN {
+        content.push('…');
+    }
+    TraceError::Parse {
+        line,
+        content: content.trim_end().to_owned(),
+        message,
+    }
+}
+
+/// Splits off the line starting at `*pos`, advancing past its newline.
+fn next_line<'a>(bytes: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    if *pos >= bytes.len() {
+        return None;
+    }
+    let rest = &bytes[*pos..];
+    let len = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    *pos += (len + 1).min(rest.len());
+    Some(&rest[..len])
+}
+
+fn parse_raw(line_no: u64, raw: &[u8]) -> Result<Line<'_>, TraceError> {
+    let text = std::str::from_utf8(raw).map_err(|_| parse_error(line_no, raw, "not UTF-8"))?;
+    parse_line(text).map_err(|m| parse_error(line_no, raw, m))
+}
+
+/// Function names seen so far, and the database they build.
+#[derive(Default)]
+struct Names {
+    db: ProgramDb,
+    index: FxHashMap<String, FunctionId>,
+}
+
+impl Names {
+    fn declare(&mut self, name: &str) {
+        let id = FunctionId(self.db.functions.len() as u32);
+        self.db.functions.push(crate::program::Function {
+            name: name.to_owned(),
+            ..Default::default()
+        });
+        if !name.is_empty() {
+            self.index.entry(name.to_owned()).or_insert(id);
+        }
+    }
+
+    fn intern(&mut self, name: &str) {
+        if !self.index.contains_key(name) {
+            self.declare(name);
+        }
+    }
+}
+
+/// Decodes a text trace held in memory.
+pub(crate) struct TextDecoder {
+    bytes: Bytes,
+    pos: usize,
+    line: u64,
+    index: FxHashMap<String, FunctionId>,
+}
+
+impl TextDecoder {
+    /// Builds the program database from the `D` and `F name` lines, then starts at line 1.
+    pub(crate) fn new(bytes: Bytes) -> Result<(ProgramDb, Self), TraceError> {
+        let mut names = Names::default();
+        let (mut pos, mut line_no) = (0, 0);
+        while let Some(raw) = next_line(&bytes, &mut pos) {
+            line_no += 1;
+            let first = raw.iter().find(|b| !b.is_ascii_whitespace());
+            if !matches!(first, Some(b'D' | b'F')) {
+                continue;
+            }
+            match parse_raw(line_no, raw)? {
+                Line::Declare(name) => names.declare(name),
+                Line::EnterName(name) => names.intern(name),
+                Line::Skip | Line::Event(_) => {}
+            }
+        }
+        let decoder = TextDecoder {
+            bytes,
+            pos: 0,
+            line: 0,
+            index: names.index,
+        };
+        Ok((names.db, decoder))
+    }
+
+    /// Parses up to [`BATCH_EVENTS`](super::binary::BATCH_EVENTS) events into `out`;
+    /// `Ok(false)` at the end of the text.
+    pub(crate) fn fill(&mut self, out: &mut Vec<Event>) -> Result<bool, TraceError> {
+        while out.len() < super::binary::BATCH_EVENTS {
+            let Some(raw) = next_line(&self.bytes, &mut self.pos) else {
+                break;
+            };
+            self.line += 1;
+            match parse_raw(self.line, raw)? {
+                Line::Skip | Line::Declare(_) => {}
+                Line::Event(e) => out.push(e),
+                Line::EnterName(name) => match self.index.get(name) {
+                    Some(&f) => out.push(Event::Enter(f)),
+                    // The first pass interned every name; this guards against a changed file.
+                    None => {
+                        return Err(parse_error(
+                            self.line,
+                            raw,
+                            "name missing from the first pass",
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(!out.is_empty())
+    }
+}
+
+/// Writes a text trace: a comment, `D` lines for the database, then one line per event.
+pub struct TextWriter<W: Write> {
+    out: W,
+    /// For each function id, the name to write after `F`, if it reads back as that id.
+    names: Vec<Option<String>>,
+}
+
+impl<W: Write> TextWriter<W> {
+    /// Writes the preamble for `db`.
+    pub fn new(mut out: W, db: &ProgramDb) -> Result<Self, TraceError> {
+        writeln!(
+            out,
+            "# wpp text trace: F name|#id = enter, E = leave, B/P/T id = block/path/thread; \
+             D name declares the next function id"
+        )?;
+        let mut first: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut names = Vec::with_capacity(db.functions.len());
+        for (i, f) in db.functions.iter().enumerate() {
+            let token = is_token(&f.name);
+            let unique = token && *first.entry(&f.name).or_insert(i) == i;
+            if token {
+                writeln!(out, "D {}", f.name)?;
+            } else {
+                writeln!(out, "D")?;
+            }
+            names.push(unique.then(|| f.name.clone()));
+        }
+        Ok(TextWriter { out, names })
+    }
+
+    /// Writes one event line.
+    pub fn push(&mut self, event: Event) -> Result<(), TraceError> {
+        match event {
+            Event::Enter(f) => match self.names.get(f.index()).and_then(Option::as_deref) {
+                Some(name) => writeln!(self.out, "F {name}"),
+                None => writeln!(self.out, "F #{f}"),
+            },
+            Event::Leave => writeln!(self.out, "E"),
+            Event::Block(b) => writeln!(self.out, "B {b}"),
+            Event::Path(p) => writeln!(self.out, "P {p}"),
+            Event::Thread(t) => writeln!(self.out, "T {t}"),
+        }?;
+        Ok(())
+    }
+
+    /// Flushes and returns the underlying writer.
+    pub fn finish(mut self) -> Result<W, TraceError> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_example_reads_as_documented() {
+        let text = "# two functions\nD main\nF main\nB 0\nF helper\nP 7\nE\nF #12\n";
+        let r = super::super::TraceReader::from_bytes(text.into()).unwrap();
+        let names: Vec<&str> = r
+            .program()
+            .functions
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, ["main", "helper"]);
+        let f = |i| Event::Enter(FunctionId(i));
+        let expected = [
+            f(0),
+            Event::Block(BlockId(0)),
+            f(1),
+            Event::Path(PathId(7)),
+            Event::Leave,
+            f(12),
+        ];
+        assert_eq!(r.read_all().unwrap(), expected);
+    }
+
+    #[test]
+    fn lines_parse_to_their_events() {
+        let e = |e| Ok(Line::Event(e));
+        assert_eq!(parse_line("  B 3 "), e(Event::Block(BlockId(3))));
+        assert_eq!(
+            parse_line("P\t18446744073709551615"),
+            e(Event::Path(PathId(u64::MAX)))
+        );
+        assert_eq!(parse_line("E"), e(Event::Leave));
+        assert_eq!(parse_line("T 2"), e(Event::Thread(ThreadId(2))));
+        assert_eq!(parse_line("F #12"), e(Event::Enter(FunctionId(12))));
+        assert_eq!(parse_line("F main"), Ok(Line::EnterName("main")));
+        assert_eq!(parse_line("D"), Ok(Line::Declare("")));
+        assert_eq!(parse_line("# B 3"), Ok(Line::Skip));
+        assert_eq!(parse_line("   "), Ok(Line::Skip));
+        for bad in [
+            "B",
+            "B -1",
+            "B 4294967296",
+            "E 1",
+            "Bx 3",
+            "X 1",
+            "F",
+            "F #x",
+            "D #1",
+            "F a b",
+        ] {
+            assert!(parse_line(bad).is_err(), "{bad:?} should not parse");
+        }
+    }
+}

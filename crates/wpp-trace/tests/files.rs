@@ -1,0 +1,469 @@
+//! Trace files as a specification: round trips against the events written, truncation at every
+//! byte, bit flips at every bit, hand-crafted hostile files, and text parse errors.
+
+use proptest::prelude::*;
+use std::io::Cursor;
+use wpp_trace::file::binary::{
+    encode_event, CHUNK_HEADER_LEN, MAX_CHUNK_BYTES, PREAMBLE_LEN, VERSION,
+};
+use wpp_trace::file::{self, to_binary, to_text, Format, TraceError, TraceReader, TraceWriter};
+use wpp_trace::{BlockId, Event, FunctionId, PathId, ProgramDb, ThreadId};
+
+fn arb_event() -> impl Strategy<Value = Event> {
+    let id32 = prop_oneof![0u32..16, any::<u32>(), Just(u32::MAX)];
+    let id64 = prop_oneof![
+        0u64..16,
+        any::<u64>(),
+        (1u64 << 61) - 2..(1u64 << 61) + 2,
+        Just(u64::MAX)
+    ];
+    prop_oneof![
+        id32.clone().prop_map(|f| Event::Enter(FunctionId(f))),
+        Just(Event::Leave),
+        id32.clone().prop_map(|b| Event::Block(BlockId(b))),
+        id64.prop_map(|p| Event::Path(PathId(p))),
+        id32.prop_map(|t| Event::Thread(ThreadId(t))),
+    ]
+}
+
+fn db(names: &[&str]) -> ProgramDb {
+    let mut db = ProgramDb::default();
+    for n in names {
+        db.functions.push(wpp_trace::Function {
+            name: (*n).to_owned(),
+            file: Some("a.c".into()),
+            line: Some(3),
+            block_lines: vec![4, 5],
+        });
+    }
+    db
+}
+
+/// Writes `events` with small chunks and returns the bytes and, per chunk, the file offset
+/// where it ends and the events written up to it (the oracle for truncation).
+fn small_chunks(events: &[Event], chunk_bytes: usize) -> (Vec<u8>, Vec<(u64, usize)>) {
+    let mut w =
+        TraceWriter::with_chunk_bytes(Vec::new(), &db(&["main", "f"]), chunk_bytes).unwrap();
+    let mut ends = vec![(w.bytes_written(), 0)];
+    for (i, &e) in events.iter().enumerate() {
+        let before = w.bytes_written();
+        w.push(e).unwrap();
+        if w.bytes_written() != before {
+            ends.push((w.bytes_written(), i + 1));
+        }
+    }
+    w.flush_chunk().unwrap();
+    ends.push((w.bytes_written(), events.len()));
+    (w.finish().unwrap(), ends)
+}
+
+/// Reads every event until the first error.
+fn read_until_error(reader: TraceReader) -> (Vec<Event>, Option<TraceError>) {
+    let mut got = Vec::new();
+    for e in reader {
+        match e {
+            Ok(e) => got.push(e),
+            Err(e) => return (got, Some(e)),
+        }
+    }
+    (got, None)
+}
+
+fn sample_events(n: u32) -> Vec<Event> {
+    (0..n)
+        .map(|i| match i % 5 {
+            0 => Event::Enter(FunctionId(i % 2)),
+            1 => Event::Block(BlockId(i * 37)),
+            2 => Event::Path(PathId(u64::from(i) << 58)),
+            3 => Event::Thread(ThreadId(i % 3)),
+            _ => Event::Leave,
+        })
+        .collect()
+}
+
+proptest! {
+    #[test]
+    fn binary_round_trip(events in prop::collection::vec(arb_event(), 0..300), chunk in 1usize..64) {
+        let d = db(&["main", "helper", ""]);
+        let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &d, chunk).unwrap();
+        for &e in &events {
+            w.push(e).unwrap();
+        }
+        prop_assert_eq!(w.events(), events.len() as u64);
+        let bytes = w.finish().unwrap();
+        let r = TraceReader::from_bytes(bytes.clone()).unwrap();
+        prop_assert_eq!(r.format(), Format::Binary);
+        prop_assert_eq!(r.program(), &d);
+        prop_assert_eq!(r.read_all().unwrap(), events.clone());
+        // The streaming source decodes the same events.
+        let r = TraceReader::from_reader(Cursor::new(bytes)).unwrap();
+        prop_assert_eq!(r.program(), &d);
+        prop_assert_eq!(r.read_all().unwrap(), events);
+    }
+
+    #[test]
+    fn text_round_trip(
+        events in prop::collection::vec(arb_event(), 0..300),
+        names in prop::collection::vec("[a-z_#]{0,4}|a b", 0..6),
+    ) {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let d = db(&names);
+        let text = to_text(&d, &events).unwrap();
+        let r = TraceReader::from_bytes(text).unwrap();
+        prop_assert_eq!(r.format(), Format::Text);
+        // Names survive where the text form can carry them; ids always do.
+        let read: Vec<&str> = r.program().functions.iter().map(|f| f.name.as_str()).collect();
+        let representable = |n: &&str| !n.is_empty() && !n.starts_with('#') && !n.contains(' ');
+        let expected: Vec<&str> =
+            names.iter().map(|n| if representable(n) { *n } else { "" }).collect();
+        prop_assert_eq!(read, expected);
+        prop_assert_eq!(r.read_all().unwrap(), events);
+    }
+}
+
+proptest! {
+    /// Arbitrary damage — overwritten bytes, splices, garbage — is an error or a readable
+    /// trace, never a panic, and both readers agree on it.
+    #[test]
+    fn damaged_files_never_panic(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+        cut in any::<prop::sample::Index>(),
+        garbage in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let (mut bytes, _) = small_chunks(&sample_events(80), 10);
+        for (at, b) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = b;
+        }
+        bytes.truncate(cut.index(bytes.len() + 1));
+        let read = |b: Vec<u8>| match TraceReader::from_bytes(b.clone()) {
+            Ok(r) => read_until_error(r),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        let whole = read(bytes.clone());
+        let stream = match TraceReader::from_reader(Cursor::new(bytes)) {
+            Ok(r) => read_until_error(r),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        prop_assert_eq!(&whole.0, &stream.0);
+        prop_assert_eq!(whole.1.map(|e| e.to_string()), stream.1.map(|e| e.to_string()));
+        let _ = read(garbage);
+    }
+}
+
+#[test]
+fn truncation_at_every_byte_yields_exactly_the_whole_chunks_before_it() {
+    let events = sample_events(60);
+    let (bytes, ends) = small_chunks(&events, 9);
+    assert!(ends.len() > 8, "the file should have many chunks");
+    let header_end = ends[0].0 as usize;
+    // Below four bytes the magic is incomplete, so the prefix cannot be told from text.
+    for cut in 4..bytes.len() {
+        let prefix = bytes[..cut].to_vec();
+        let reader = match TraceReader::from_bytes(prefix.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                assert!(cut < header_end && e.is_truncated(), "cut {cut}: {e}");
+                assert_eq!(e.offset(), Some(0), "cut {cut}: {e}");
+                continue;
+            }
+        };
+        // The oracle: the last chunk that ends at or before the cut.
+        let &(valid_end, valid_events) = ends
+            .iter()
+            .rev()
+            .find(|(end, _)| *end as usize <= cut)
+            .unwrap();
+        let (got, err) = read_until_error(reader);
+        assert_eq!(got, events[..valid_events], "cut {cut}");
+        match err {
+            Some(TraceError::Truncated { offset, events: n }) => {
+                assert_eq!((offset, n), (valid_end, valid_events as u64), "cut {cut}");
+            }
+            other => panic!("cut {cut}: expected a truncation, got {other:?}"),
+        }
+        // A stream reader agrees, and `allow_truncated` turns the error into an ordinary end.
+        let mut stream = TraceReader::from_reader(Cursor::new(prefix))
+            .unwrap()
+            .allow_truncated(true);
+        let mut stream_events = Vec::new();
+        stream
+            .for_each_batch(|run| stream_events.extend_from_slice(run))
+            .unwrap();
+        assert_eq!(stream_events, events[..valid_events], "cut {cut}");
+        assert_eq!(stream.truncation().map(|t| t.offset), Some(valid_end));
+    }
+    let (got, err) = read_until_error(TraceReader::from_bytes(bytes).unwrap());
+    assert_eq!((got, err.map(|e| e.to_string())), (events, None));
+}
+
+#[test]
+fn every_bit_flip_is_an_error_at_or_before_the_flip_never_a_truncation() {
+    let events = sample_events(30);
+    let (bytes, _) = small_chunks(&events, 12);
+    for byte in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut bad = bytes.clone();
+            bad[byte] ^= 1 << bit;
+            let (got, err) = match TraceReader::from_bytes(bad) {
+                Ok(r) => read_until_error(r),
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            let err = err.unwrap_or_else(|| panic!("flip {byte}.{bit} went unnoticed"));
+            assert!(!err.is_truncated(), "flip {byte}.{bit}: {err}");
+            assert!(events.starts_with(&got), "flip {byte}.{bit} changed events");
+            if byte >= 4 {
+                // Past the magic the file is still recognized as binary, so the error names
+                // the damaged item, which starts at or before the flipped byte.
+                let at = err
+                    .offset()
+                    .unwrap_or_else(|| panic!("flip {byte}.{bit}: {err}"));
+                assert!(at <= byte as u64, "flip {byte}.{bit}: {err}");
+            }
+        }
+    }
+}
+
+/// A preamble with a correct checksum over the given fields.
+fn preamble(version: u16, flags: u16, db_len: u32, db_crc: u32) -> Vec<u8> {
+    let mut p = b"WPPT".to_vec();
+    p.extend_from_slice(&version.to_le_bytes());
+    p.extend_from_slice(&flags.to_le_bytes());
+    p.extend_from_slice(&db_len.to_le_bytes());
+    p.extend_from_slice(&db_crc.to_le_bytes());
+    let crc = crc32fast::hash(&p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    p
+}
+
+/// A file with an empty program database followed by `rest`.
+fn with_empty_db(rest: &[u8]) -> Vec<u8> {
+    let body = postcard::to_allocvec(&ProgramDb::default()).unwrap();
+    let mut f = preamble(VERSION, 0, body.len() as u32, crc32fast::hash(&body));
+    f.extend_from_slice(&body);
+    f.extend_from_slice(rest);
+    f
+}
+
+fn chunk_header(len: u32, count: u32, payload_crc: u32) -> Vec<u8> {
+    let mut h = Vec::new();
+    h.extend_from_slice(&len.to_le_bytes());
+    h.extend_from_slice(&count.to_le_bytes());
+    h.extend_from_slice(&payload_crc.to_le_bytes());
+    let crc = crc32fast::hash(&h);
+    h.extend_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn chunk(payload: &[u8], count: u32) -> Vec<u8> {
+    let mut c = chunk_header(payload.len() as u32, count, crc32fast::hash(payload));
+    c.extend_from_slice(payload);
+    c
+}
+
+/// The error reading `bytes` gives, from the in-memory and the streaming reader alike.
+fn error_of(bytes: Vec<u8>) -> TraceError {
+    let whole = TraceReader::from_bytes(bytes.clone()).and_then(TraceReader::read_all);
+    let stream = TraceReader::from_reader(Cursor::new(bytes)).and_then(TraceReader::read_all);
+    let (a, b) = (whole.unwrap_err(), stream.unwrap_err());
+    assert_eq!(a.to_string(), b.to_string());
+    a
+}
+
+#[test]
+fn hostile_headers_are_rejected_without_allocating() {
+    let e = error_of(preamble(VERSION, 0, u32::MAX, 0));
+    assert!(matches!(e, TraceError::Malformed { offset: 8, .. }), "{e}");
+    let e = error_of(preamble(VERSION, 0, 1 << 20, 0));
+    assert!(e.is_truncated(), "a database longer than the file: {e}");
+    let e = error_of(preamble(VERSION + 1, 0, 0, 0));
+    assert!(
+        matches!(e, TraceError::UnsupportedVersion { offset: 4, .. }),
+        "{e}"
+    );
+    let e = error_of(preamble(VERSION, 1, 0, 0));
+    assert!(matches!(e, TraceError::Malformed { offset: 6, .. }), "{e}");
+    // A database claiming 2^40 functions, with a matching checksum.
+    let body = [0x80, 0x80, 0x80, 0x80, 0x80, 0x20];
+    let mut f = preamble(VERSION, 0, body.len() as u32, crc32fast::hash(&body));
+    f.extend_from_slice(&body);
+    let e = error_of(f);
+    assert!(matches!(e, TraceError::Header { offset: 20, .. }), "{e}");
+    let e = error_of(b"WPPT\x01\x00".to_vec());
+    assert!(e.is_truncated(), "{e}");
+    let mut bad_magic_crc = preamble(VERSION, 0, 0, 0);
+    bad_magic_crc[19] ^= 1;
+    let e = error_of(bad_magic_crc);
+    assert!(matches!(e, TraceError::Checksum { offset: 0, .. }), "{e}");
+}
+
+#[test]
+fn hostile_chunks_are_rejected_with_their_offset() {
+    let start = with_empty_db(&[]).len() as u64;
+    let end = chunk_header(0, 0, 0);
+    // A length beyond the limit, and one beyond the file.
+    let e = error_of(with_empty_db(&chunk_header(
+        MAX_CHUNK_BYTES as u32 + 1,
+        1,
+        0,
+    )));
+    assert_eq!(e.offset(), Some(start), "{e}");
+    assert!(matches!(e, TraceError::Malformed { .. }), "{e}");
+    let e = error_of(with_empty_db(&chunk_header(MAX_CHUNK_BYTES as u32, 1, 0)));
+    assert!(e.is_truncated() && e.offset() == Some(start), "{e}");
+    // More events than payload bytes, and zero events.
+    for (len, count) in [(2, 3), (2, 0)] {
+        let e = error_of(with_empty_db(&chunk_header(len, count, 0)));
+        assert!(
+            matches!(e, TraceError::Malformed { .. }) && e.offset() == Some(start),
+            "{e}"
+        );
+    }
+    // A count that disagrees with the payload, both ways.
+    let two = [0x02, 0x0a]; // Block(0), Block(1)
+    let e = error_of(with_empty_db(&[chunk(&two, 1), end.clone()].concat()));
+    assert_eq!(e.offset(), Some(start + 16 + 1), "{e}");
+    let mut three = two.to_vec();
+    three.push(0x80); // an unfinished varint
+    let e = error_of(with_empty_db(&[chunk(&three, 3), end.clone()].concat()));
+    assert!(
+        matches!(e, TraceError::Wire(_)) && e.offset() == Some(start + 16 + 2),
+        "{e}"
+    );
+    // Anything after the end marker.
+    let e = error_of(with_empty_db(
+        &[chunk(&two, 2), end.clone(), vec![0]].concat(),
+    ));
+    assert!(matches!(e, TraceError::Malformed { .. }), "{e}");
+    let ok = with_empty_db(&[chunk(&two, 2), end].concat());
+    let events = TraceReader::from_bytes(ok).unwrap().read_all().unwrap();
+    assert_eq!(events, [Event::Block(BlockId(0)), Event::Block(BlockId(1))]);
+}
+
+#[test]
+fn externally_encoded_chunks_interleave_with_pushed_events() {
+    let mut payload = Vec::new();
+    let outside = [Event::Thread(ThreadId(1)), Event::Path(PathId(u64::MAX))];
+    outside.iter().for_each(|&e| encode_event(&mut payload, e));
+    let mut w = TraceWriter::new(Vec::new(), &ProgramDb::default()).unwrap();
+    w.push(Event::Leave).unwrap();
+    w.write_chunk(&payload, 2).unwrap();
+    w.push(Event::Block(BlockId(9))).unwrap();
+    assert!(w.write_chunk(&[], 0).is_err());
+    assert!(w.write_chunk(&payload, 0).is_err());
+    assert!(w.write_chunk(&payload, payload.len() as u32 + 1).is_err());
+    let bytes = w.finish().unwrap();
+    let got = TraceReader::from_bytes(bytes).unwrap().read_all().unwrap();
+    assert_eq!(
+        got,
+        [
+            Event::Leave,
+            outside[0],
+            outside[1],
+            Event::Block(BlockId(9))
+        ]
+    );
+}
+
+#[test]
+fn text_parse_errors_name_the_line_and_its_content() {
+    let cases: [(&[u8], u64, &str); 5] = [
+        (b"F main\nB 1\n\nX 3\n", 4, "X 3"),
+        (b"# c\nB 1\nF #x\n", 3, "F #x"),
+        (b"B 1\r\nE 2\r\n", 2, "E 2"),
+        (b"P 18446744073709551616\n", 1, "P 18446744073709551616"),
+        (b"B 1\nB \xff\n", 2, "B \u{fffd}"),
+    ];
+    for (text, line, content) in cases {
+        let e = TraceReader::from_bytes(text.to_vec())
+            .and_then(TraceReader::read_all)
+            .unwrap_err();
+        match &e {
+            TraceError::Parse {
+                line: l,
+                content: c,
+                ..
+            } => {
+                assert_eq!((*l, c.as_str()), (line, content), "{e}");
+            }
+            other => panic!("expected a parse error, got {other}"),
+        }
+        assert!(e.to_string().starts_with(&format!("line {line}: ")), "{e}");
+    }
+}
+
+#[test]
+fn text_names_are_interned_in_order_of_appearance() {
+    let text = b"# example\nF main\nB 0\n  F helper  \nP 7\nE\nF main\nF #12\nT 2\nE\n";
+    let r = TraceReader::from_bytes(text.to_vec()).unwrap();
+    let names: Vec<&str> = r
+        .program()
+        .functions
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["main", "helper"]);
+    let (m, h) = (FunctionId(0), FunctionId(1));
+    let expected = [
+        Event::Enter(m),
+        Event::Block(BlockId(0)),
+        Event::Enter(h),
+        Event::Path(PathId(7)),
+        Event::Leave,
+        Event::Enter(m),
+        Event::Enter(FunctionId(12)),
+        Event::Thread(ThreadId(2)),
+        Event::Leave,
+    ];
+    assert_eq!(r.read_all().unwrap(), expected);
+    // Written back, names come out as names and unnamed ids as `#id`.
+    let d = db(&["main", "helper"]);
+    let text = String::from_utf8(to_text(&d, &expected).unwrap()).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            "D main", "D helper", "F main", "B 0", "F helper", "P 7", "E", "F main", "F #12",
+            "T 2", "E"
+        ]
+    );
+}
+
+#[test]
+fn open_detects_the_format_and_create_writes_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = db(&["main"]);
+    let events = sample_events(5000);
+    for format in [Format::Binary, Format::Text] {
+        let path = dir.path().join(format!("{format:?}"));
+        let mut w = file::create(&path, format, &d).unwrap();
+        events.iter().for_each(|&e| w.push(e).unwrap());
+        w.finish().unwrap();
+        let r = file::open(&path).unwrap();
+        assert_eq!(r.format(), format);
+        let (db_read, got) = file::read_events(&path).unwrap();
+        assert_eq!(got, events);
+        assert_eq!(db_read.functions[0].name, "main");
+    }
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    assert_eq!(file::read_events(&empty).unwrap().1, []);
+    let missing = file::open(dir.path().join("missing"));
+    assert!(matches!(missing, Err(TraceError::Io(_))));
+}
+
+#[test]
+fn a_binary_file_pins_its_lengths() {
+    assert_eq!((PREAMBLE_LEN, CHUNK_HEADER_LEN), (20, 16));
+    let bytes = to_binary(&ProgramDb::default(), &[]).unwrap();
+    // Preamble, a one-byte empty database, the end marker.
+    assert_eq!(bytes.len(), PREAMBLE_LEN + 1 + CHUNK_HEADER_LEN);
+}
+
+#[test]
+fn readers_and_writers_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<TraceReader>();
+    send::<TraceWriter<std::fs::File>>();
+    send::<file::FileWriter>();
+}

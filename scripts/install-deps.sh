@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what building and testing wpp needs on a fresh Debian 12 machine with a Rust
+# toolchain: LLVM 19 (for the instrumenter and `wpp cc`), zstd/xz/gzip (benchmark baselines),
+# and the rustfmt/clippy components. Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+apt_packages=(clang-19 llvm-19-dev lld-19 libpolly-19-dev libzstd-dev zlib1g-dev zstd xz-utils gzip)
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "install-deps: installing ${missing[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+for c in rustfmt clippy; do
+    if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        rustup component add "$c"
+    fi
+done
