@@ -99,6 +99,7 @@ pub fn check_rule_utility(g: &Grammar) -> Result<(), Violation> {
 mod tests {
     use super::*;
     use crate::grammar::StartRule;
+    use proptest::prelude::*;
     use wpp_trace::{Terminal, ThreadId};
 
     fn t(x: u32) -> Symbol {
@@ -161,5 +162,49 @@ mod tests {
             check(&start_used),
             Err(Violation::StartReferenced { .. })
         ));
+    }
+
+    /// All pairs of occurrences: a violation is two occurrences of one digram that are not
+    /// adjacent positions of one body.
+    fn brute_force_has_duplicate(g: &Grammar) -> bool {
+        let occurrences: Vec<(RuleId, usize, Symbol, Symbol)> = g
+            .rules()
+            .flat_map(|r| {
+                let body = g.body(r);
+                (0..body.len().saturating_sub(1)).map(move |i| (r, i, body[i], body[i + 1]))
+            })
+            .collect();
+        occurrences
+            .iter()
+            .enumerate()
+            .any(|(k, &(r1, i1, a1, b1))| {
+                occurrences[k + 1..].iter().any(|&(r2, i2, a2, b2)| {
+                    (a1, b1) == (a2, b2) && !(r1 == r2 && i1.abs_diff(i2) == 1)
+                })
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn digram_check_agrees_with_brute_force(
+            raw in prop::collection::vec(prop::collection::vec((any::<bool>(), 0u32..3), 0..7), 1..5),
+        ) {
+            // Rule i may refer only to rules below i; the last rule is the start.
+            let bodies: Vec<Vec<Symbol>> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, body)| {
+                    body.iter()
+                        .map(|&(is_rule, x)| match i {
+                            0 => t(x),
+                            _ if is_rule => r(x % i as u32),
+                            _ => t(x),
+                        })
+                        .collect()
+                })
+                .collect();
+            let g = grammar(bodies, raw.len() as u32 - 1);
+            prop_assert_eq!(check_digram_uniqueness(&g).is_err(), brute_force_has_duplicate(&g));
+        }
     }
 }

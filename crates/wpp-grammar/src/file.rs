@@ -52,8 +52,11 @@
 //! bytes left before allocating; rule references strictly below the referring rule (so there
 //! are no cycles); terminals inside the alphabet; each stored expanded length equal to the
 //! recomputed one, with checked 64-bit arithmetic; each stored use count equal to the recomputed
-//! one; start rules in range, unreferenced, one per thread. Every error names the section or
-//! item and the absolute byte offset.
+//! one; start rules in range, unreferenced, one per thread, as many as `META` says; at most
+//! 2^31 − 1 rules and 2^31 alphabet entries, so ids fit a [`Symbol`]; nothing after `END `.
+//! Every error names the section or item and the absolute byte offset. No allocation is larger
+//! than a constant times the file's size. [`WppFile::read`] memory-maps files of 1 MiB or
+//! more.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -522,9 +525,8 @@ fn decode_meta(r: &mut Reader<'_>) -> Result<(Algorithm, u64, u64), WppError> {
     Ok((algorithm, events, threads))
 }
 
-fn decode_program(r: Reader<'_>) -> Result<ProgramDb, WppError> {
+fn decode_program(mut r: Reader<'_>) -> Result<ProgramDb, WppError> {
     let offset = r.offset();
-    let mut r = r;
     let bytes = r.bytes(r.remaining(), "program database")?;
     let (db, rest) = postcard::take_from_bytes(bytes).map_err(|e| WppError::ProgramDb {
         offset,
@@ -770,7 +772,7 @@ fn decode_extra(r: &mut Reader<'_>) -> Result<Vec<Section>, WppError> {
     let mut extra = Vec::new();
     loop {
         let offset = r.offset();
-        let (tag, payload) = read_section(r)?;
+        let (tag, mut payload) = read_section(r)?;
         if tag == END {
             finished(&payload, END)?;
             break;
@@ -782,7 +784,6 @@ fn decode_extra(r: &mut Reader<'_>) -> Result<Vec<Section>, WppError> {
                 offset,
             });
         }
-        let mut payload = payload;
         let data = payload.bytes(payload.remaining(), "section payload")?;
         extra.push(Section {
             tag,

@@ -9,7 +9,7 @@
 //! * [`algorithm`] — the [`Algorithm`] enum and [`compress`], one call for any compressor.
 //! * [`check`] — verifies SEQUITUR's digram-uniqueness and rule-utility invariants.
 //! * [`expand`] — streaming and random-access expansion back to terminals.
-//! * [`file`] — the `.wpp` file format.
+//! * [`mod@file`] — the `.wpp` file format.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]

@@ -285,6 +285,25 @@ proptest! {
         prop_assert_eq!(compress_windowed(&s, 1000), compress(&s));
     }
 
+    /// Streams fed interleaved, event by event, each fill their own windows (rules are shared
+    /// in the order windows fill, so the grammar may differ from feeding them one by one).
+    #[test]
+    fn windowed_streams_can_be_interleaved(s in streams(0u32..4, 100), window in 1usize..20) {
+        let mut c = Windowed::new(window);
+        let ids: Vec<_> = (0..s.len()).map(|k| c.open_stream(ThreadId(k as u32))).collect();
+        for i in 0..s.iter().map(Vec::len).max().unwrap_or(0) {
+            for (k, stream) in s.iter().enumerate() {
+                if let Some(&t) = stream.get(i) {
+                    c.push(ids[k], Terminal(t)).unwrap();
+                }
+            }
+        }
+        let g = c.finish().unwrap();
+        prop_assert_eq!(expand_all(&g), s);
+        prop_assert!(max_digram_repeats(&g) <= 1);
+        prop_assert_eq!(check::check(&g), Ok(()));
+    }
+
     #[test]
     fn same_answer_through_the_algorithm_enum(s in streams(0u32..4, 100)) {
         let threads: Vec<Vec<Terminal>> =

@@ -203,3 +203,26 @@ fn synthetic_traces_round_trip_with_invariants() {
 fn synthetic_ten_million_events_round_trip_with_invariants() {
     synthetic_round_trips(10_000_000);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    /// Longer inputs over larger alphabets, as repeated random blocks with noise: more rules,
+    /// deeper nesting and more reuse than the short cases above.
+    #[test]
+    fn longer_block_structured_inputs_round_trip_with_invariants(
+        blocks in prop::collection::vec(prop::collection::vec(0u32..40, 1..12), 1..6),
+        picks in prop::collection::vec((0usize..6, 0u32..3, 0u32..40), 50..400),
+    ) {
+        let mut s = Vec::new();
+        for &(b, noise, extra) in &picks {
+            s.extend_from_slice(&blocks[b % blocks.len()]);
+            if noise == 0 {
+                s.push(extra);
+            }
+        }
+        for algorithm in [Algorithm::Sequitur, Algorithm::Sequitur1] {
+            assert_sound(algorithm, std::slice::from_ref(&s));
+        }
+    }
+}

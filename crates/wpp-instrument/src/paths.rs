@@ -136,7 +136,8 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
 
 /// Numbers a CFG and plans chord increments.
 pub(crate) fn number(cfg: &Cfg) -> Result<(FunctionPaths, Instrumentation), Error> {
-    let (cfg, dag, bl) = wpp_paths::number_with_cuts(cfg).map_err(|e| Error::Unsupported {
+    let mut cfg = cfg.clone();
+    let (dag, bl) = wpp_paths::ball_larus::number_with_limit(&mut cfg, MAX_PATHS - 1).map_err(|e| Error::Unsupported {
         function: cfg.name.clone(),
         what: format!("path numbering failed: {e}"),
     })?;

@@ -168,7 +168,11 @@ impl BallLarus {
     /// [`encode_edges`](Self::encode_edges) for an exact answer.
     pub fn encode_nodes(&self, dag: &Dag, nodes: &[NodeId]) -> Result<PathId> {
         let edges = dag_path_of_nodes(dag, nodes).ok_or_else(|| {
-            self.not_a_path(format!("{nodes:?} is not an acyclic path of the DAG"))
+            let ids: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+            self.not_a_path(format!(
+                "nodes {} are not an acyclic path of the DAG",
+                ids.join(",")
+            ))
         })?;
         self.encode_edges(dag, &edges)
     }
@@ -244,8 +248,10 @@ pub fn dag_path_of_nodes(dag: &Dag, nodes: &[NodeId]) -> Option<Vec<DagEdgeId>> 
 /// node above it; cutting all restarts the growth, so a chain of diamonds gets two cuts per
 /// `log2 T` diamonds. Cutting changes which edges the DFS finds as backedges, so the DAG is rebuilt
 /// and numbered again; each round adds cuts, so there are at most `|V|` rounds (in practice
-/// one or two). Returns the CFG with the added cut nodes, its DAG and its numbering.
-pub fn number_with_cuts(cfg: &Cfg) -> Result<(Cfg, Dag, BallLarus)> {
+/// one or two). Added cut nodes are appended to `cfg.cut_nodes` (so that
+/// [`Instrumentation::plan`](crate::Instrumentation::plan) sees them); returns the DAG and
+/// numbering of the cut CFG.
+pub fn number_with_cuts(cfg: &mut Cfg) -> Result<(Dag, BallLarus)> {
     number_with_limit(cfg, u64::MAX)
 }
 
@@ -253,15 +259,14 @@ pub fn number_with_cuts(cfg: &Cfg) -> Result<(Cfg, Dag, BallLarus)> {
 /// `u64::MAX` (e.g. `u32::MAX` for 32-bit path registers); the per-node cap becomes
 /// `max_paths / (2|V| + 2)`. Fails with [`Error::PathCountOverflow`] when no further cut
 /// helps (a node's own out-degree is above the cap).
-pub fn number_with_limit(cfg: &Cfg, max_paths: u64) -> Result<(Cfg, Dag, BallLarus)> {
-    let mut cfg = cfg.clone();
+pub fn number_with_limit(cfg: &mut Cfg, max_paths: u64) -> Result<(Dag, BallLarus)> {
     let mut dag = Dag::default();
     let mut bl = BallLarus::default();
     let mut scratch = Vec::new();
     loop {
-        dag.compute(&cfg)?;
+        dag.compute(cfg)?;
         let overflow = match bl.compute(&dag) {
-            Ok(()) if bl.path_count() <= max_paths => return Ok((cfg, dag, bl)),
+            Ok(()) if bl.path_count() <= max_paths => return Ok((dag, bl)),
             Ok(()) => bl.overflow(&dag, ENTRY),
             Err(e @ Error::PathCountOverflow { .. }) => e,
             Err(e) => return Err(e),

@@ -102,7 +102,14 @@ impl Cfg {
         for &c in &self.cut_nodes {
             self.check_node("cut node", c)?;
         }
-        for (i, e) in self.edges.iter().enumerate() {
+        let n = self.nodes.len();
+        // Messages are formatted only on failure: this loop runs once per edge.
+        if let Some(i) = self
+            .edges
+            .iter()
+            .position(|e| e.src.index() >= n || e.dst.index() >= n)
+        {
+            let e = self.edges[i];
             self.check_node(&format!("source of edge {i}"), e.src)?;
             self.check_node(&format!("target of edge {i}"), e.dst)?;
         }

@@ -37,6 +37,33 @@
 //! Each recorded value is the Ball–Larus id (or PPP id) of the acyclic path since the last
 //! start. A test simulates random executions under exactly these rules and checks that every
 //! recorded id decodes to the block sequence that ran.
+//!
+//! # Recipe for an instrumenter
+//!
+//! Block ids are node ids; call sites are cut nodes; `indirectbr` and exception edges are
+//! cut edges. Both counters use one tree, so the PPP actions are a subset of the chords:
+//!
+//! ```
+//! use wpp_paths::{number_with_cuts, CfgFile, Instrumentation, PppPlan, SpanningTree};
+//!
+//! let json = r#"{"functions":[{"name":"f","nodes":["s","a","b","t"],"entry":"s",
+//!     "exits":["t"],"edges":[["s","a"],["s","b"],["a","t"],["b","t"],["t","s"]]}]}"#;
+//! let mut cfg = CfgFile::parse(json)?.remove(0);
+//! let (dag, bl) = number_with_cuts(&mut cfg)?; // may add cut nodes past 2^64 paths
+//! let tree = SpanningTree::build(&dag, &cfg, bl.increments());
+//! let bl_actions = Instrumentation::plan(&dag, &cfg, &tree.increments(&dag, bl.increments()));
+//! // The backedge t→s records the path and restarts the register.
+//! assert!(matches!(bl_actions.edges[4], wpp_paths::EdgeAction::Restart(_)));
+//!
+//! let hot = vec![bl.decode(&dag, wpp_paths::PathId(0))?];
+//! let plan = PppPlan::compute(&dag, &bl, &hot)?;
+//! let ppp_actions = Instrumentation::plan(&dag, &cfg, &tree.increments(&dag, &plan.values()));
+//! // sat and sbt (returning and looping back end the same way at t); one interesting path:
+//! assert_eq!((bl.path_count(), plan.interval), (2, 1));
+//! assert_eq!(plan.classify(0, wpp_paths::PathId(0)), Some(0));
+//! # let _ = ppp_actions;
+//! # Ok::<(), wpp_paths::Error>(())
+//! ```
 
 use crate::cfg::Cfg;
 use crate::dag::{CfgEdgeRole, Dag, DagEdgeKind, ENTRY, EXIT};

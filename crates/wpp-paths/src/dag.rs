@@ -343,8 +343,9 @@ impl Dag {
         let before = self.edges.len();
         for i in 0..self.dag_succ(n).len() {
             let e = self.dag_succ(n)[i];
+            // Roles start as `Dead`; by now only backedges and cut edges have another.
             if self.roles[e.index()] != CfgEdgeRole::Dead {
-                continue; // backedge or cut edge
+                continue;
             }
             let w = self.head[cfg.edges[e.index()].dst.index()].expect("reachable");
             let id = self.push_edge(n, w, DagEdgeKind::Cfg(e));

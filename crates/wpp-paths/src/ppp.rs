@@ -52,11 +52,23 @@ pub struct PppPlan {
 pub struct Step {
     /// The edge that got a weight.
     pub edge: DagEdgeId,
-    /// Per prefix (keyed by its Ball–Larus sum): the interval `[min, max]` of partial ids
-    /// induced on the edge, and `cis(q)` before the edge.
-    pub intervals: Vec<(u64, i64, i64, i64)>,
+    /// The intervals the prefixes induce on the edge, by prefix key.
+    pub intervals: Vec<Interval>,
     /// The weight chosen by the join.
     pub weight: i64,
+}
+
+/// The interval `int(e,q)` a prefix induces on an edge (before the edge's weight is added).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Interval {
+    /// The prefix, keyed by its Ball–Larus partial sum.
+    pub prefix: u64,
+    /// The smallest partial id of the prefix's interesting paths through the edge.
+    pub min: i64,
+    /// The largest.
+    pub max: i64,
+    /// `cis(q)`: the interval already used by the prefix on earlier out-edges of the node.
+    pub cis: i64,
 }
 
 /// A path occurrence at one node: which edge it takes and its prefix's key.
@@ -186,7 +198,12 @@ fn step(
 ) -> Step {
     let mut intervals: Vec<_> = range
         .iter()
-        .map(|(&q, &(lo, hi))| (q, lo, hi, cis.get(&q).copied().unwrap_or(0)))
+        .map(|(&prefix, &(min, max))| Interval {
+            prefix,
+            min,
+            max,
+            cis: cis.get(&prefix).copied().unwrap_or(0),
+        })
         .collect();
     intervals.sort_unstable();
     Step {
@@ -271,12 +288,18 @@ pub struct InterestingPaths {
 impl InterestingPaths {
     /// Resolves names and ids to DAG paths of `cfg`.
     pub fn resolve(&self, cfg: &crate::Cfg, dag: &Dag, bl: &BallLarus) -> Result<Vec<DagPath>> {
+        let ids: FxHashMap<&str, crate::NodeId> = cfg
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), crate::NodeId(i as u32)))
+            .collect();
         let mut out = Vec::with_capacity(self.paths.len() + self.ids.len());
         for names in &self.paths {
             let nodes = names
                 .iter()
                 .map(|n| {
-                    cfg.node_by_name(n).ok_or_else(|| {
+                    ids.get(n.as_str()).copied().ok_or_else(|| {
                         Error::Name(format!(
                             "function `{}`: path node `{n}` is not a node",
                             cfg.name

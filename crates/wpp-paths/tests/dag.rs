@@ -104,3 +104,26 @@ fn dot_output_labels_edges_like_figure3() {
         "{dot}"
     );
 }
+
+/// `compute` on a reused `Dag`/`BallLarus` gives exactly what a fresh build gives.
+#[test]
+fn reused_buffers_match_fresh_builds() {
+    use wpp_paths::random::{arbitrary_cfg, structured_cfg, Rng};
+    let mut rng = Rng::new(11);
+    let (mut dag, mut bl) = (Dag::default(), BallLarus::default());
+    for i in 0..200 {
+        let cfg = if i % 2 == 0 {
+            arbitrary_cfg(&mut rng, 1 + i % 17, 2 + i % 23)
+        } else {
+            structured_cfg(&mut rng, "s", 2 + i % 50)
+        };
+        dag.compute(&cfg).unwrap();
+        let fresh = Dag::build(&cfg).unwrap();
+        assert_eq!(dag.edges(), fresh.edges());
+        assert_eq!(dag.topo_order(), fresh.topo_order());
+        match (bl.compute(&dag), BallLarus::number(&fresh)) {
+            (Ok(()), Ok(f)) => assert_eq!(bl.increments(), f.increments()),
+            (a, b) => assert_eq!(a.is_err(), b.is_err()),
+        }
+    }
+}

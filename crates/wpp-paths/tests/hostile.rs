@@ -110,7 +110,8 @@ fn path_counts_past_2_64_are_reported_or_cut() {
     assert!(err.to_string().contains("2^64"), "{err}");
     assert!(err.to_string().contains("too many acyclic paths"), "{err}");
     let big = diamonds(200);
-    let (cut, dag, bl) = number_with_cuts(&big).unwrap();
+    let mut cut = big.clone();
+    let (dag, bl) = number_with_cuts(&mut cut).unwrap();
     // The cap is (2^64 − 1) / (2·601 + 2) ≈ 2^53.7 paths per node: a cut every ~53 diamonds.
     assert!(
         (3..=8).contains(&cut.cut_nodes.len()),
@@ -125,7 +126,8 @@ fn path_counts_past_2_64_are_reported_or_cut() {
         assert_eq!(bl.encode_nodes(&dag, &path.nodes(&dag)).unwrap(), id);
     }
     // A function that fits is left alone.
-    let (same, _, _) = number_with_cuts(&diamonds(10)).unwrap();
+    let mut same = diamonds(10);
+    number_with_cuts(&mut same).unwrap();
     assert_eq!(same, diamonds(10));
 }
 
@@ -153,7 +155,7 @@ fn million_node_graphs_are_linear() {
     let dag = Dag::build(&cfg).unwrap();
     let bl = BallLarus::number(&dag).unwrap();
     assert_eq!(bl.path_count(), 2); // entry..n/2 returning, and entry..n-1 looping back
-    let (_, _, bl) = number_with_cuts(&diamonds(333_333)).unwrap();
+    let (_, bl) = number_with_cuts(&mut diamonds(333_333)).unwrap();
     assert!(bl.path_count() > 1);
     assert!(start.elapsed().as_secs() < 30, "took {:?}", start.elapsed());
 }

@@ -124,21 +124,21 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn two_counters_classify_every_recorded_path(seed: u64, nodes in 1usize..20, extra in 0usize..20) {
+    fn two_counters_classify_every_recorded_path(seed: u64, nodes in 1usize..40, extra in 0usize..40) {
         let mut rng = Rng::new(seed);
         let cfg = arbitrary_cfg(&mut rng, nodes, nodes + extra);
         check_two_counters(&cfg, seed)?;
     }
 
     #[test]
-    fn recorded_ids_decode_to_executed_blocks_arbitrary(seed: u64, nodes in 1usize..20, extra in 0usize..20) {
+    fn recorded_ids_decode_to_executed_blocks_arbitrary(seed: u64, nodes in 1usize..40, extra in 0usize..40) {
         let mut rng = Rng::new(seed);
         let cfg = arbitrary_cfg(&mut rng, nodes, nodes + extra);
         check_contract(&cfg, seed)?;
     }
 
     #[test]
-    fn recorded_ids_decode_to_executed_blocks_structured(seed: u64, blocks in 2usize..80) {
+    fn recorded_ids_decode_to_executed_blocks_structured(seed: u64, blocks in 2usize..300) {
         let mut rng = Rng::new(seed);
         let cfg = structured_cfg(&mut rng, "s", blocks);
         check_contract(&cfg, seed)?;

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use wpp_paths::ball_larus::dag_path_of_nodes;
 use wpp_paths::coding::{entropy, BlModel, PppModel};
 use wpp_paths::dag::DagEdgeKind;
-use wpp_paths::ppp::Step;
+use wpp_paths::ppp::{Interval, Step};
 use wpp_paths::random::{arbitrary_cfg, structured_cfg, Rng};
 use wpp_paths::{BallLarus, Cfg, Dag, DagPath, PathId, PppPlan, SpanningTree};
 
@@ -18,6 +18,16 @@ fn paths(cfg: &Cfg, dag: &Dag, names: &[&str]) -> Vec<DagPath> {
             edges: dag_path_of_nodes(dag, &letters(cfg, p)).unwrap(),
         })
         .collect()
+}
+
+/// The interval prefix `prefix` induces: `[min, max]`, with `cis` before the edge.
+fn iv(prefix: u64, min: i64, max: i64, cis: i64) -> Interval {
+    Interval {
+        prefix,
+        min,
+        max,
+        cis,
+    }
 }
 
 /// "x→y" for a DAG edge between CFG nodes, `None` for the virtual start and end edges.
@@ -65,11 +75,11 @@ fn figure3_walkthrough() {
     // Step 3c. The text says both prefixes induce [0, 0] on (c, d); by Figure 10 only sacdt
     // uses (c, d), so only sac does. On (c, t), sac asks for cis(sac) − 0 = 1 and sbc for
     // 0 − 0 = 0; the join gives the text's weight 1 either way.
-    assert_eq!(at("cd").intervals, vec![(0, 0, 0, 0)]);
-    assert_eq!(at("ct").intervals, vec![(0, 0, 0, 1), (4, 0, 0, 0)]);
-    assert_eq!(at("bc").intervals, vec![(4, 1, 1, 0)]);
-    assert_eq!(at("sa").intervals, vec![(0, 0, 1, 0)]);
-    assert_eq!(at("sb").intervals, vec![(0, 0, 0, 2)]);
+    assert_eq!(at("cd").intervals, vec![iv(0, 0, 0, 0)]);
+    assert_eq!(at("ct").intervals, vec![iv(0, 0, 0, 1), iv(4, 0, 0, 0)]);
+    assert_eq!(at("bc").intervals, vec![iv(4, 1, 1, 0)]);
+    assert_eq!(at("sa").intervals, vec![iv(0, 0, 1, 0)]);
+    assert_eq!(at("sb").intervals, vec![iv(0, 0, 0, 2)]);
     assert_eq!(plan.ids, vec![0, 1, 2]);
     assert_eq!(plan.bl_ids, vec![0, 1, 5]);
     assert_eq!(plan.interval, 3);
@@ -294,7 +304,25 @@ fn check_ppp(cfg: &Cfg, pick: u64) -> Result<(), TestCaseError> {
     let tree = SpanningTree::build(&dag, cfg, bl.increments());
     let ppp_chords = tree.increments(&dag, &plan.values());
     let model = PppModel::new(&dag, &bl, &plan, &set);
+    let bl_model = BlModel::new(&dag, &bl);
+    if !set.is_empty() {
+        let h = entropy(
+            plan.interval,
+            set.iter().map(|p| model.probability(&dag, p)),
+        );
+        let gamma = h.exp2() / set.len() as f64;
+        prop_assert!(
+            (gamma / plan.gamma() - 1.0).abs() < 1e-9,
+            "2^H/|I| = {} vs Γ = {}",
+            gamma,
+            plan.gamma()
+        );
+    }
     for (i, p) in all.iter().enumerate() {
+        prop_assert_eq!(
+            bl_model.encode(&DagPath { edges: p.clone() }),
+            sum(bl.increments(), p)
+        );
         let reg = plan.register(p);
         prop_assert_eq!(
             sum(&ppp_chords, p),
@@ -322,13 +350,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     #[test]
-    fn ppp_ids_unique_on_random_subsets_arbitrary(seed: u64, pick: u64, nodes in 1usize..12, extra in 0usize..10) {
+    fn ppp_ids_unique_on_random_subsets_arbitrary(seed: u64, pick: u64, nodes in 1usize..20, extra in 0usize..20) {
         let mut rng = Rng::new(seed);
         check_ppp(&arbitrary_cfg(&mut rng, nodes, nodes + extra), pick)?;
     }
 
     #[test]
-    fn ppp_ids_unique_on_random_subsets_structured(seed: u64, pick: u64, blocks in 2usize..40) {
+    fn ppp_ids_unique_on_random_subsets_structured(seed: u64, pick: u64, blocks in 2usize..100) {
         let mut rng = Rng::new(seed);
         check_ppp(&structured_cfg(&mut rng, "s", blocks), pick)?;
     }

@@ -187,7 +187,15 @@ impl<'g> Subpaths<'g> {
                     SymbolKind::Terminal(t) => buf.push((t.0, u32::MAX, at)),
                     SymbolKind::Rule(c) => {
                         let len = g.expanded_len(c);
-                        abbreviate(&pre[c.index()], &suf[c.index()], len, keep, region, at, &mut buf);
+                        abbreviate(
+                            &pre[c.index()],
+                            &suf[c.index()],
+                            len,
+                            keep,
+                            region,
+                            at,
+                            &mut buf,
+                        );
                         let co = occ[c.index()];
                         o.count = o.count.saturating_add(co.count);
                         o.first = min_opt(o.first, co.first.map(|f| at + f));
@@ -221,7 +229,9 @@ fn abbreviate(
     let k = keep as u64;
     if len <= 2 * k {
         let tail = (2 * k).saturating_sub(len).min(suf.len() as u64) as usize;
-        let whole = pre.iter().chain(if len > k { &suf[tail..] } else { &[][..] });
+        let whole = pre
+            .iter()
+            .chain(if len > k { &suf[tail..] } else { &[][..] });
         for (i, t) in whole.enumerate() {
             buf.push((t.0, region, at + i as u64));
         }
@@ -264,7 +274,13 @@ fn crossing(q: &[Terminal], fail: &[usize], buf: &[(u32, u32, u64)], o: &mut Occ
 }
 
 /// The first (or, with `from_end`, last) `keep` terminals of rule `r`, from its children's.
-fn edge(g: &Grammar, r: RuleId, parts: &[Vec<Terminal>], keep: usize, from_end: bool) -> Vec<Terminal> {
+fn edge(
+    g: &Grammar,
+    r: RuleId,
+    parts: &[Vec<Terminal>],
+    keep: usize,
+    from_end: bool,
+) -> Vec<Terminal> {
     let mut out = Vec::with_capacity(keep);
     let body = g.body(r);
     let take = |s: &Symbol, out: &mut Vec<Terminal>| {

@@ -83,7 +83,8 @@ struct Scan<'a> {
 
 impl Scan<'_> {
     fn cost(&self, t: Terminal) -> u64 {
-        self.costs.map_or(1, |c| c.get(t.index()).copied().unwrap_or(0))
+        self.costs
+            .map_or(1, |c| c.get(t.index()).copied().unwrap_or(0))
     }
 
     fn freeze(&mut self) {
@@ -116,7 +117,8 @@ impl Scan<'_> {
                 cost,
             });
             // Stop the prefix before the hot subpath, and start afresh after it.
-            self.prefix.truncate(start.min(self.prefix.len() as u64) as usize);
+            self.prefix
+                .truncate(start.min(self.prefix.len() as u64) as usize);
             self.freeze();
             self.window.clear();
             self.window_cost = 0;

@@ -140,7 +140,9 @@ impl Pattern {
         p.lcp = p.lcp_table();
         p.cross = p.cross_table();
         p.dfa = p.dfa_table();
-        p.single = (0..p.blocks.len() as u16).map(|c| p.single_seg(c)).collect();
+        p.single = (0..p.blocks.len() as u16)
+            .map(|c| p.single_seg(c))
+            .collect();
         Ok(p)
     }
 

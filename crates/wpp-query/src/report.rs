@@ -61,7 +61,10 @@ pub fn decode_hot(
         let mut idx: Vec<usize> = (0..hot.len()).filter(|&i| place[i].0 == s).collect();
         idx.sort_by_key(|&i| place[i].1);
         let pos: Vec<u64> = idx.iter().map(|&i| place[i].1).collect();
-        for (i, st) in idx.into_iter().zip(call_stacks(g, alphabet, start.rule, &pos)) {
+        for (i, st) in idx
+            .into_iter()
+            .zip(call_stacks(g, alphabet, start.rule, &pos))
+        {
             stacks[i] = st;
         }
     }

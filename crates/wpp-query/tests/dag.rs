@@ -13,7 +13,10 @@ use wpp_trace::{Event, FunctionId, Terminal, ThreadId};
 /// Random bottom-up grammars: bodies over terminals and earlier rules (empty bodies and
 /// unreachable rules included), the last one or two rules as start rules.
 fn random_grammar() -> impl Strategy<Value = Grammar> {
-    (1u32..4, proptest::collection::vec(proptest::collection::vec(any::<u16>(), 0..5), 1..12))
+    (
+        1u32..4,
+        proptest::collection::vec(proptest::collection::vec(any::<u16>(), 0..5), 1..12),
+    )
         .prop_map(|(nt, specs)| {
             let bodies: Vec<Vec<Symbol>> = specs
                 .iter()
@@ -166,8 +169,14 @@ fn larus_example_abcabcabcabc() {
     assert_eq!(rule_frequencies(&g), vec![4, 2, 1]);
     let c = Subpaths::new(&g);
     let abc = c.count(&[Terminal(0), Terminal(1), Terminal(2)]).unwrap();
-    assert_eq!((abc[0].count, abc[0].first, abc[0].last), (4, Some(0), Some(9)));
+    assert_eq!(
+        (abc[0].count, abc[0].first, abc[0].last),
+        (4, Some(0), Some(9))
+    );
     let ca = c.count(&[Terminal(2), Terminal(0)]).unwrap();
-    assert_eq!((ca[0].count, ca[0].first, ca[0].last), (3, Some(2), Some(8)));
+    assert_eq!(
+        (ca[0].count, ca[0].first, ca[0].last),
+        (3, Some(2), Some(8))
+    );
     assert!(c.count(&[]).is_err());
 }

@@ -76,7 +76,11 @@ impl Tree<'_> {
             }
             at += len;
         }
-        (prefix, !frozen, window.into_iter().map(|(t, _)| t).collect())
+        (
+            prefix,
+            !frozen,
+            window.into_iter().map(|(t, _)| t).collect(),
+        )
     }
 }
 
@@ -97,16 +101,28 @@ fn verify(g: &Grammar, costs: &[u64], cfg: HotConfig, hot: &[HotSubpath]) {
         assert_eq!(h.cost, sum * h.frequency);
         assert!(h.cost >= cfg.min_cost);
         let occurrences: u64 = traces.iter().map(|tr| brute_count(tr, &terms)).sum();
-        assert!(occurrences >= h.frequency, "{h:?} occurs {occurrences} times");
+        assert!(
+            occurrences >= h.frequency,
+            "{h:?} occurs {occurrences} times"
+        );
         // It is where the report says, in its rule and at the rule's first use.
         let mut at = Vec::new();
-        expand_range(g, RuleId(h.rule), h.offset, h.offset + terms.len() as u64, &mut at);
+        expand_range(
+            g,
+            RuleId(h.rule),
+            h.offset,
+            h.offset + terms.len() as u64,
+            &mut at,
+        );
         assert_eq!(at, terms);
         let (stream, base) = firsts[h.rule as usize].unwrap();
         let p = (base + h.offset) as usize;
         assert_eq!(&traces[stream][p..p + terms.len()], &terms[..]);
         // Minimal: one terminal shorter it was not hot.
-        let shorter: u64 = terms[..terms.len() - 1].iter().map(|t| costs[t.index()]).sum();
+        let shorter: u64 = terms[..terms.len() - 1]
+            .iter()
+            .map(|t| costs[t.index()])
+            .sum();
         assert!(terms.len() - 1 < cfg.min_length || shorter * h.frequency < cfg.min_cost);
     }
 }
@@ -128,7 +144,11 @@ fn check(g: &Grammar, costs: &[u64], cfg: HotConfig) {
         }
     }
     assert_eq!(as_set(&hot), tree.found);
-    assert_eq!(as_set(&hot).len(), hot.len(), "each node reports a subpath once");
+    assert_eq!(
+        as_set(&hot).len(),
+        hot.len(),
+        "each node reports a subpath once"
+    );
 }
 
 /// Larus Figure 5 read as S → A A A, A → B C, B → a b, C → b c (the string abbcabbcabbc):
@@ -163,7 +183,15 @@ fn larus_figure_5_example() {
         .collect();
     assert_eq!(found, vec![(vec![0, 1], 3, 6), (vec![1, 2], 3, 6)]);
     check(&g, &[1, 1, 1], cfg);
-    assert!(hot_subpaths(&g, None, HotConfig { min_length: 0, ..cfg }).is_err());
+    assert!(hot_subpaths(
+        &g,
+        None,
+        HotConfig {
+            min_length: 0,
+            ..cfg
+        }
+    )
+    .is_err());
 }
 
 proptest! {

@@ -59,9 +59,6 @@ fn check_all(streams: &[Vec<Event>], query: &PathQuery, chunk: usize, parts: usi
         .map(|(i, s)| (i as u32, brute_match(s, query.function, &query.path)))
         .filter(|(_, a)| *a != (None, 0))
         .collect();
-    if std::env::var("WPP_STATS").is_ok() {
-        eprintln!("STAT {} {:?}", query.path.len(), oracle);
-    }
     let oracle_first: BTreeMap<u32, Option<u64>> = oracle
         .iter()
         .filter(|(_, a)| a.0.is_some())
@@ -96,6 +93,36 @@ fn check_all(streams: &[Vec<Event>], query: &PathQuery, chunk: usize, parts: usi
     }
 }
 
+/// Several paths at once (one decompression) give each path's own answers.
+fn check_many(streams: &[Vec<Event>], q: &PathQuery, chunk: usize) {
+    let mut rev = q.path.clone();
+    rev.reverse();
+    let queries = vec![
+        q.clone(),
+        PathQuery {
+            function: FunctionId((q.function.0 + 1) % 3),
+            path: rev,
+        },
+        PathQuery {
+            function: q.function,
+            path: q.path[..1].to_vec(),
+        },
+    ];
+    let (alphabet, terms) = intern(streams);
+    let g = &grammars(&alphabet, &terms)[1].1;
+    let mut c = container(&interleave(streams), Codec::Zstd(1), chunk);
+    for mode in [Mode::Count, Mode::First] {
+        let many1 = scheme1::run_many(g, &alphabet, &queries, mode).unwrap();
+        let (many3, _) = chunked::run_many(&mut c, &queries, mode).unwrap();
+        for (i, q) in queries.iter().enumerate() {
+            let one = scheme1::run(g, &alphabet, q, mode).unwrap();
+            assert_eq!(many1[i], one);
+            let (one3, _) = chunked::run(&mut c, q, mode).unwrap();
+            assert_eq!(answers(many3[i].clone()), answers(one3));
+        }
+    }
+}
+
 /// Zhang–Gupta Figure 2: `main` calls F1, which calls F1 again from B2 and returns to B3.
 /// B3 after E3 completes B1 B2 B3 of the outer F1; the B3 of the later F1 invocation (E5) must
 /// not combine with earlier B1 B2. The same trace holds main's own interrupted B1 B2 … B3.
@@ -104,14 +131,23 @@ fn figure_2_example() {
     let (main, f1) = (Event::Enter(FunctionId(0)), Event::Enter(FunctionId(1)));
     let b = |i| Event::Block(BlockId(i));
     let trace = vec![
-        main, b(1), b(2), f1, // E1
-        b(1), b(2), f1, // E2
-        b(1), b(2), Event::Leave, // E3
-        b(3), // position 10: the F1 occurrence
+        main,
+        b(1),
+        b(2),
+        f1, // E1
+        b(1),
+        b(2),
+        f1, // E2
+        b(1),
+        b(2),
+        Event::Leave, // E3
+        b(3),         // position 10: the F1 occurrence
         Event::Leave, // E4
-        b(3), // position 12: main's own B1 B2 B3
-        f1, // E5
-        b(3), Event::Leave, Event::Leave,
+        b(3),         // position 12: main's own B1 B2 B3
+        f1,           // E5
+        b(3),
+        Event::Leave,
+        Event::Leave,
     ];
     let path = vec![BlockId(1), BlockId(2), BlockId(3)];
     for (f, at) in [(1, 10), (0, 12)] {
@@ -120,7 +156,7 @@ fn figure_2_example() {
             path: path.clone(),
         };
         assert_eq!(brute_match(&trace, q.function, &q.path), (Some(at), 1));
-        check_all(&[trace.clone()], &q, 3, 4);
+        check_all(std::slice::from_ref(&trace), &q, 3, 4);
     }
     let none = PathQuery {
         function: FunctionId(2),
@@ -145,7 +181,7 @@ fn unbalanced_and_empty_traces() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn schemes_agree_with_brute_force(
@@ -159,5 +195,50 @@ proptest! {
         let streams = vec![events(&t0), events(&t1)];
         let q = PathQuery { function: FunctionId(f), path };
         check_all(&streams, &q, chunk, parts);
+        check_many(&streams, &q, chunk);
+    }
+}
+
+/// Synthetic programs (loops, skewed branches, recursion, a trace cut mid-invocation): the
+/// paths of each function that actually run, checked on every scheme and compressor.
+#[test]
+fn synthetic_traces_agree() {
+    use wpp_trace::synth::{SynthProgram, TraceKind};
+    for seed in 1..4 {
+        let prog = SynthProgram::generate(seed);
+        let trace = prog.events(TraceKind::Blocks, 30_000);
+        // The own-block sequences that start each invocation of a few functions.
+        let mut picked: BTreeMap<(u32, usize), Vec<BlockId>> = BTreeMap::new();
+        let mut stack: Vec<(FunctionId, Vec<BlockId>)> = Vec::new();
+        for &e in &trace {
+            match e {
+                Event::Enter(f) => stack.push((f, Vec::new())),
+                Event::Leave => {
+                    if let Some((f, own)) = stack.pop() {
+                        for len in [1, 3, 8] {
+                            if own.len() >= len && f.0 % 5 == 0 {
+                                picked
+                                    .entry((f.0, len))
+                                    .or_insert_with(|| own[..len].to_vec());
+                            }
+                        }
+                    }
+                }
+                Event::Block(b) => {
+                    if let Some((_, own)) = stack.last_mut() {
+                        own.push(b);
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(!picked.is_empty());
+        for ((f, _), path) in picked.into_iter().take(12) {
+            let q = PathQuery {
+                function: FunctionId(f),
+                path,
+            };
+            check_all(std::slice::from_ref(&trace), &q, 4096, 16);
+        }
     }
 }

@@ -12,11 +12,17 @@ use wpp_trace::Event;
 
 /// Runs `f` (which returns the events it handled) three times and prints the best rate.
 fn best_of_three(what: &str, mut f: impl FnMut() -> u64) {
+    best_of_three_with(what, || (), |()| f());
+}
+
+/// Like [`best_of_three`], with an untimed `setup` before each run.
+fn best_of_three_with<T>(what: &str, mut setup: impl FnMut() -> T, mut f: impl FnMut(T) -> u64) {
     let mut best = f64::INFINITY;
     let mut events = 0;
     for _ in 0..3 {
+        let input = setup();
         let start = Instant::now();
-        events = f();
+        events = f(input);
         best = best.min(start.elapsed().as_secs_f64());
     }
     let rate = events as f64 / best / 1e6;
@@ -44,6 +50,15 @@ fn main() {
         best_of_three(&format!("synth {kind:?}"), || {
             synth_count(&program, kind, events)
         });
+        best_of_three(&format!("synth {kind:?} 4 threads"), || {
+            let mut n = 0u64;
+            let ok: Result<(), Infallible> = program.run_threads(kind, events, 4, |e| {
+                n += 1;
+                std::hint::black_box(e);
+                Ok(())
+            });
+            ok.map_or(0, |()| n)
+        });
         let trace = program.events(kind, events);
         let mut bytes = Vec::new();
         best_of_three(&format!("binary write {kind:?}"), || {
@@ -58,19 +73,20 @@ fn main() {
             trace.iter().collect::<rustc_hash::FxHashSet<_>>().len(),
             trace.iter().filter(|&&e| e == Event::Leave).count()
         );
-        best_of_three(&format!("binary read {kind:?} for_each_batch"), || {
+        let copy = || bytes.clone();
+        best_of_three_with(&format!("binary read {kind:?} for_each_batch"), copy, |b| {
             let mut n = 0u64;
-            let mut r = TraceReader::from_bytes(bytes.clone()).unwrap();
+            let mut r = TraceReader::from_bytes(b).unwrap();
             r.for_each_batch(|run| n += run.len() as u64).unwrap();
             n
         });
-        best_of_three(&format!("binary read {kind:?} iterator"), || {
-            let r = TraceReader::from_bytes(bytes.clone()).unwrap();
+        best_of_three_with(&format!("binary read {kind:?} iterator"), copy, |b| {
+            let r = TraceReader::from_bytes(b).unwrap();
             r.map(|e| u64::from(e.unwrap() != Event::Leave) | 1).sum()
         });
-        best_of_three(&format!("binary read {kind:?} stream"), || {
+        best_of_three_with(&format!("binary read {kind:?} stream"), copy, |b| {
             let mut n = 0u64;
-            let mut r = TraceReader::from_reader(std::io::Cursor::new(bytes.clone())).unwrap();
+            let mut r = TraceReader::from_reader(std::io::Cursor::new(b)).unwrap();
             r.for_each_batch(|run| n += run.len() as u64).unwrap();
             n
         });
@@ -80,8 +96,10 @@ fn main() {
             text = to_text(db, text_events).unwrap();
             text_events.len() as u64
         });
-        best_of_three(&format!("text read {kind:?}"), || {
-            TraceReader::from_bytes(text.clone()).unwrap().count() as u64
-        });
+        best_of_three_with(
+            &format!("text read {kind:?}"),
+            || text.clone(),
+            |t| TraceReader::from_bytes(t).unwrap().count() as u64,
+        );
     }
 }

@@ -18,8 +18,9 @@
 //!
 //! # Modules
 //!
-//! * [`file`] — the chunked binary trace format (survives a crashed recorder, reports damage by
-//!   byte offset) and the one-event-per-line text format, behind one detecting reader.
+//! * [`file`](mod@file) — the chunked binary trace format (survives a crashed recorder,
+//!   reports damage by byte offset) and the one-event-per-line text format, behind one
+//!   detecting reader.
 //! * [`synth`] — seeded synthetic programs whose runs give realistic block and path traces of
 //!   any length, for tests and benchmarks.
 //! * [`wire`] — checked varint and integer reads shared by every wpp file format.

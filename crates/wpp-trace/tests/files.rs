@@ -83,7 +83,10 @@ fn sample_events(n: u32) -> Vec<Event> {
 
 proptest! {
     #[test]
-    fn binary_round_trip(events in prop::collection::vec(arb_event(), 0..300), chunk in 1usize..64) {
+    fn binary_round_trip(
+        events in prop::collection::vec(arb_event(), 0..300),
+        chunk in 1usize..64,
+    ) {
         let d = db(&["main", "helper", ""]);
         let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &d, chunk).unwrap();
         for &e in &events {
@@ -466,4 +469,31 @@ fn readers_and_writers_can_move_between_threads() {
     send::<TraceReader>();
     send::<TraceWriter<std::fs::File>>();
     send::<file::FileWriter>();
+}
+
+#[test]
+fn a_recorder_that_dies_keeps_every_flushed_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crashed.wppt");
+    let events = sample_events(1000);
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = TraceWriter::with_chunk_bytes(file, &db(&["main"]), 64).unwrap();
+    events.iter().for_each(|&e| w.push(e).unwrap());
+    w.flush_chunk().unwrap();
+    let written = w.bytes_written();
+    for &e in &events[..5] {
+        w.push(e).unwrap(); // buffered, never flushed: lost, as in a crash
+    }
+    drop(w);
+    let mut r = file::open(&path).unwrap().allow_truncated(true);
+    let mut got = Vec::new();
+    r.for_each_batch(|run| got.extend_from_slice(run)).unwrap();
+    assert_eq!(got, events);
+    let t = r
+        .truncation()
+        .expect("no end marker, so the file reads as truncated");
+    assert_eq!((t.offset, t.events), (written, 1000));
+    // Without the option the same point is a distinct, recognizable error.
+    let err = file::read_events(&path).unwrap_err();
+    assert!(err.is_truncated(), "{err}");
 }

@@ -1,9 +1,9 @@
 //! Synthetic programs: determinism, exact lengths, well-formed traces, realistic repetition.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use wpp_trace::file::{to_binary, TraceReader};
 use wpp_trace::synth::{SynthProgram, TraceKind};
-use wpp_trace::{Event, FunctionId};
+use wpp_trace::{split_threads, Event, FunctionId, ThreadId};
 
 const KINDS: [TraceKind; 2] = [TraceKind::Blocks, TraceKind::Paths];
 
@@ -161,6 +161,92 @@ fn synthetic_traces_round_trip_through_the_binary_format() {
         assert_eq!(r.program(), p.program());
         assert_eq!(r.read_all().unwrap(), events);
     }
+}
+
+fn threaded(p: &SynthProgram, kind: TraceKind, events: u64, threads: u32) -> Vec<Event> {
+    let mut out = Vec::new();
+    p.run_threads(kind, events, threads, |e| {
+        out.push(e);
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn threaded_runs_are_deterministic_exact_and_one_thread_is_a_plain_run() {
+    let p = SynthProgram::generate(5);
+    for kind in KINDS {
+        assert_eq!(threaded(&p, kind, 30_000, 1), p.events(kind, 30_000));
+        let a = threaded(&p, kind, 60_000, 3);
+        assert_eq!(a.len(), 60_000);
+        assert_eq!(a, threaded(&p, kind, 60_000, 3), "{kind:?}");
+        let switches = a.iter().filter(|e| matches!(e, Event::Thread(_))).count();
+        assert!(switches >= 10, "{kind:?}: only {switches} thread switches");
+        assert_eq!(split_threads(&a).len(), 3);
+    }
+}
+
+#[test]
+fn each_thread_of_a_threaded_run_is_that_threads_own_run() {
+    let p = SynthProgram::generate(6);
+    let trace = threaded(&p, TraceKind::Blocks, 60_000, 3);
+    for (t, stream) in split_threads(&trace) {
+        let alone = collect_thread(&p, t, TraceKind::Blocks, stream.len() as u64);
+        assert_eq!(stream, alone, "thread {t}");
+        check_well_formed(&p, TraceKind::Blocks, &stream);
+    }
+    // Path ids are numbered across threads, so a thread's path stream equals its own run's up
+    // to a renaming of ids that is one-to-one per function.
+    let trace = threaded(&p, TraceKind::Paths, 60_000, 3);
+    for (t, stream) in split_threads(&trace) {
+        let alone = collect_thread(&p, t, TraceKind::Paths, stream.len() as u64);
+        assert_eq!(stream.len(), alone.len());
+        let (mut there, mut back) = (BTreeMap::new(), BTreeMap::new());
+        let mut calls = Vec::new();
+        for (&a, &b) in stream.iter().zip(&alone) {
+            match (a, b) {
+                (Event::Path(x), Event::Path(y)) => {
+                    let f = *calls.last().unwrap();
+                    assert_eq!(*there.entry((f, x)).or_insert(y), y, "thread {t}");
+                    assert_eq!(*back.entry((f, y)).or_insert(x), x, "thread {t}");
+                }
+                (Event::Enter(f), _) => {
+                    assert_eq!(a, b, "thread {t}");
+                    calls.push(f);
+                }
+                _ => {
+                    assert_eq!(a, b, "thread {t}");
+                    calls.pop();
+                }
+            }
+        }
+    }
+}
+
+fn collect_thread(p: &SynthProgram, t: ThreadId, kind: TraceKind, n: u64) -> Vec<Event> {
+    let mut out = Vec::new();
+    p.run_as_thread(t.0, kind, n, |e| {
+        out.push(e);
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn a_failing_sink_stops_every_thread() {
+    let p = SynthProgram::generate(8);
+    let mut n = 0;
+    let r = p.run_threads(TraceKind::Paths, u64::MAX, 4, |_| {
+        n += 1;
+        if n == 10_000 {
+            Err("disk full")
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!((r, n), (Err("disk full"), 10_000));
 }
 
 #[test]

@@ -27,8 +27,9 @@
 //! reachable as [`Algorithm::Frequency`](crate::Algorithm::Frequency).
 //!
 //! Measured on synthetic control-flow traces of 10^7 events (`benches/repair.rs`): grammars
-//! 18–25 % smaller than SEQUITUR's (37 % at 10^6 block events), 1.8–2.3× SEQUITUR's time,
-//! 12.5–13 bytes of peak heap per event.
+//! 18–25 % smaller than SEQUITUR's (20–37 % at 10^6 events), 1.3–2.3× SEQUITUR's time on a
+//! loaded 2-core machine, 12.5–13 bytes of peak heap per event. Random text over a large
+//! alphabet, where nearly every digram is distinct, needs about 37 more bytes per digram.
 //!
 //! # Ties and overlaps
 //!
@@ -68,7 +69,7 @@ use wpp_trace::{Terminal, ThreadId};
 use crate::grammar::Grammar;
 use engine::{Engine, SEP};
 use output::Sequences;
-pub use window::Windowed;
+pub use window::{WindowStream, Windowed};
 
 /// Top bit of an internal symbol: a rule reference, as in [`crate::Symbol`].
 const RULE_BIT: u32 = 1 << 31;

@@ -4,12 +4,13 @@
 //! 1. **Rule utility** (Tallam–Gupta Figure 14's last step): every rule used once is inlined
 //!    into its user (and a rule whose body shrank to one symbol into all its users).
 //! 2. **Digram uniqueness.** Inlining joins the neighbours of the inlined reference to the ends
-//!    of its body, and such a junction can repeat a digram found elsewhere. Offline this needs a
-//!    digram both rarer than the one it would repeat and chosen earlier, which the frequency
-//!    order prevents, but windows choose by local frequency. So all bodies (as separate
+//!    of its body, and such a junction can repeat a digram found elsewhere. Offline that would
+//!    need a digram chosen before a more frequent one, and no test or benchmark has shown it,
+//!    but windows choose by local frequency and do produce it. So all bodies (as separate
 //!    streams) go through the Re-Pair engine once more; if it makes new rules, step 1 runs
-//!    again. Each further round shrinks the grammar by at least one symbol, so this ends,
-//!    usually after the first engine run finds nothing. Cost: O(grammar) per round.
+//!    again. A round that continues has shrunk the grammar by at least one symbol (new rules
+//!    never grow it, inlining shrinks it), so this ends; offline the first engine run finds
+//!    nothing. Cost: O(grammar) per round.
 //! 3. **Numbering**: depth-first post-order, so bodies refer only to smaller ids; the start
 //!    rules come last, in stream order.
 

@@ -12,11 +12,13 @@
 //! 2. **Re-Pair on the rest**, creating new rules while some digram occurs twice in the window.
 //!
 //! The window's remaining sequence is appended to its stream's start sequence, and the window's
-//! arena is freed. When every stream is in, the start sequences (terminals and rule references)
-//! go through the same two phases once more, which removes the digrams repeated across window
-//! boundaries, and rules used once are inlined as offline. Hence the grammar has the same
-//! properties as the offline one, and memory is the window's arena (12 bytes per event) plus the
-//! grammar: the binary rules, a pair → rule dictionary, and the start sequences.
+//! arena is freed. Streams (threads) may be fed interleaved, with a window buffer each. When
+//! every stream is in, the start sequences (terminals and rule references) go through the same
+//! two phases once more, which removes the digrams repeated across window boundaries, and the
+//! output stage (inlining, then re-checking digram uniqueness) is the offline one, so the
+//! grammar has the same properties. Memory is one window's arena (12 bytes per event) plus a
+//! window buffer per stream (4 bytes per event) plus the grammar: the binary rules, a
+//! digram → rule dictionary, and the start sequences (12 bytes per symbol in the final pass).
 //!
 //! Small windows cost compression: a digram frequent in the whole trace but rare in each window
 //! is replaced late or only by the final pass, after the window's own choices have broken it
@@ -41,11 +43,11 @@ use rustc_hash::FxHashMap;
 use wpp_trace::{Terminal, ThreadId};
 
 use super::engine::{key, Engine};
-use super::output::{self, Sequences};
+use super::output;
 use super::{check_terminal, repair, RePairError, MAX_POSITIONS, RULE_BIT};
 use crate::grammar::Grammar;
 
-/// Most-frequent-digram-first compression with a bounded buffer of `window` events.
+/// Most-frequent-digram-first compression with a bounded buffer of `window` events per stream.
 ///
 /// ```
 /// use wpp_grammar::repair::Windowed;
@@ -59,13 +61,22 @@ use crate::grammar::Grammar;
 /// ```
 pub struct Windowed {
     window: usize,
-    buffer: Vec<u32>,
     rules: Vec<[u32; 2]>,
     /// The rule whose body is each digram.
     dict: FxHashMap<u64, u32>,
-    top: Sequences,
-    threads: Vec<ThreadId>,
+    streams: Vec<Stream>,
     num_terminals: u32,
+}
+
+/// A stream of a [`Windowed`] compressor, for [`Windowed::push`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowStream(u32);
+
+/// One thread's window being filled and its start sequence so far.
+struct Stream {
+    thread: ThreadId,
+    buffer: Vec<u32>,
+    top: Vec<u32>,
 }
 
 impl Windowed {
@@ -73,11 +84,9 @@ impl Windowed {
     pub fn new(window: usize) -> Windowed {
         Windowed {
             window: window.clamp(1, MAX_POSITIONS - 1),
-            buffer: Vec::new(),
             rules: Vec::new(),
             dict: FxHashMap::default(),
-            top: Sequences::default(),
-            threads: Vec::new(),
+            streams: Vec::new(),
             num_terminals: 0,
         }
     }
@@ -87,37 +96,58 @@ impl Windowed {
         self.num_terminals = self.num_terminals.max(n);
     }
 
+    /// Adds a stream (a thread's events) with its own start rule, to be fed by
+    /// [`push`](Self::push); streams may be fed interleaved, each buffering its own window.
+    pub fn open_stream(&mut self, thread: ThreadId) -> WindowStream {
+        self.streams.push(Stream {
+            thread,
+            buffer: Vec::new(),
+            top: Vec::new(),
+        });
+        WindowStream(self.streams.len() as u32 - 1)
+    }
+
+    /// Appends one terminal to `stream`, compressing its window when full. `stream` must come
+    /// from this compressor's [`open_stream`](Self::open_stream).
+    pub fn push(&mut self, stream: WindowStream, t: Terminal) -> Result<(), RePairError> {
+        self.num_terminals = self.num_terminals.max(check_terminal(t)? + 1);
+        let buffer = &mut self.streams[stream.0 as usize].buffer;
+        buffer.push(t.0);
+        if buffer.len() == self.window {
+            self.flush(stream.0 as usize)?;
+        }
+        Ok(())
+    }
+
     /// Adds a whole stream (one thread's terminals), compressing it window by window.
     pub fn add_stream<I>(&mut self, thread: ThreadId, terminals: I) -> Result<(), RePairError>
     where
         I: IntoIterator<Item = Terminal>,
     {
-        self.buffer.reserve(self.window);
+        let s = self.open_stream(thread);
         for t in terminals {
-            self.num_terminals = self.num_terminals.max(check_terminal(t)? + 1);
-            self.buffer.push(t.0);
-            if self.buffer.len() == self.window {
-                self.flush()?;
-            }
+            self.push(s, t)?;
         }
-        self.flush()?;
-        self.top.end_stream();
-        self.threads.push(thread);
+        self.flush(s.0 as usize)?;
+        self.streams[s.0 as usize].buffer = Vec::new();
         Ok(())
     }
 
-    /// Compresses the buffered window onto the current stream's start sequence.
-    fn flush(&mut self) -> Result<(), RePairError> {
-        if self.buffer.is_empty() {
+    /// Compresses stream `s`'s buffered window onto its start sequence.
+    fn flush(&mut self, s: usize) -> Result<(), RePairError> {
+        let mut buffer = std::mem::take(&mut self.streams[s].buffer);
+        if buffer.is_empty() {
             return Ok(());
         }
-        let mut engine = Engine::new(self.buffer.len() + 1);
-        self.buffer.drain(..).for_each(|s| engine.push(s));
+        let mut engine = Engine::new(buffer.len() + 1);
+        buffer.drain(..).for_each(|x| engine.push(x));
         engine.end_stream();
         self.compress(&mut engine)?;
-        for stream in engine.streams() {
-            self.top.symbols.extend(stream);
+        let stream = &mut self.streams[s];
+        for out in engine.streams() {
+            stream.top.extend(out);
         }
+        stream.buffer = buffer;
         Ok(())
     }
 
@@ -142,6 +172,7 @@ impl Windowed {
             .map(Reverse)
             .collect();
         engine.log_new_pairs(true);
+        let mut fresh = Vec::new();
         let mut last = None;
         while let Some(Reverse(k)) = heap.pop() {
             if last == Some(k) {
@@ -152,9 +183,13 @@ impl Windowed {
             if let Some(r) = engine.find(a, b) {
                 engine.replace_all(r, RULE_BIT | k);
             }
-            for r in engine.take_new_pairs() {
-                heap.extend(self.rule_for(engine, r).map(Reverse));
-            }
+            engine.swap_new_pairs(&mut fresh);
+            heap.extend(
+                fresh
+                    .iter()
+                    .filter_map(|&r| self.rule_for(engine, r))
+                    .map(Reverse),
+            );
         }
         engine.log_new_pairs(false);
     }
@@ -167,21 +202,27 @@ impl Windowed {
             .flatten()
     }
 
-    /// Compresses the start sequences once more, across window boundaries, and returns the
-    /// grammar (rules bottom-up, then one start rule per stream in the order added).
+    /// Compresses the last windows, then the start sequences once more across window
+    /// boundaries, and returns the grammar (rules bottom-up, then one start rule per stream in
+    /// the order opened).
     pub fn finish(mut self) -> Result<Grammar, RePairError> {
-        if self.top.symbols.len() + self.top.ends.len() >= MAX_POSITIONS {
+        for s in 0..self.streams.len() {
+            self.flush(s)?;
+        }
+        let streams = std::mem::take(&mut self.streams);
+        let len: usize = streams.iter().map(|s| s.top.len() + 1).sum();
+        if len >= MAX_POSITIONS {
             return Err(RePairError::TooLong);
         }
-        let mut engine = Engine::new(self.top.symbols.len() + self.top.ends.len());
-        for stream in self.top.iter() {
-            stream.iter().for_each(|&s| engine.push(s));
+        let mut engine = Engine::new(len);
+        for stream in &streams {
+            stream.top.iter().for_each(|&x| engine.push(x));
             engine.end_stream();
         }
-        self.top = Sequences::default();
+        let threads: Vec<ThreadId> = streams.into_iter().map(|s| s.thread).collect();
         self.compress(&mut engine)?;
         let top = super::final_sequences(&engine);
         drop(engine);
-        output::grammar(self.num_terminals, &self.rules, &top, &self.threads)
+        output::grammar(self.num_terminals, &self.rules, &top, &threads)
     }
 }

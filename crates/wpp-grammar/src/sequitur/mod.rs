@@ -21,11 +21,11 @@
 //!
 //! # Data structures
 //!
-//! * **Arena** — every symbol is a 12-byte [`Node`] (`sym`, `prev`, `next` as `u32` indices) in
+//! * **Arena** — every symbol is a 12-byte node (`sym`, `prev`, `next` as `u32` indices) in
 //!   one `Vec`. Each rule body is a circular doubly linked list through a *guard* node, whose
 //!   `sym` names the rule. Freed nodes go on an intrusive free list and are reused, so after
 //!   warm-up no input symbol allocates.
-//! * **Digram index** — [`table::DigramTable`], open addressing keyed by the symbol pair.
+//! * **Digram index** — an open-addressing hash table keyed by the symbol pair (`table.rs`).
 //! * **Rules** — a slot per rule with its guard and reference count; freed slots are recycled.
 //! * **Work stack** — nodes whose digram (the node and its successor) is new and must be
 //!   checked. Figure 3's inner loop is driven by this stack rather than by recursion, so deep
@@ -505,7 +505,7 @@ impl Sequitur {
 
     /// Figure 3's digram-uniqueness step for the digram starting at `n`: index it if new,
     /// reduce it if it repeats a non-overlapping occurrence. With `may_defer`, SEQUITUR(1) may
-    /// postpone a duplicate that ends the current stream (see [`Self::defer_end`]).
+    /// postpone a duplicate that ends the current stream (see `defer_end`).
     fn check(&mut self, n: u32, may_defer: bool) {
         let node = self.nodes[n as usize];
         if node.sym == FREE || is_guard(node.sym) {

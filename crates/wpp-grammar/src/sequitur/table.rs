@@ -10,9 +10,9 @@
 //! touches the arena.
 //!
 //! Linear probing over a power-of-two table, Fibonacci hashing of the 64-bit key, tombstones for
-//! deletion (reused by later insertions), and a rebuild — to the power of two that puts the load
-//! between 1/4 and 1/2, which drops the tombstones — once live entries plus tombstones exceed
-//! 3/4 of the slots. Tags keep the longer probes of that load cheap: a probe reads consecutive
+//! deletion (reused by later insertions), and an in-place rebuild — growing to the power of two
+//! that puts the load between 1/4 and 1/2, and dropping the tombstones — once live entries plus
+//! tombstones exceed 3/4 of the slots. Tags keep the longer probes of that load cheap: a probe reads consecutive
 //! slots of one cache line and touches the arena only on a tag match. The table thus costs
 //! 8–16 bytes per indexed digram.
 
@@ -152,24 +152,61 @@ impl DigramTable {
         }
     }
 
-    /// Reinserts the live entries, which hold `old_bits`-wide node indices, into a table sized
-    /// for a load between 1/4 and 1/2.
+    /// Rehashes in place, growing (never shrinking) to the power of two that puts the load
+    /// between 1/4 and 1/2 and re-encoding entries that hold `old_bits`-wide node indices. In
+    /// place, because a second table next to the first would be the compressor's peak memory.
+    ///
+    /// This is Abseil's `DropDeletesWithoutResize` for linear probing: tombstones become empty,
+    /// then each not-yet-placed entry moves to the first slot from its home that is empty or
+    /// not yet placed (swapping with the latter and continuing with what it displaced). Placed
+    /// slots are never emptied again, so every probe path stays gap-free. One bit per slot
+    /// records which entries are placed.
     #[cold]
     fn rebuild(&mut self, nodes: &[Node], old_bits: u32) {
-        let len = (self.live * 2).next_power_of_two().max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![EMPTY; len]);
-        let old_mask = ((1u64 << old_bits) - 1) as u32;
+        let len = (self.live * 2).next_power_of_two().max(self.slots.len());
+        self.slots.resize(len, EMPTY);
         self.shift = 64 - len.trailing_zeros();
-        self.used = self.live;
-        let mask = len - 1;
-        for v in old.into_iter().filter(|&v| v < TOMB) {
-            let node = v & old_mask;
-            let n = nodes[node as usize];
-            let (mut i, entry) = self.place(n.sym, nodes[n.next as usize].sym, node);
-            while self.slots[i] != EMPTY {
-                i = (i + 1) & mask;
+        for v in self.slots.iter_mut().filter(|v| **v == TOMB) {
+            *v = EMPTY;
+        }
+        let old_mask = ((1u64 << old_bits) - 1) as u32;
+        let mut placed = vec![0u64; len.div_ceil(64)];
+        let is_placed = |placed: &[u64], i: usize| placed[i / 64] & (1 << (i % 64)) != 0;
+        for i in 0..len {
+            while self.slots[i] != EMPTY && !is_placed(&placed, i) {
+                let node = self.slots[i] & old_mask;
+                let n = nodes[node as usize];
+                let (mut j, entry) = self.place(n.sym, nodes[n.next as usize].sym, node);
+                while j != i && self.slots[j] != EMPTY && is_placed(&placed, j) {
+                    j = (j + 1) & (len - 1);
+                }
+                placed[j / 64] |= 1 << (j % 64);
+                let displaced = std::mem::replace(&mut self.slots[j], entry);
+                if j != i {
+                    self.slots[i] = displaced;
+                }
             }
-            self.slots[i] = entry;
+        }
+        self.used = self.live;
+    }
+
+    /// Checks that every entry is unique and reachable from its home.
+    #[cfg(test)]
+    fn validate(&self, nodes: &[Node]) {
+        let mask = self.index_mask();
+        let mut seen = std::collections::HashSet::new();
+        for (i, &v) in self.slots.iter().enumerate() {
+            if v >= TOMB {
+                continue;
+            }
+            let n = nodes[(v & mask) as usize];
+            let (a, b) = (n.sym, nodes[n.next as usize].sym);
+            assert!(seen.insert((a, b)), "duplicate key at {i}");
+            assert_eq!(
+                self.find(nodes, a, b).map(|x| x.0),
+                Ok(i),
+                "unreachable at {i}"
+            );
         }
     }
 
@@ -181,5 +218,81 @@ impl DigramTable {
     /// Bytes held by the table.
     pub(super) fn heap_bytes(&self) -> usize {
         self.slots.capacity() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Digram `k` lives at node `2k` (symbol `a`) followed by node `2k + 1` (symbol `b`).
+    fn arena(keys: &[(u32, u32)]) -> Vec<Node> {
+        keys.iter()
+            .enumerate()
+            .flat_map(|(k, &(a, b))| {
+                let k = k as u32;
+                [
+                    Node {
+                        sym: a,
+                        prev: 0,
+                        next: 2 * k + 1,
+                    },
+                    Node {
+                        sym: b,
+                        prev: 2 * k,
+                        next: 0,
+                    },
+                ]
+            })
+            .collect()
+    }
+
+    /// Random inserts and removals, through many rebuilds and widenings from 8- to 16-bit node
+    /// indices, against a map.
+    #[test]
+    fn agrees_with_a_hash_map_through_rebuilds() {
+        let mut x = 7u64;
+        let mut rnd = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        let keys: Vec<(u32, u32)> = (0..6000).map(|_| (rnd() % 300, rnd() % 300)).collect();
+        let nodes = arena(&keys);
+        let mut table = DigramTable::with_index_bits(8);
+        let mut oracle: HashMap<(u32, u32), u32> = HashMap::new();
+        for step in 0..40_000 {
+            // Keys (and so node indices) come from a growing range, so widening meets a
+            // populated table.
+            let k = rnd() as usize % keys.len().min(10 + step / 4);
+            let (a, b) = keys[k];
+            let node = 2 * k as u32;
+            while node as u64 >= table.node_limit() {
+                table.widen(&nodes);
+            }
+            match (table.find(&nodes, a, b), oracle.get(&(a, b))) {
+                (Err(slot), None) => {
+                    table.insert(&nodes, slot, (a, b), node);
+                    oracle.insert((a, b), node);
+                }
+                (Ok((_, n)), Some(&m)) => {
+                    assert_eq!(n, m, "step {step}");
+                    if rnd() % 2 == 0 {
+                        assert!(table.remove(a, b, n));
+                        oracle.remove(&(a, b));
+                    }
+                }
+                (got, want) => panic!("step {step}: table {got:?}, map {want:?}"),
+            }
+            assert_eq!(table.len(), oracle.len());
+            if step % 97 == 0 {
+                table.validate(&nodes);
+            }
+        }
+        for (&(a, b), &n) in &oracle {
+            assert_eq!(table.find(&nodes, a, b).map(|(_, m)| m), Ok(n));
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! and a frequent path the time of each matching scheme (decompression and matching separately
 //! for schemes 1 and 3); then Larus Figure 7's hot subpaths, time and peak memory.
 //!
-//! `cargo run --release -p wpp-query --bin wpp-query-bench -- [EVENTS] [SEED]`
-//! (defaults 10^7 events, seed 1). All schemes' counts are checked to agree.
+//! `cargo run --release -p wpp-query --bin wpp-query-bench -- [EVENTS] [SEED] [CHUNKS]`
+//! (defaults 10^7 events, seed 1, chunk size giving about 128 chunks as in the paper). All schemes' counts are checked to agree.
 
 use std::io::Cursor;
 use std::time::Instant;
@@ -11,7 +11,7 @@ use std::time::Instant;
 use wpp_grammar::{compress, Algorithm};
 use wpp_query::expand::expand;
 use wpp_query::hot::{hot_subpaths, HotConfig};
-use wpp_query::matching::chunked::{self, ChunkWriter, ChunkedTrace, Codec, DEFAULT_CHUNK_BYTES};
+use wpp_query::matching::chunked::{self, ChunkWriter, ChunkedTrace, Codec};
 use wpp_query::matching::partition::{self, PartitionIndex, DEFAULT_PARTITIONS};
 use wpp_query::matching::{classify, compressed, scheme1, Mode, PathQuery};
 use wpp_query::pattern::Pattern;
@@ -36,9 +36,10 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// The first three own blocks of the first invocation of `f` that has three.
+/// The most frequent sequence of three own blocks of invocations of `f`.
 fn path_of(events: &[Event], f: FunctionId) -> Option<Vec<BlockId>> {
     let mut stack: Vec<(FunctionId, Vec<BlockId>)> = Vec::new();
+    let mut grams: rustc_hash::FxHashMap<[BlockId; 3], u64> = Default::default();
     for &e in events {
         match e {
             Event::Enter(g) => stack.push((g, Vec::new())),
@@ -47,29 +48,46 @@ fn path_of(events: &[Event], f: FunctionId) -> Option<Vec<BlockId>> {
             }
             Event::Block(b) => {
                 if let Some((g, own)) = stack.last_mut() {
-                    own.push(b);
-                    if *g == f && own.len() == 3 {
-                        return Some(own.clone());
+                    if *g == f {
+                        own.push(b);
+                        if own.len() >= 3 {
+                            let k = [own[own.len() - 3], own[own.len() - 2], b];
+                            *grams.entry(k).or_default() += 1;
+                        }
                     }
                 }
             }
             _ => {}
         }
     }
-    None
+    grams
+        .into_iter()
+        .max_by_key(|&(k, c)| (c, k))
+        .map(|(k, _)| k.to_vec())
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let n: u64 = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000_000);
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let chunks: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(128);
     let prog = SynthProgram::generate(seed);
     let t = Instant::now();
     let events = prog.events(TraceKind::Blocks, n);
-    println!("trace: {n} block events, seed {seed}, {} functions ({:.2} s)", prog.program().functions.len(), secs(t));
+    println!(
+        "trace: {n} block events, seed {seed}, {} functions ({:.2} s)",
+        prog.program().functions.len(),
+        secs(t)
+    );
 
     let mut alphabet = Alphabet::new();
-    let terms: Vec<Terminal> = events.iter().map(|&e| alphabet.intern(e).unwrap()).collect();
+    let terms: Vec<Terminal> = events
+        .iter()
+        .map(|&e| alphabet.intern(e).unwrap())
+        .collect();
     let t = Instant::now();
     let g = compress(Algorithm::Sequitur, &[&terms]).expect("compress");
     println!(
@@ -82,22 +100,37 @@ fn main() {
 
     let t = Instant::now();
     let index = PartitionIndex::build(&g, &alphabet, DEFAULT_PARTITIONS).unwrap();
-    println!("scheme 4 index: {} bytes, {} partitions ({:.2} s)", index.size_bytes(), index.streams[0].sizes.len(), secs(t));
+    println!(
+        "scheme 4 index: {} bytes, {} partitions ({:.2} s)",
+        index.size_bytes(),
+        index.streams[0].sizes.len(),
+        secs(t)
+    );
 
+    // Chunks sized so that the trace makes about `chunks` of them, as the paper's 128.
+    let bytes: usize = events
+        .iter()
+        .map(|&e| {
+            let mut b = Vec::new();
+            wpp_trace::file::encode_event(&mut b, e);
+            b.len()
+        })
+        .sum();
+    let chunk_bytes = (bytes / chunks as usize).max(1 << 12);
     let mut containers = Vec::new();
     for codec in [Codec::Zstd(3), Codec::Gzip(6)] {
         let t = Instant::now();
-        let mut w = ChunkWriter::new(Vec::new(), prog.program(), codec, DEFAULT_CHUNK_BYTES).unwrap();
+        let mut w = ChunkWriter::new(Vec::new(), prog.program(), codec, chunk_bytes).unwrap();
         for &e in &events {
             w.push(e).unwrap();
         }
-        let (bytes, index_bytes) = w.finish().unwrap();
-        let c = ChunkedTrace::open(Cursor::new(bytes.clone())).unwrap();
+        let (out, index_bytes) = w.finish().unwrap();
+        let c = ChunkedTrace::open(Cursor::new(out.clone())).unwrap();
         println!(
-            "scheme 3 container {codec:?}: {} bytes, {} chunks of {} MiB, index {index_bytes} bytes ({:.2} s)",
-            bytes.len(),
+            "scheme 3 container {codec:?}: {} bytes for {bytes} trace bytes, {} chunks of {} KiB, index {index_bytes} bytes ({:.2} s)",
+            out.len(),
             c.chunks.len(),
-            DEFAULT_CHUNK_BYTES >> 20,
+            chunk_bytes >> 10,
             secs(t)
         );
         containers.push((codec, c));
@@ -118,14 +151,21 @@ fn main() {
             .min_by_key(|(c, _)| c.abs_diff(target))
             .expect("some function has a path")
     };
-    let kinds_list = [("rare", pick(1)), ("medium", pick(total / 2)), ("frequent", pick(total))];
+    let kinds_list = [
+        ("rare", pick(1)),
+        ("medium", pick(total / 2)),
+        ("frequent", pick(total)),
+    ];
 
     println!();
     println!("| path | function | coverage | count | s1 decompress | s1 match | s2 | s3 zstd dec+match | s3 gzip dec+match | s4 | s4 rules summarized |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (label, (cov, f)) in kinds_list {
         let path = path_of(&events, f).unwrap();
-        let q = PathQuery { function: f, path: path.clone() };
+        let q = PathQuery {
+            function: f,
+            path: path.clone(),
+        };
         let t = Instant::now();
         let expanded = expand(&g, g.starts()[0].rule);
         let dec = secs(t);
@@ -136,13 +176,20 @@ fn main() {
         let m1 = secs(t);
         drop(expanded);
         let t = Instant::now();
-        let c2 = compressed::run(&g, &alphabet, &q, Mode::Count).unwrap()[0].count.unwrap();
+        let c2 = compressed::run(&g, &alphabet, &q, Mode::Count).unwrap()[0]
+            .count
+            .unwrap();
         let s2 = secs(t);
         let mut s3 = Vec::new();
         for (_, c) in containers.iter_mut() {
             let (r, st) = chunked::run(c, &q, Mode::Count).unwrap();
             assert_eq!(r[0].count.unwrap(), c1, "scheme 3 disagrees");
-            s3.push(format!("{:.3}+{:.3} ({} chunks)", st.decompress.as_secs_f64(), st.matching.as_secs_f64(), st.loaded));
+            s3.push(format!(
+                "{:.3}+{:.3} ({} chunks)",
+                st.decompress.as_secs_f64(),
+                st.matching.as_secs_f64(),
+                st.loaded
+            ));
         }
         let t = Instant::now();
         let (r4, st4) = partition::run(&g, &alphabet, &index, &q, Mode::Count).unwrap();
@@ -167,7 +214,16 @@ fn main() {
         reset_peak();
         let before = peak_mib();
         let t = Instant::now();
-        let hot = hot_subpaths(&g, None, HotConfig { min_length: 2, max_length: l, min_cost: c }).unwrap();
+        let hot = hot_subpaths(
+            &g,
+            None,
+            HotConfig {
+                min_length: 2,
+                max_length: l,
+                min_cost: c,
+            },
+        )
+        .unwrap();
         println!(
             "hot subpaths L={l} C={c}: {} found in {:.3} s, peak RSS {:.0} MiB (process baseline {:.0} MiB)",
             hot.len(),

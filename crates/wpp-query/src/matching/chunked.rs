@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
 use wpp_trace::file::encode_event;
-use wpp_trace::wire::{write_varint, Reader, WireError, WireErrorKind};
+use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
 use wpp_trace::{BlockId, Event, FunctionId, PathId, ProgramDb, ThreadDemux, ThreadId};
 
 use super::levels::{LevelIndex, LevelTracker};
@@ -142,7 +142,12 @@ pub struct ChunkWriter<W: Write> {
 
 impl<W: Write> ChunkWriter<W> {
     /// Writes the header. `chunk_bytes` is the uncompressed size at which a chunk is closed.
-    pub fn new(mut out: W, db: &ProgramDb, codec: Codec, chunk_bytes: usize) -> std::io::Result<Self> {
+    pub fn new(
+        mut out: W,
+        db: &ProgramDb,
+        codec: Codec,
+        chunk_bytes: usize,
+    ) -> std::io::Result<Self> {
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -264,10 +269,6 @@ pub struct ChunkedTrace<R: Read + Seek> {
     plain: Vec<u8>,
 }
 
-fn bad(r: &Reader<'_>, what: &'static str) -> WireError {
-    r.fail(what, WireErrorKind::OutOfRange { value: 0, limit: 0 })
-}
-
 impl<R: Read + Seek> ChunkedTrace<R> {
     /// Reads and validates the header, footer and index.
     pub fn open(mut src: R) -> Result<Self, QueryError> {
@@ -278,16 +279,27 @@ impl<R: Read + Seek> ChunkedTrace<R> {
         let got = read_up_to(&mut src, &mut head)?;
         let mut r = Reader::new(&head[..got], 0);
         if r.bytes(4, "magic").map_err(&corrupt)? != MAGIC {
-            return Err(corrupt(bad(&Reader::new(&[], 0), "magic")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "magic",
+                Reader::new(&[], 0).offset(),
+            ));
         }
-        let version = u16::from_le_bytes(r.bytes(2, "version").map_err(&corrupt)?.try_into().unwrap());
+        let version =
+            u16::from_le_bytes(r.bytes(2, "version").map_err(&corrupt)?.try_into().unwrap());
         let codec = r.u8("codec").map_err(&corrupt)?;
         let flags = r.u8("flags").map_err(&corrupt)?;
         if version != VERSION || !(1..=2).contains(&codec) || flags != 0 {
-            return Err(corrupt(bad(&Reader::new(&[], 4), "version, codec or flags")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "version, codec or flags",
+                Reader::new(&[], 4).offset(),
+            ));
         }
         if len < HEADER_LEN + FOOTER_LEN {
-            return Err(corrupt(Reader::new(&[], len).fail("footer", WireErrorKind::Truncated)));
+            return Err(corrupt(
+                Reader::new(&[], len).fail("footer", WireErrorKind::Truncated),
+            ));
         }
         src.seek(SeekFrom::Start(len - FOOTER_LEN))?;
         let mut foot = [0u8; FOOTER_LEN as usize];
@@ -298,13 +310,21 @@ impl<R: Read + Seek> ChunkedTrace<R> {
         if f.bytes(4, "footer magic").map_err(&corrupt)? != FOOTER_MAGIC
             || !(HEADER_LEN..=len - FOOTER_LEN).contains(&index_offset)
         {
-            return Err(corrupt(bad(&Reader::new(&[], len - FOOTER_LEN), "footer")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "footer",
+                Reader::new(&[], len - FOOTER_LEN).offset(),
+            ));
         }
         let mut index = vec![0u8; (len - FOOTER_LEN - index_offset) as usize];
         src.seek(SeekFrom::Start(index_offset))?;
         src.read_exact(&mut index)?;
         if crc32fast::hash(&index) != crc {
-            return Err(corrupt(bad(&Reader::new(&[], index_offset), "index checksum")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "index checksum",
+                Reader::new(&[], index_offset).offset(),
+            ));
         }
         let mut t = ChunkedTrace {
             src,
@@ -327,12 +347,15 @@ impl<R: Read + Seek> ChunkedTrace<R> {
         for _ in 0..n {
             let l = r.count(1, "function name length").map_err(&corrupt)?;
             let name = r.bytes(l, "function name").map_err(&corrupt)?;
-            let name = std::str::from_utf8(name).map_err(|_| corrupt(bad(r, "function name")))?;
+            let name = std::str::from_utf8(name)
+                .map_err(|_| QueryError::invalid(CONTAINER, "function name", r.offset()))?;
             self.functions.push(name.to_owned());
         }
         let n = r.count(1, "thread count").map_err(&corrupt)?;
         for _ in 0..n {
-            let t = r.varint_max(u32::MAX.into(), "thread id").map_err(&corrupt)?;
+            let t = r
+                .varint_max(u32::MAX.into(), "thread id")
+                .map_err(&corrupt)?;
             self.threads.push(ThreadId(t as u32));
         }
         let n = r.count(8, "chunk count").map_err(&corrupt)?;
@@ -342,9 +365,15 @@ impl<R: Read + Seek> ChunkedTrace<R> {
             let thread = r
                 .varint_max(self.threads.len() as u64 - 1, "chunk thread")
                 .map_err(&corrupt)?;
-            let compressed = r.varint_max(index_offset - offset, "compressed length").map_err(&corrupt)?;
-            let uncompressed = r.varint_max(MAX_CHUNK_BYTES, "uncompressed length").map_err(&corrupt)?;
-            let events = r.varint_max(uncompressed, "event count").map_err(&corrupt)?;
+            let compressed = r
+                .varint_max(index_offset - offset, "compressed length")
+                .map_err(&corrupt)?;
+            let uncompressed = r
+                .varint_max(MAX_CHUNK_BYTES, "uncompressed length")
+                .map_err(&corrupt)?;
+            let events = r
+                .varint_max(uncompressed, "event count")
+                .map_err(&corrupt)?;
             let crc = r.u32_le("chunk checksum").map_err(&corrupt)?;
             self.chunks.push(ChunkEntry {
                 thread: thread as u32,
@@ -358,16 +387,24 @@ impl<R: Read + Seek> ChunkedTrace<R> {
             offset += compressed;
         }
         if offset != index_offset {
-            return Err(corrupt(bad(r, "chunk lengths (they do not reach the index)")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "chunk lengths (they do not reach the index)",
+                r.offset(),
+            ));
         }
         for (chunks, levels) in &mut self.per_thread {
             *levels = LevelIndex::read(r, CONTAINER)?;
             if levels.len() != chunks.len() {
-                return Err(corrupt(bad(r, "thread level index")));
+                return Err(QueryError::invalid(
+                    CONTAINER,
+                    "thread level index",
+                    r.offset(),
+                ));
             }
         }
         if !r.is_empty() {
-            return Err(corrupt(bad(r, "end of index")));
+            return Err(QueryError::invalid(CONTAINER, "end of index", r.offset()));
         }
         Ok(())
     }
@@ -389,10 +426,11 @@ impl<R: Read + Seek> ChunkedTrace<R> {
     /// an internal buffer reused across chunks.
     pub fn load(&mut self, c: usize) -> Result<&[u8], QueryError> {
         let e = self.chunks[c];
-        let corrupt = QueryError::corrupt(CONTAINER);
         self.src.seek(SeekFrom::Start(e.offset))?;
         self.compressed.clear();
-        (&mut self.src).take(e.compressed).read_to_end(&mut self.compressed)?;
+        (&mut self.src)
+            .take(e.compressed)
+            .read_to_end(&mut self.compressed)?;
         self.plain.clear();
         // The declared length bounds the output: a lying chunk cannot make us allocate more.
         let limit = e.uncompressed + 1;
@@ -405,10 +443,18 @@ impl<R: Read + Seek> ChunkedTrace<R> {
         };
         let at = Reader::new(&[], e.offset);
         if res.is_err() || self.plain.len() as u64 != e.uncompressed {
-            return Err(corrupt(bad(&at, "compressed chunk")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "compressed chunk",
+                at.offset(),
+            ));
         }
         if crc32fast::hash(&self.plain) != e.crc {
-            return Err(corrupt(bad(&at, "chunk checksum")));
+            return Err(QueryError::invalid(
+                CONTAINER,
+                "chunk checksum",
+                at.offset(),
+            ));
         }
         Ok(&self.plain)
     }
@@ -441,18 +487,24 @@ fn decode_events(bytes: &[u8], e: ChunkEntry, out: &mut Vec<Event>) -> Result<()
     while !r.is_empty() {
         let v = r.varint("event").map_err(&corrupt)?;
         let id = v >> 3;
-        let small = |r: &Reader<'_>| u32::try_from(id).map_err(|_| corrupt(bad(r, "event id")));
+        let small = |r: &Reader<'_>| {
+            u32::try_from(id).map_err(|_| QueryError::invalid(CONTAINER, "event id", r.offset()))
+        };
         out.push(match v & 7 {
             0 => Event::Enter(FunctionId(small(&r)?)),
             1 if id == 0 => Event::Leave,
             2 => Event::Block(BlockId(small(&r)?)),
             3 => Event::Path(PathId(id)),
             5 if id == 0 => Event::Path(PathId(r.varint("escaped path id").map_err(&corrupt)?)),
-            _ => return Err(corrupt(bad(&r, "event tag"))),
+            _ => return Err(QueryError::invalid(CONTAINER, "event tag", r.offset())),
         });
     }
     if (out.len() - start) as u64 != e.events {
-        return Err(corrupt(bad(&r, "chunk event count")));
+        return Err(QueryError::invalid(
+            CONTAINER,
+            "chunk event count",
+            r.offset(),
+        ));
     }
     Ok(())
 }
@@ -476,18 +528,44 @@ pub fn run<R: Read + Seek>(
     query: &PathQuery,
     mode: Mode,
 ) -> Result<(Vec<StreamMatch>, ChunkStats), QueryError> {
-    let pattern = Pattern::new(&query.path)?;
+    let (mut all, stats) = run_many(trace, std::slice::from_ref(query), mode)?;
+    Ok((all.pop().unwrap_or_default(), stats))
+}
+
+/// Scheme 3 for several paths at once: each chunk is decompressed at most once, if any of the
+/// queries' functions is in it, and every query's automaton skips the chunks without its
+/// function. Returns one answer list per query, in order.
+pub fn run_many<R: Read + Seek>(
+    trace: &mut ChunkedTrace<R>,
+    queries: &[PathQuery],
+    mode: Mode,
+) -> Result<(Vec<Vec<StreamMatch>>, ChunkStats), QueryError> {
+    let patterns = queries
+        .iter()
+        .map(|q| Pattern::new(&q.path))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut stats = ChunkStats::default();
-    let mut out = Vec::with_capacity(trace.threads.len());
+    let mut out = vec![Vec::with_capacity(trace.threads.len()); queries.len()];
     let mut events = Vec::new();
     for t in 0..trace.threads.len() {
-        let mut a = Automaton::new(&pattern);
+        let mut autos: Vec<Automaton> = patterns.iter().map(Automaton::new).collect();
         let chunk_ids = trace.per_thread[t].0.clone();
-        'chunks: for (local, &c) in chunk_ids.iter().enumerate() {
+        for (local, &c) in chunk_ids.iter().enumerate() {
+            let done = |a: &Automaton| mode == Mode::First && a.first().is_some();
+            if autos.iter().all(done) {
+                break;
+            }
             let levels = &trace.per_thread[t].1;
-            if !levels.contains(query.function, local) {
-                let lv = levels.levels(local);
-                a.skip(trace.chunks[c].events, lv.smallest, lv.exit);
+            let lv = levels.levels(local);
+            let mut wanted = Vec::new();
+            for (i, (a, q)) in autos.iter_mut().zip(queries).enumerate() {
+                if levels.contains(q.function, local) {
+                    wanted.push(i);
+                } else {
+                    a.skip(trace.chunks[c].events, lv.smallest, lv.exit);
+                }
+            }
+            if wanted.is_empty() {
                 stats.skipped += 1;
                 continue;
             }
@@ -497,17 +575,29 @@ pub fn run<R: Read + Seek>(
             events.clear();
             decode_events(&trace.plain, trace.chunks[c], &mut events)?;
             stats.loaded += 1;
-            for &e in &events {
-                if a.feed(Kind::of(e, query.function, &pattern)) && mode == Mode::First {
-                    stats.decompress += t1 - t0;
-                    stats.matching += t1.elapsed();
-                    break 'chunks;
+            for i in wanted {
+                let (a, q, p) = (&mut autos[i], &queries[i], &patterns[i]);
+                if done(a) {
+                    a.skip(trace.chunks[c].events, lv.smallest, lv.exit);
+                    continue;
+                }
+                for &e in &events {
+                    if a.feed(Kind::of(e, q.function, p)) && mode == Mode::First {
+                        break;
+                    }
                 }
             }
             stats.decompress += t1 - t0;
             stats.matching += t1.elapsed();
         }
-        out.push(StreamMatch::new(trace.threads[t], a.first(), a.count(), mode));
+        for (o, a) in out.iter_mut().zip(&autos) {
+            o.push(StreamMatch::new(
+                trace.threads[t],
+                a.first(),
+                a.count(),
+                mode,
+            ));
+        }
     }
     Ok((out, stats))
 }

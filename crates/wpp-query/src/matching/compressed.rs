@@ -136,7 +136,11 @@ impl Acc {
             }
         } else {
             self.u.clear();
-            self.t = if k == pushed { p.concat(self.t, yt) } else { yt };
+            self.t = if k == pushed {
+                p.concat(self.t, yt)
+            } else {
+                yt
+            };
         }
         self.u.extend_from_slice(yu);
         self.internal += internal;
@@ -233,7 +237,13 @@ impl<'g> Matcher<'g> {
                     let base = s.start as usize;
                     let k = s.k as usize;
                     let segs = &self.segs[base..base + k + 1 + s.p as usize];
-                    acc.rule(&self.pattern, &segs[..k], segs[k], &segs[k + 1..], s.internal);
+                    acc.rule(
+                        &self.pattern,
+                        &segs[..k],
+                        segs[k],
+                        &segs[k + 1..],
+                        s.internal,
+                    );
                 }
             }
         }
@@ -383,7 +393,14 @@ pub fn run(
     for start in g.starts() {
         let (mut first, mut count) = (None, 0);
         let mut stack = Vec::new();
-        m.scan(&mut stack, g.body(start.rule), 0, mode, &mut first, &mut count);
+        m.scan(
+            &mut stack,
+            g.body(start.rule),
+            0,
+            mode,
+            &mut first,
+            &mut count,
+        );
         out.push(StreamMatch::new(start.thread, first, count, mode));
     }
     Ok(out)

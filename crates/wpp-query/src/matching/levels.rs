@@ -30,10 +30,15 @@
 //! — two chunks (exit 2, smallest 0; exit 1, smallest 1), two functions, `main` in chunk 0 only
 //! (`01`: it executes no block in chunk 1), function 1 in both (`03`).
 
-use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
+use wpp_trace::wire::{write_varint, Reader};
 use wpp_trace::{Event, FunctionId};
 
 use crate::error::QueryError;
+
+/// The deepest nesting level an index may claim. Skipping a chunk materializes its levels on
+/// the automaton's stack, so a hostile index must not be able to claim more; 2^24 levels is
+/// far beyond any real call depth.
+pub const MAX_LEVEL: u64 = 1 << 24;
 
 /// Nesting levels of one chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,7 +110,7 @@ impl LevelIndex {
         let mut chunks = Vec::with_capacity(n);
         let mut entry = 0u64;
         for _ in 0..n {
-            let exit = r.varint("exit level").map_err(&corrupt)?;
+            let exit = r.varint_max(MAX_LEVEL, "exit level").map_err(&corrupt)?;
             let smallest = r
                 .varint_max(entry.min(exit), "smallest level")
                 .map_err(&corrupt)?;
@@ -113,11 +118,10 @@ impl LevelIndex {
             entry = exit;
         }
         let stride = n.div_ceil(8);
-        let limit = if stride == 0 {
-            u64::from(u32::MAX)
-        } else {
-            (r.remaining() / stride) as u64
-        };
+        let limit = r
+            .remaining()
+            .checked_div(stride)
+            .map_or(u64::from(u32::MAX), |n| n as u64);
         let functions = r.varint_max(limit, "function count").map_err(&corrupt)? as u32;
         let bits = r
             .bytes(functions as usize * stride, "function bit vectors")
@@ -126,13 +130,11 @@ impl LevelIndex {
         if n % 8 != 0 {
             let unused = !((1u8 << (n % 8)) - 1);
             if bits.chunks(stride).any(|row| row[stride - 1] & unused != 0) {
-                return Err(corrupt(r.fail(
-                    "function bit vectors",
-                    WireErrorKind::OutOfRange {
-                        value: 1,
-                        limit: 0,
-                    },
-                )));
+                return Err(QueryError::invalid(
+                    container,
+                    "function bit vectors (a bit past the last chunk)",
+                    r.offset(),
+                ));
             }
         }
         Ok(LevelIndex {
@@ -233,7 +235,10 @@ mod tests {
     #[test]
     fn worked_example_is_pinned() {
         let mut t = LevelTracker::new();
-        for e in [Event::Enter(FunctionId(0)), Event::Block(wpp_trace::BlockId(0))] {
+        for e in [
+            Event::Enter(FunctionId(0)),
+            Event::Block(wpp_trace::BlockId(0)),
+        ] {
             t.event(e);
         }
         t.event(Event::Enter(FunctionId(1)));

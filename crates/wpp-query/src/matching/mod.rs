@@ -213,7 +213,10 @@ impl<'p> Automaton<'p> {
 }
 
 /// Checks that the alphabet covers the grammar's terminals.
-pub(crate) fn check_alphabet(g: &wpp_grammar::Grammar, alphabet: &Alphabet) -> Result<(), QueryError> {
+pub(crate) fn check_alphabet(
+    g: &wpp_grammar::Grammar,
+    alphabet: &Alphabet,
+) -> Result<(), QueryError> {
     if (alphabet.len() as u64) < u64::from(g.num_terminals()) {
         return Err(QueryError::Mismatch {
             container: "alphabet",

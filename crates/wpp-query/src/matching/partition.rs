@@ -150,7 +150,7 @@ impl PartitionIndex {
         let corrupt = QueryError::corrupt(CONTAINER);
         let mut r = Reader::new(bytes, base);
         if r.bytes(4, "magic").map_err(&corrupt)? != MAGIC {
-            return Err(corrupt(bad_value(&r, "magic")));
+            return Err(QueryError::invalid(CONTAINER, "magic", r.offset()));
         }
         let version = r.u8("version").map_err(&corrupt)?;
         if version != VERSION {
@@ -166,15 +166,24 @@ impl PartitionIndex {
         let mut streams = Vec::with_capacity(n);
         for _ in 0..n {
             let thread = r.varint_max(u32::MAX.into(), "thread").map_err(&corrupt)? as u32;
-            let rule = r.varint_max(u32::MAX.into(), "start rule").map_err(&corrupt)? as u32;
+            let rule = r
+                .varint_max(u32::MAX.into(), "start rule")
+                .map_err(&corrupt)? as u32;
             let parts = r.count(1, "partition count").map_err(&corrupt)?;
             let mut sizes = Vec::with_capacity(parts);
             for _ in 0..parts {
-                sizes.push(r.varint_max(u32::MAX.into(), "partition size").map_err(&corrupt)?);
+                sizes.push(
+                    r.varint_max(u32::MAX.into(), "partition size")
+                        .map_err(&corrupt)?,
+                );
             }
             let levels = LevelIndex::read(&mut r, CONTAINER)?;
             if levels.len() != parts {
-                return Err(corrupt(bad_value(&r, "partition levels")));
+                return Err(QueryError::invalid(
+                    CONTAINER,
+                    "partition levels",
+                    r.offset(),
+                ));
             }
             streams.push(StreamPartitions {
                 thread: ThreadId(thread),
@@ -184,7 +193,7 @@ impl PartitionIndex {
             });
         }
         if !r.is_empty() {
-            return Err(corrupt(bad_value(&r, "end of index")));
+            return Err(QueryError::invalid(CONTAINER, "end of index", r.offset()));
         }
         Ok(PartitionIndex { streams })
     }
@@ -225,10 +234,6 @@ impl PartitionIndex {
     pub fn size_bytes(&self) -> usize {
         self.to_bytes().len()
     }
-}
-
-fn bad_value(r: &Reader<'_>, what: &'static str) -> wpp_trace::wire::WireError {
-    r.fail(what, WireErrorKind::OutOfRange { value: 0, limit: 0 })
 }
 
 /// What scheme 4 did, for benchmarks.

@@ -6,7 +6,7 @@
 use wpp_grammar::Grammar;
 use wpp_trace::{Alphabet, Terminal};
 
-use super::{classify, Automaton, Mode, PathQuery, StreamMatch};
+use super::{classify, Automaton, Kind, Mode, PathQuery, StreamMatch};
 use crate::error::QueryError;
 use crate::expand::for_each_terminal;
 use crate::pattern::Pattern;
@@ -14,7 +14,7 @@ use crate::pattern::Pattern;
 /// Runs the automaton over decompressed terminals (`kinds` from [`classify`]).
 pub fn match_terminals(
     pattern: &Pattern,
-    kinds: &[super::Kind],
+    kinds: &[Kind],
     terminals: &[Terminal],
     mode: Mode,
 ) -> (Option<u64>, u64) {
@@ -34,15 +34,44 @@ pub fn run(
     query: &PathQuery,
     mode: Mode,
 ) -> Result<Vec<StreamMatch>, QueryError> {
-    let pattern = Pattern::new(&query.path)?;
-    let kinds = classify(alphabet, query.function, &pattern);
-    let mut out = Vec::with_capacity(g.starts().len());
+    let mut all = run_many(g, alphabet, std::slice::from_ref(query), mode)?;
+    Ok(all.pop().unwrap_or_default())
+}
+
+/// Scheme 1 for several paths at once: one expansion feeds one automaton per query, so the
+/// decompression cost is paid once. Returns one answer list per query, in order.
+pub fn run_many(
+    g: &Grammar,
+    alphabet: &Alphabet,
+    queries: &[PathQuery],
+    mode: Mode,
+) -> Result<Vec<Vec<StreamMatch>>, QueryError> {
+    super::check_alphabet(g, alphabet)?;
+    let patterns = queries
+        .iter()
+        .map(|q| Pattern::new(&q.path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let kinds: Vec<Vec<Kind>> = queries
+        .iter()
+        .zip(&patterns)
+        .map(|(q, p)| classify(alphabet, q.function, p))
+        .collect();
+    let mut out = vec![Vec::with_capacity(g.starts().len()); queries.len()];
     for start in g.starts() {
-        let mut a = Automaton::new(&pattern);
+        let mut autos: Vec<Automaton> = patterns.iter().map(Automaton::new).collect();
+        let mut open = autos.len();
         for_each_terminal(g, start.rule, |t| {
-            !(a.feed(kinds[t.index()]) && mode == Mode::First)
+            for (a, k) in autos.iter_mut().zip(&kinds) {
+                let fresh = a.first().is_none();
+                if a.feed(k[t.index()]) && fresh && mode == Mode::First {
+                    open -= 1;
+                }
+            }
+            !(mode == Mode::First && open == 0)
         });
-        out.push(StreamMatch::new(start.thread, a.first(), a.count(), mode));
+        for (o, a) in out.iter_mut().zip(&autos) {
+            o.push(StreamMatch::new(start.thread, a.first(), a.count(), mode));
+        }
     }
     Ok(out)
 }

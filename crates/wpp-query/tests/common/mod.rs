@@ -95,7 +95,11 @@ pub fn grammars(a: &Alphabet, streams: &[Vec<Terminal>]) -> Vec<(&'static str, G
     let refs: Vec<&[Terminal]> = streams.iter().map(|s| &s[..]).collect();
     let n = a.len() as u32;
     let mut out = vec![("flat", flat(n, streams))];
-    for alg in [Algorithm::Sequitur, Algorithm::Sequitur1, Algorithm::Frequency] {
+    for alg in [
+        Algorithm::Sequitur,
+        Algorithm::Sequitur1,
+        Algorithm::Frequency,
+    ] {
         if let Ok(g) = compress(alg, &refs) {
             out.push((alg.as_str(), g));
         }

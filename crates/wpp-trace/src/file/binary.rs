@@ -8,9 +8,10 @@
 //! operating system in one `write_all`, so a file always consists of whole chunks followed by at
 //! most one partial chunk. The reader yields every event of every whole chunk and then reports
 //! [`TraceError::Truncated`] naming the byte offset where valid data ends — a distinct error
-//! the caller may treat as "end of valid data" (see [`TraceReader::allow_truncated`]). A file
-//! that was finished properly ends with an end marker, which is how the reader tells a complete
-//! trace from one that happens to stop at a chunk boundary.
+//! the caller may treat as "end of valid data" (see
+//! [`TraceReader::allow_truncated`](super::TraceReader::allow_truncated)). A file that was
+//! finished properly ends with an end marker, which is how the reader tells a complete trace
+//! from one that happens to stop at a chunk boundary.
 //!
 //! Every byte is covered by a CRC-32: the fixed preamble by its own checksum, the program
 //! database, each chunk header and each chunk payload by theirs. A flipped bit is therefore

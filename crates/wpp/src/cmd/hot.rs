@@ -2,7 +2,7 @@
 //! folded stacks or an SVG flame graph.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -18,7 +18,7 @@ pub struct Args {
     /// Longest subpath considered (L).
     #[arg(long)]
     pub max_length: usize,
-    /// Minimum cost (C): frequency × number of terminals.
+    /// Minimum cost (C): frequency × the sum of the terminals' costs.
     #[arg(long)]
     pub min_cost: u64,
     /// Shortest subpath reported.
@@ -33,17 +33,51 @@ pub struct Args {
     /// Also write an SVG flame graph of the hot subpaths.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Per-terminal costs (e.g. instructions on a path): lines `TERMINAL COST`; terminals not
+    /// listed cost 1. Without it every terminal costs 1.
+    #[arg(long)]
+    pub costs: Option<PathBuf>,
+}
+
+/// Reads `TERMINAL COST` lines into a cost table over `n` terminals (default cost 1).
+fn read_costs(path: &PathBuf, n: usize) -> anyhow::Result<Vec<u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut costs = vec![1u64; n];
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let parsed = line
+            .split_once(char::is_whitespace)
+            .and_then(|(t, c)| Some((t.parse::<usize>().ok()?, c.trim().parse::<u64>().ok()?)));
+        match parsed {
+            Some((t, c)) if t < n => costs[t] = c,
+            _ => anyhow::bail!(
+                "{}:{}: expected `TERMINAL COST` with a terminal below {n}",
+                path.display(),
+                i + 1
+            ),
+        }
+    }
+    Ok(costs)
 }
 
 /// Runs `wpp hot`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp = WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let wpp =
+        WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let cfg = HotConfig {
         min_length: args.min_length,
         max_length: args.max_length,
         min_cost: args.min_cost,
     };
-    let hot = hot_subpaths(&wpp.grammar, None, cfg)?;
+    let costs = match &args.costs {
+        Some(p) => Some(read_costs(p, wpp.alphabet.len())?),
+        None => None,
+    };
+    let hot = hot_subpaths(&wpp.grammar, costs.as_deref(), cfg)?;
     let reports = decode_hot(&wpp.grammar, &wpp.alphabet, &wpp.program, &hot);
     let folded: Vec<String> = reports.iter().map(folded_line).collect();
     if let Some(svg) = &args.svg {
@@ -51,34 +85,47 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut opt = inferno::flamegraph::Options::default();
         opt.title = format!("hot subpaths of {}", args.file.display());
         opt.count_name = "cost".into();
-        inferno::flamegraph::from_lines(&mut opt, folded.iter().map(|s| s.as_str()), BufWriter::new(out))
-            .with_context(|| format!("writing {}", svg.display()))?;
+        inferno::flamegraph::from_lines(
+            &mut opt,
+            folded.iter().map(|s| s.as_str()),
+            BufWriter::new(out),
+        )
+        .with_context(|| format!("writing {}", svg.display()))?;
     }
     if args.json {
         return crate::util::print_json(&reports);
     }
+    let mut out = std::io::stdout().lock();
     if args.folded {
         for l in &folded {
-            println!("{l}");
+            writeln!(out, "{l}")?;
         }
         return Ok(());
     }
-    println!("{} minimal hot subpaths (length {}..={}, cost ≥ {})", reports.len(), cfg.min_length, cfg.max_length, cfg.min_cost);
+    writeln!(
+        out,
+        "{} minimal hot subpaths (length {}..={}, cost ≥ {})",
+        reports.len(),
+        cfg.min_length,
+        cfg.max_length,
+        cfg.min_cost
+    )?;
     for r in &reports {
         let at = match &r.function {
             Some(f) => format!(" in {f} blocks {:?}", r.blocks),
             None => String::new(),
         };
-        println!(
+        writeln!(
+            out,
             "cost {} = {} × {}  thread {} @{}{}: {}",
             r.hot.cost,
             r.hot.frequency,
-            r.hot.terminals.len(),
+            r.hot.cost / r.hot.frequency.max(1),
             r.thread,
             r.position,
             at,
             r.events.join(", ")
-        );
+        )?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! (Zhang–Gupta §4) in a `.wpp` grammar (schemes 1, 2, 4) or a chunked trace (scheme 3).
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -48,7 +48,10 @@ struct Output {
 
 fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::Result<FunctionId> {
     if let Some(id) = name.strip_prefix('#') {
-        return Ok(FunctionId(id.parse().with_context(|| format!("bad function id `{name}`"))?));
+        return Ok(FunctionId(
+            id.parse()
+                .with_context(|| format!("bad function id `{name}`"))?,
+        ));
     }
     lookup(name).with_context(|| format!("no function named `{name}`"))
 }
@@ -67,19 +70,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let (scheme, streams) = if is_chunked(&args.file)? {
         if !matches!(args.scheme.as_str(), "3" | "auto") {
-            anyhow::bail!("{} is a chunked trace: only scheme 3 applies", args.file.display());
+            anyhow::bail!(
+                "{} is a chunked trace: only scheme 3 applies",
+                args.file.display()
+            );
         }
         let f = File::open(&args.file)?;
         let mut trace = ChunkedTrace::open(BufReader::new(f))
             .with_context(|| format!("reading {}", args.file.display()))?;
         let names = trace.functions.clone();
         let function = resolve(&args.function, |n| {
-            names.iter().position(|x| x == n).map(|i| FunctionId(i as u32))
+            names
+                .iter()
+                .position(|x| x == n)
+                .map(|i| FunctionId(i as u32))
         })?;
         let q = PathQuery { function, path };
         (Scheme::Chunked, chunked::run(&mut trace, &q, mode)?.0)
     } else {
-        let wpp = WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+        let wpp = WppFile::read(&args.file)
+            .with_context(|| format!("reading {}", args.file.display()))?;
         let function = resolve(&args.function, |n| wpp.program.find(n))?;
         let q = PathQuery { function, path };
         let index = wpp
@@ -121,26 +131,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.json {
         return crate::util::print_json(&out);
     }
-    print_text(&out, mode);
-    Ok(())
+    Ok(print_text(&out, mode)?)
 }
 
-fn print_text(out: &Output, mode: Mode) {
+fn print_text(out: &Output, mode: Mode) -> std::io::Result<()> {
+    let mut w = std::io::stdout().lock();
     let found: Vec<&StreamMatch> = out.streams.iter().filter(|s| s.first.is_some()).collect();
     if found.is_empty() {
-        println!("no occurrence of {:?} in {} ({:?})", out.path, out.function, out.scheme);
-        return;
+        writeln!(
+            w,
+            "no occurrence of {:?} in {} ({:?})",
+            out.path, out.function, out.scheme
+        )?;
+        return Ok(());
     }
     for s in found {
         match mode {
-            Mode::First => println!("thread {}: first occurrence ends at event {}", s.thread, s.first.unwrap_or(0)),
-            Mode::Count => println!(
+            Mode::First => writeln!(
+                w,
+                "thread {}: first occurrence ends at event {}",
+                s.thread,
+                s.first.unwrap_or(0)
+            )?,
+            Mode::Count => writeln!(
+                w,
                 "thread {}: {} occurrences, the first ending at event {}",
                 s.thread,
                 s.count.unwrap_or(0),
                 s.first.unwrap_or(0)
-            ),
+            )?,
         }
     }
     eprintln!("{:?} in {:.3} s", out.scheme, out.seconds);
+    Ok(())
 }

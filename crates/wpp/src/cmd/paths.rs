@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use wpp_paths::chords::{EdgeAction, SpanningTree};
-use wpp_paths::dag::DagEdgeKind;
+use wpp_paths::dag::{DagEdgeKind, DagNodeKind};
 use wpp_paths::ppp::InterestingFile;
 use wpp_paths::{number_with_cuts, BallLarus, Cfg, CfgFile, Dag, Instrumentation, PathId, PppPlan};
 
@@ -78,7 +78,15 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                         .with_context(|| format!("`{n}` is not a node of `{function}`"))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            emit(&format!("{}\n", f.bl.encode_nodes(&f.dag, &nodes)?))
+            let Ok(id) = f.bl.encode_nodes(&f.dag, &nodes) else {
+                bail!(
+                    "{} is not an acyclic path of `{function}`: a path starts at the entry, a loop \
+                     header, a cut node or a cut edge's target, and ends at an exit, a backedge's \
+                     source, a cut node or a cut edge's source",
+                    path.join(",")
+                )
+            };
+            emit(&format!("{id}\n"))
         }
         Command::Dot { cfg, function, ppp } => {
             let f = Numbered::load(&cfg, &function)?;
@@ -120,12 +128,12 @@ impl Numbered {
         let Some(cfg) = cfgs.into_iter().find(|c| c.name == function) else {
             bail!("{} has no function `{function}`", path.display())
         };
-        Self::number(&cfg)
+        Self::number(cfg)
     }
 
     /// Numbers `cfg`.
-    pub fn number(cfg: &Cfg) -> anyhow::Result<Numbered> {
-        let (cfg, dag, bl) = number_with_cuts(cfg)?;
+    pub fn number(mut cfg: Cfg) -> anyhow::Result<Numbered> {
+        let (dag, bl) = number_with_cuts(&mut cfg)?;
         Ok(Numbered { cfg, dag, bl })
     }
 
@@ -157,10 +165,11 @@ impl Numbered {
     /// "src→dst" with names, ENTRY and EXIT for the virtual nodes.
     pub fn edge_label(&self, e: wpp_paths::DagEdgeId) -> String {
         let d = self.dag.edge(e);
-        let name = |n| match self.dag.cfg_node(n) {
-            Some(v) => self.cfg.node_name(v).to_owned(),
-            None if n == wpp_paths::dag::ENTRY => "ENTRY".to_owned(),
-            None => "EXIT".to_owned(),
+        let name = |n| match self.dag.node(n) {
+            DagNodeKind::Block(v) => self.cfg.node_name(v).to_owned(),
+            DagNodeKind::CutTail(v) => format!("{}'", self.cfg.node_name(v)),
+            DagNodeKind::Entry => "ENTRY".to_owned(),
+            DagNodeKind::Exit => "EXIT".to_owned(),
         };
         format!("{}->{}", name(d.src), name(d.dst))
     }
@@ -177,6 +186,8 @@ struct FunctionReport {
     instrumented_edges_full: usize,
     instrumented_edges_chords: usize,
     dag_edges: Vec<EdgeReport>,
+    /// The runtime actions with chord placement (wpp-paths `chords` module docs).
+    instrumentation: Instrumentation,
 }
 
 #[derive(Serialize)]
@@ -191,7 +202,8 @@ struct EdgeReport {
 fn number(path: &Path, json: bool) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     for cfg in load_cfgs(path)? {
-        let f = Numbered::number(&cfg)?;
+        let given_cuts = cfg.cut_nodes.len();
+        let f = Numbered::number(cfg)?;
         let tree = SpanningTree::build(&f.dag, &f.cfg, f.bl.increments());
         let chords = tree.increments(&f.dag, f.bl.increments());
         let full = Instrumentation::plan(&f.dag, &f.cfg, f.bl.increments());
@@ -222,10 +234,11 @@ fn number(path: &Path, json: bool) -> anyhow::Result<()> {
                 .iter()
                 .filter(|a| matches!(a, EdgeAction::Restart(_)))
                 .count(),
-            added_cut_nodes: f.names(&f.cfg.cut_nodes[cfg.cut_nodes.len()..]),
+            added_cut_nodes: f.names(&f.cfg.cut_nodes[given_cuts..]),
             instrumented_edges_full: full.instrumented_edges(),
             instrumented_edges_chords: placed.instrumented_edges(),
             dag_edges,
+            instrumentation: placed,
         });
     }
     if json {
@@ -267,5 +280,37 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => Ok(r?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../wpp-paths/examples")
+            .join(name)
+    }
+
+    #[test]
+    fn loads_numbers_and_plans_the_figure3_example() {
+        let f = Numbered::load(&example("fig3.json"), "fig3").unwrap();
+        assert_eq!(f.bl.path_count(), 6);
+        let plan = f.plan(&example("fig3_paths.json")).unwrap();
+        assert_eq!(
+            (plan.ids.clone(), plan.bl_ids.clone()),
+            (vec![0, 1, 2], vec![0, 1, 5])
+        );
+        assert_eq!(f.edge_label(wpp_paths::DagEdgeId(0)), "ENTRY->s");
+    }
+
+    #[test]
+    fn unknown_function_and_missing_file_are_errors() {
+        let e = Numbered::load(&example("fig3.json"), "nope").err().unwrap();
+        assert!(e.to_string().contains("no function `nope`"), "{e}");
+        assert!(load_cfgs(&example("missing.json")).is_err());
+        let f = Numbered::load(&example("fig3.json"), "fig3").unwrap();
+        assert!(f.plan(&example("lemma3_paths.json")).is_err());
     }
 }

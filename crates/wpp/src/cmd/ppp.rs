@@ -70,7 +70,7 @@ fn plan(cfg_path: &Path, paths_path: &Path, json: bool) -> anyhow::Result<()> {
         let Some(entry) = file.functions.iter().find(|f| f.name == cfg.name) else {
             continue;
         };
-        let f = Numbered::number(&cfg)?;
+        let f = Numbered::number(cfg)?;
         let paths = entry.resolve(&f.cfg, &f.dag, &f.bl)?;
         let plan = PppPlan::compute(&f.dag, &f.bl, &paths)?;
         reports.push(report(&f, &plan, &paths));

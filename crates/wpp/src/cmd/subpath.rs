@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use anyhow::Context;
 use wpp_grammar::file::WppFile;
 use wpp_query::dag::Subpaths;
@@ -23,31 +25,38 @@ pub struct Args {
 
 /// Runs `wpp subpath`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp = WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let wpp =
+        WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let q: Vec<Terminal> = args.terminals.iter().map(|&t| Terminal(t)).collect();
     if let Some(t) = q.iter().find(|t| !wpp.grammar.has_terminal(**t)) {
-        anyhow::bail!("terminal {} is not in the alphabet of {}", t.0, args.file.display());
+        anyhow::bail!(
+            "terminal {} is not in the alphabet of {}",
+            t.0,
+            args.file.display()
+        );
     }
     let counts = Subpaths::new(&wpp.grammar).count(&q)?;
     if args.json {
         return crate::util::print_json(&counts);
     }
+    let mut out = std::io::stdout().lock();
     let total: u64 = counts.iter().map(|c| c.count).sum();
     let events: Vec<String> = q
         .iter()
         .filter_map(|&t| wpp.alphabet.event(t))
         .map(|e| wpp_query::report::event_text(e, &wpp.program))
         .collect();
-    println!("subpath: {}", events.join(", "));
-    println!("frequency: {total}");
+    writeln!(out, "subpath: {}", events.join(", "))?;
+    writeln!(out, "frequency: {total}")?;
     for c in counts.iter().filter(|c| c.count > 0) {
-        println!(
+        writeln!(
+            out,
             "  thread {}: {} (first at {}, last at {})",
             c.thread,
             c.count,
             c.first.unwrap_or(0),
             c.last.unwrap_or(0)
-        );
+        )?;
     }
     Ok(())
 }

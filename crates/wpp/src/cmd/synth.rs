@@ -32,6 +32,9 @@ pub struct Args {
     /// Write the text format instead of the binary one.
     #[arg(long)]
     text: bool,
+    /// Interleave this many threads of the program (`T` events mark the switches).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: u32,
 }
 
 /// Runs `wpp synth`.
@@ -52,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let bar = crate::util::progress(args.events, "synthesizing");
     let mut n = 0u64;
     program
-        .run(kind, args.events, |e| {
+        .run_threads(kind, args.events, args.threads, |e| {
             n += 1;
             if n % (1 << 20) == 0 {
                 bar.set_position(n);
