@@ -7,7 +7,7 @@
 
 int main(int argc, char **argv) {
     int scale = argc > 1 ? atoi(argv[1]) : 1;
-    size_t n = (size_t)scale * (4u << 20);
+    size_t n = (size_t)scale * (1u << 20);
     unsigned char *src = malloc(n), *dst, *back = malloc(n);
     static const char *words[] = {"whole", "program", "paths", "grammar", "sequitur", "trace",
                                   "block", "edge", "loop", "call", "return", "profile"};

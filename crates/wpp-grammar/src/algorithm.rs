@@ -83,9 +83,6 @@ pub enum CompressError {
     /// The frequency compressor rejected the input.
     #[error(transparent)]
     Frequency(#[from] crate::repair::RePairError),
-    /// The algorithm is not available in this build.
-    #[error("the {0} algorithm is not implemented yet")]
-    NotImplemented(Algorithm),
 }
 
 /// Compresses one stream per thread; stream `i` is thread `i`.

@@ -692,3 +692,32 @@ impl<'m> Value<'m> {
         Type(unsafe { c::LLVMTypeOf(self.0) }, PhantomData)
     }
 }
+
+impl<'m> Mod<'m> {
+    /// A literal struct type.
+    pub fn struct_type(self, fields: &[Type<'m>]) -> Type<'m> {
+        let mut f: Vec<LLVMTypeRef> = fields.iter().map(|t| t.0).collect();
+        // SAFETY: the context is live; field types belong to it.
+        Type(
+            unsafe { c::LLVMStructTypeInContext(self.ctx, f.as_mut_ptr(), f.len() as u32, 0) },
+            PhantomData,
+        )
+    }
+
+    /// A constant literal struct.
+    pub fn const_struct(self, fields: &[Value<'m>]) -> Value<'m> {
+        let mut f: Vec<LLVMValueRef> = fields.iter().map(|v| v.0).collect();
+        // SAFETY: the context is live; fields are constants of it.
+        Value(
+            unsafe { c::LLVMConstStructInContext(self.ctx, f.as_mut_ptr(), f.len() as u32, 0) },
+            PhantomData,
+        )
+    }
+
+    /// A constant array.
+    pub fn const_array(self, elem: Type<'m>, items: &[Value<'m>]) -> Value<'m> {
+        let mut v: Vec<LLVMValueRef> = items.iter().map(|x| x.0).collect();
+        // SAFETY: items are constants of type `elem`.
+        Value(unsafe { c::LLVMConstArray2(elem.0, v.as_mut_ptr(), v.len() as u64) }, PhantomData)
+    }
+}

@@ -132,6 +132,79 @@ pub fn instrument_file(input: &Path, output: &Path, opts: &Options) -> Result<Re
     Ok(report)
 }
 
+/// `bl` mode: path registers as in `trace-paths`, ending paths counted in per-function arrays
+/// (at most [`abi::BL_ARRAY_MAX`] paths) or the runtime's hash table; `main` hands the table
+/// of arrays to the runtime.
+fn instrument_bl<'m>(
+    m: Mod<'m>,
+    targets: &[ir::Value<'m>],
+    all_sites: &[blocks::Sites<'m>],
+    all_paths: &[(paths::Model<'m>, paths::FunctionPaths, wpp_paths::Instrumentation)],
+    db_global: ir::Value<'m>,
+    db_len: usize,
+) -> Result<usize, Error> {
+    let i32t = m.int(32);
+    let i64t = m.int(64);
+    let ptr = m.ptr();
+    let void = m.void();
+    let hash_ty = m.fn_type(void, &[i32t, i64t]);
+    let hash = m.declare(abi::SYM_BL_HASH, hash_ty);
+    m.add_fn_attr(hash, "nounwind");
+    let slot_ty = m.struct_type(&[ptr, i64t]);
+    let mut slots = Vec::with_capacity(targets.len());
+    let mut probes = 0;
+    for (fid, sites) in all_sites.iter().enumerate() {
+        let (model, fp, plan) = &all_paths[fid];
+        let n = fp.bl.path_count();
+        if n <= abi::BL_ARRAY_MAX {
+            let arr_ty = m.array(i64t, n);
+            let arr = m.add_global(
+                &format!("__wpp_bl_counters.{fid}"),
+                arr_ty,
+                m.const_null(arr_ty),
+                true,
+                false,
+                false,
+            );
+            slots.push(m.const_struct(&[arr, m.const_int(i64t, n)]));
+            let record = |b: &ir::Builder<'m>, v: ir::Value<'m>| {
+                let p = b.gep(arr_ty, arr, &[m.const_int(i64t, 0), v]);
+                let c = b.load(i64t, p);
+                b.store(b.add(c, m.const_int(i64t, 1)), p);
+            };
+            probes += paths::place(m, sites, model, fp, plan, &record);
+        } else {
+            slots.push(m.const_struct(&[m.const_null(ptr), m.const_int(i64t, n)]));
+            let fidv = m.const_int(i32t, fid as u64);
+            let record = |b: &ir::Builder<'m>, v: ir::Value<'m>| {
+                b.call(hash_ty, hash, &[fidv, v]);
+            };
+            probes += paths::place(m, sites, model, fp, plan, &record);
+        }
+    }
+    let table_ty = m.array(slot_ty, slots.len() as u64);
+    let table =
+        m.add_global("__wpp_bl_table", table_ty, m.const_array(slot_ty, &slots), true, true, false);
+    let init_ty = m.fn_type(void, &[ptr, i32t, ptr, i64t]);
+    let init = m.declare(abi::SYM_BL_INIT, init_ty);
+    m.add_fn_attr(init, "nounwind");
+    if let Some(main) = targets.iter().position(|f| f.name() == "main") {
+        let b = m.builder();
+        b.before(all_sites[main].start[0]);
+        b.call(
+            init_ty,
+            init,
+            &[
+                table,
+                m.const_int(i32t, targets.len() as u64),
+                db_global,
+                m.const_int(i64t, db_len as u64),
+            ],
+        );
+    }
+    Ok(probes)
+}
+
 /// The CFG and path numbering of every function `instrument_module` would instrument, in
 /// function-id order — what a path trace's ids mean. Call it on the *uninstrumented* module.
 pub fn function_paths(module: &Module<'_>) -> Result<Vec<paths::FunctionPaths>, Error> {
@@ -170,7 +243,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             return Err(Error::AlreadyInstrumented { symbol: sym });
         }
     }
-    if !matches!(opts.mode, Mode::TraceBlocks | Mode::TracePaths) {
+    if !matches!(opts.mode, Mode::TraceBlocks | Mode::TracePaths | Mode::Bl) {
         return Err(Error::ModeNotImplemented(opts.mode.name()));
     }
     let targets: Vec<_> = m
@@ -215,17 +288,19 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             block_lines,
         });
         report.blocks += sites.blocks.len();
-        if opts.mode == Mode::TracePaths {
+        if matches!(opts.mode, Mode::TracePaths | Mode::Bl) {
             let model = paths::model(f, &sites)?;
             let (fp, plan) = paths::number(&model.cfg)?;
             all_paths.push((model, fp, plan));
         }
         all_sites.push(sites);
     }
+    let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
     let embedded = EmbeddedProgram {
         version: abi::EMBEDDED_VERSION,
         mode: opts.mode,
         program: db,
+        cfgs,
     };
     let bytes = postcard::to_allocvec(&embedded).map_err(|e| Error::Encode(e.to_string()))?;
     report.program_db_bytes = bytes.len();
@@ -248,6 +323,12 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         true,
         false,
     );
+    if opts.mode == Mode::Bl {
+        report.probes += instrument_bl(m, &targets, &all_sites, &all_paths, db_global, bytes.len())?;
+        report.functions = targets.len();
+        module.verify().map_err(|e| Error::Verify(e.to_string()))?;
+        return Ok(report);
+    }
     let h = helpers::Helpers::build(m, db_global, bytes.len() as u64);
     for (fid, (&f, sites)) in targets.iter().zip(&all_sites).enumerate() {
         match opts.mode {

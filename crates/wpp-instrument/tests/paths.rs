@@ -100,3 +100,45 @@ fn exception_paths_decode_to_blocks() {
     cross_check("exceptions.cpp", &["-O0"]);
     cross_check("exceptions.cpp", &["-O2"]);
 }
+
+/// `bl` counts equal the path frequencies counted from the `trace-paths` trace of the same
+/// deterministic run, and the profile is self-contained (names and CFGs).
+fn bl_matches_path_trace(src: &str, flags: &[&str]) {
+    let dir = Scratch::new();
+    let (paths_exe, bl_exe) = (dir.path("paths"), dir.path("bl"));
+    build_instrumented(src, flags, InstrumentMode::TracePaths, &paths_exe);
+    build_instrumented(src, flags, InstrumentMode::Bl, &bl_exe);
+    let (pt, prof) = (dir.path("p.trace"), dir.path("bl.prof"));
+    let a = run(&paths_exe, &[], Some(&pt));
+    let b = run(&bl_exe, &[], Some(&prof));
+    assert_eq!(a.stdout, b.stdout, "{src}: outputs differ");
+    let (db, events) = wpp_trace::file::read_events(&pt).unwrap();
+    let mut expected: std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> =
+        Default::default();
+    let mut stack = Vec::new();
+    for e in events {
+        match e {
+            Event::Enter(f) => stack.push(f),
+            Event::Leave => {
+                stack.pop();
+            }
+            Event::Path(p) => {
+                let f = db.name(*stack.last().unwrap());
+                *expected.entry(f).or_default().entry(p.0).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    let file = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&prof).unwrap()).unwrap();
+    assert_eq!(file.program.cfgs.len(), file.program.program.functions.len());
+    assert!(!expected.is_empty());
+    assert_eq!(file.bl.functions, expected, "{src} {flags:?}: bl profile vs path trace");
+}
+
+#[test]
+fn bl_counts_equal_path_trace_frequencies() {
+    for src in ["recursion.c", "longjmp.c", "exceptions.cpp"] {
+        bl_matches_path_trace(src, &["-O0"]);
+        bl_matches_path_trace(src, &["-O2"]);
+    }
+}

@@ -1,14 +1,29 @@
 //! Questions answered on compressed traces, without unpacking them.
 //!
-//! * [`matching`]: first occurrence and number of occurrences of an intraprocedural path in a
-//!   block trace, by Zhang–Gupta's four schemes (§4), with their indices.
-//! * [`pattern`]: the compiled path and the prefix/suffix/internal segment algebra scheme 2
-//!   is built on.
 //! * [`dag`]: the grammar as a DAG (Larus §3.3): rule frequencies, subpath frequency counted
-//!   on the grammar, "executes before", execution context.
-//! * [`hot`]: minimal hot subpaths (Larus §4.2, Figure 7) in O(E·L).
-//! * [`report`]: hot subpaths decoded to events, call stacks, source lines and folded stacks.
+//!   on the grammar, "executes before", execution context and call stacks.
+//! * [`hot`]: minimal hot subpaths (Larus §4.2, Figure 7) in O(E·L); [`report`] decodes them to
+//!   events, call stacks, functions, blocks, source lines and folded stacks.
+//! * [`matching`]: first occurrence and number of occurrences of an intraprocedural path in a
+//!   block trace by Zhang–Gupta's four schemes (§4), with their indices: the chunked container
+//!   of scheme 3 ([`matching::chunked`]) and the start-rule partition index of scheme 4
+//!   ([`matching::partition`], stored as a `.wpp` extra section).
+//! * [`pattern`]: the compiled path and the prefix/suffix/internal segment algebra that scheme 2
+//!   is built on.
 //! * [`expand`]: the expansion helpers the queries need.
+//!
+//! Every query works on any valid [`Grammar`](wpp_grammar::Grammar), whichever compressor
+//! built it; the tests run each query on SEQUITUR, SEQUITUR(1), the frequency compressor and a
+//! flat grammar of the same trace against brute force on the expanded trace.
+//!
+//! # Choosing a matching scheme
+//!
+//! `auto` (the `wpp match` default) picks scheme 4 when the `.wpp` carries a partition index,
+//! scheme 2 otherwise, and scheme 3 for chunked traces. Scheme 4 is never slower than scheme 2
+//! by more than the O(partitions) skip loop, and much faster for functions present in few
+//! partitions; schemes 1 and 3 pay for decompression and win only when the expanded trace is
+//! reused, e.g. several paths at once ([`matching::scheme1::run_many`],
+//! [`matching::chunked::run_many`]).
 
 #![deny(missing_docs)]
 

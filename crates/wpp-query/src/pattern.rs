@@ -19,7 +19,7 @@
 //! Concatenation needs only these fields: an occurrence of `P` across the boundary of `A·B`
 //! takes `i` letters from `A` and `m − i` from `B`, where `i` runs over the KMP border chain of
 //! `A.pre` and `m − i` over the border chain of `B.suf` in the reversed pattern. The number of
-//! such `i` is tabulated for every `(pre, suf)` pair in O(m²) time and space ([`Pattern::cross`]),
+//! such `i` is tabulated for every `(pre, suf)` pair in O(m²) time and space (`Pattern::cross`),
 //! which is the paper's "preprocess P to enable flag updates" step. `pre` of `A·B` equals
 //! `B.pre` unless `B` is internal (then a border of `A.pre` may extend through `B`), and
 //! symmetrically for `suf`; extending walks a border chain and compares with a longest-common-

@@ -215,3 +215,43 @@ proptest! {
         }
     }
 }
+
+/// Reports decode a hot subpath to events, its call stack, owning function, blocks and lines.
+#[test]
+fn reports_name_functions_blocks_and_lines() {
+    use wpp_query::report::{decode_hot, folded_line};
+    use wpp_trace::{BlockId, Event, FunctionId, ProgramDb};
+    let mut db = ProgramDb::default();
+    db.intern("main");
+    db.intern("work");
+    db.functions[1].block_lines = vec![10, 11, 12];
+    // main calls work 3 times; work runs B1 B2. With L = 2 and C = 6 the node of one call
+    // reports `F work, B 1` and then `B 2, E`.
+    let mut trace = vec![Event::Enter(FunctionId(0))];
+    for _ in 0..3 {
+        trace.extend([
+            Event::Enter(FunctionId(1)),
+            Event::Block(BlockId(1)),
+            Event::Block(BlockId(2)),
+            Event::Leave,
+        ]);
+    }
+    let (alphabet, terms) = intern(&[trace]);
+    let g = wpp_grammar::compress(wpp_grammar::Algorithm::Sequitur, &[&terms[0]]).unwrap();
+    let cfg = HotConfig {
+        min_length: 2,
+        max_length: 2,
+        min_cost: 6,
+    };
+    let hot = hot_subpaths(&g, None, cfg).unwrap();
+    let reports = decode_hot(&g, &alphabet, &db, &hot);
+    let r = reports
+        .iter()
+        .find(|r| r.events == ["F work", "B 1"])
+        .unwrap_or_else(|| panic!("F work, B 1 is hot: {reports:?}"));
+    assert_eq!(r.stack, ["main"]);
+    assert_eq!(r.function.as_deref(), Some("work"));
+    assert_eq!((r.blocks.clone(), r.lines.clone()), (vec![1], vec![11]));
+    assert_eq!((r.position, r.hot.frequency, r.hot.cost), (1, 3, 6));
+    assert_eq!(folded_line(r), "main;F_work,B_1 6");
+}

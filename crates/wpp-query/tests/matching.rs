@@ -71,6 +71,7 @@ fn check_all(streams: &[Vec<Event>], query: &PathQuery, chunk: usize, parts: usi
             let s2 = compressed::run(&g, &alphabet, query, mode).unwrap();
             let index = PartitionIndex::build(&g, &alphabet, parts).unwrap();
             let index = PartitionIndex::from_bytes(&index.to_bytes(), 0).unwrap();
+            index.validate(&g).unwrap();
             let (s4, _) = partition::run(&g, &alphabet, &index, query, mode).unwrap();
             if mode == Mode::Count {
                 assert_eq!(answers(s1), oracle, "scheme 1 on {name}");

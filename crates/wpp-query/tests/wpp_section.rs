@@ -91,4 +91,10 @@ fn corrupt_indices_are_refused_with_offsets() {
         other.validate(&file.grammar),
         Err(QueryError::Mismatch { .. })
     ));
+    let mut other = PartitionIndex::from_bytes(bytes, 0).unwrap();
+    other.streams[0].lengths[0] += 1;
+    assert!(matches!(
+        other.validate(&file.grammar),
+        Err(QueryError::Mismatch { .. })
+    ));
 }

@@ -148,9 +148,28 @@ pub struct EmbeddedProgram {
     pub version: u32,
     /// The recording mode.
     pub mode: Mode,
-    /// Function names, locations and CFGs.
+    /// Function names and locations.
     pub program: wpp_trace::ProgramDb,
+    /// Per function (by id): the CFG the path ids refer to, with every cut point
+    /// (`trace-paths`, `bl`, `ppp`; empty for `trace-blocks`). Renumbering it with
+    /// `wpp_paths::ball_larus::number_with_limit(cfg, PATH_LIMIT)` (a no-op for the cuts,
+    /// which are all present) gives the numbering used at run time.
+    pub cfgs: Vec<wpp_paths::Cfg>,
 }
+
+/// The largest path count per function (path ids must fit an event word beside the tag).
+pub const PATH_LIMIT: u64 = (1 << 61) - 1;
+
+/// Functions with at most this many paths count them in an array (`bl` mode); above it, in
+/// the runtime's hash table ([`SYM_BL_HASH`]).
+pub const BL_ARRAY_MAX: u64 = 4096;
+
+/// `void __wpp_rt_bl_init(const struct { uint64_t *counters; uint64_t len; } *table,
+/// uint32_t functions, const uint8_t *db, uint64_t db_len)`, called at the top of `main` in
+/// `bl` mode. `counters` is null for a function whose paths are counted in the hash table.
+pub const SYM_BL_INIT: &str = "__wpp_rt_bl_init";
+/// `void __wpp_rt_bl_hash(uint32_t function, uint64_t path)`: count one execution.
+pub const SYM_BL_HASH: &str = "__wpp_rt_bl_hash";
 
 #[cfg(test)]
 mod tests {

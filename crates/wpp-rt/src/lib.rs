@@ -35,6 +35,7 @@
 
 pub mod abi;
 pub mod online;
+pub mod profile;
 pub mod sink;
 
 use abi::{EmbeddedProgram, BUF_CAP};
@@ -294,6 +295,7 @@ const FATAL: [libc::c_int; 7] = [
 ];
 
 extern "C" fn on_fatal_signal(sig: libc::c_int) {
+    profile::finish_profile(false);
     if let Some(Some(rt)) = RUNTIME.get() {
         // Not async-signal-safe in general; locks are only tried so a signal arriving while
         // the runtime holds them loses the tail instead of deadlocking.
@@ -307,7 +309,7 @@ extern "C" fn on_fatal_signal(sig: libc::c_int) {
     }
 }
 
-fn install_signal_handlers() {
+pub(crate) fn install_signal_handlers() {
     for sig in FATAL {
         // SAFETY: querying and setting dispositions with valid sigaction structs; only signals
         // the program left at their default are taken over.

@@ -9,7 +9,6 @@ use std::io::Cursor;
 use std::time::Instant;
 
 use wpp_grammar::{compress, Algorithm};
-use wpp_query::expand::expand;
 use wpp_query::hot::{hot_subpaths, HotConfig};
 use wpp_query::matching::chunked::{self, ChunkWriter, ChunkedTrace, Codec};
 use wpp_query::matching::partition::{self, PartitionIndex, DEFAULT_PARTITIONS};
@@ -158,8 +157,8 @@ fn main() {
     ];
 
     println!();
-    println!("| path | function | coverage | count | s1 decompress | s1 match | s2 | s3 zstd dec+match | s3 gzip dec+match | s4 | s4 rules summarized |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| path | function | coverage | count | s1 decompress (s) | s1 match (s) | s2 (s) | s3 zstd dec+match (s) | s3 gzip dec+match (s) | s4 | s4 rules summarized | first occurrence: s1 / s4 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (label, (cov, f)) in kinds_list {
         let path = path_of(&events, f).unwrap();
         let q = PathQuery {
@@ -167,7 +166,8 @@ fn main() {
             path: path.clone(),
         };
         let t = Instant::now();
-        let expanded = expand(&g, g.starts()[0].rule);
+        let mut expanded = Vec::new();
+        wpp_grammar::expand::expand_into(&g, g.starts()[0].rule, &mut expanded);
         let dec = secs(t);
         let pattern = Pattern::new(&path).unwrap();
         let kinds = classify(&alphabet, f, &pattern);
@@ -194,15 +194,25 @@ fn main() {
         let t = Instant::now();
         let (r4, st4) = partition::run(&g, &alphabet, &index, &q, Mode::Count).unwrap();
         let s4 = secs(t);
+        let t = Instant::now();
+        let (f4, _) = partition::run(&g, &alphabet, &index, &q, Mode::First).unwrap();
+        let s4_first = secs(t);
+        let t = Instant::now();
+        let f1 = scheme1::run(&g, &alphabet, &q, Mode::First).unwrap();
+        let s1_first = secs(t);
+        assert_eq!(f1[0].first, f4[0].first, "first occurrences disagree");
         assert_eq!((c1, c2), (c2, r4[0].count.unwrap()), "schemes disagree");
         println!(
-            "| {label} {:?} | {} | {cov}/{total} | {c1} | {dec:.3} | {m1:.3} | {s2:.3} | {} | {} | {s4:.4} | {}/{} |",
+            "| {label} {:?} | {} | {cov}/{total} | {c1} | {dec:.3} | {m1:.3} | {s2:.4} | {} | {} | {:.0} µs | {}/{} | {:.0} µs / {:.0} µs |",
             path.iter().map(|b| b.0).collect::<Vec<_>>(),
             prog.program().name(f),
             s3[0],
             s3[1],
+            s4 * 1e6,
             st4.rules_summarized,
-            g.num_rules()
+            g.num_rules(),
+            s1_first * 1e6,
+            s4_first * 1e6,
         );
     }
 

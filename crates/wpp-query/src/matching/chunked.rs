@@ -601,3 +601,38 @@ pub fn run_many<R: Read + Seek>(
     }
     Ok((out, stats))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The module docs' example, byte for byte outside the compressed stream.
+    #[test]
+    fn worked_example_is_pinned() {
+        let mut db = ProgramDb::default();
+        db.intern("main");
+        let mut w = ChunkWriter::new(Vec::new(), &db, Codec::Gzip(6), 4096).unwrap();
+        for e in [
+            Event::Enter(FunctionId(0)),
+            Event::Block(BlockId(1)),
+            Event::Leave,
+        ] {
+            w.push(e).unwrap();
+        }
+        let (bytes, index_len) = w.finish().unwrap();
+        assert_eq!(bytes[..8], [0x57, 0x50, 0x50, 0x43, 0x01, 0x00, 0x02, 0x00]);
+        let n = bytes.len();
+        let index_offset = u64::from_le_bytes(bytes[n - 16..n - 8].try_into().unwrap()) as usize;
+        assert_eq!(&bytes[n - 4..], b"CIDX");
+        assert_eq!(index_offset + index_len + 16, n);
+        let clen = index_offset - 8;
+        let mut expected = vec![0x01, 0x04, b'm', b'a', b'i', b'n', 0x01, 0x00, 0x01, 0x00];
+        expected.push(clen as u8);
+        expected.extend([0x03, 0x03]);
+        expected.extend(crc32fast::hash(&[0x00, 0x0a, 0x01]).to_le_bytes());
+        expected.extend([0x01, 0x00, 0x00, 0x01, 0x01]);
+        assert_eq!(bytes[index_offset..n - 16], expected[..]);
+        let mut t = ChunkedTrace::open(std::io::Cursor::new(bytes)).unwrap();
+        assert_eq!(t.load(0).unwrap(), [0x00, 0x0a, 0x01]);
+    }
+}

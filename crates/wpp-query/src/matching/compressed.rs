@@ -224,9 +224,6 @@ impl<'g> Matcher<'g> {
 
     /// Builds the summary of `r`, whose children are all summarized.
     fn summarize(&mut self, r: RuleId) {
-        if self.sums[r.index()].start != UNCOMPUTED {
-            return; // reached twice through the work stack
-        }
         let mut acc = std::mem::take(&mut self.acc);
         acc.clear();
         for &sym in self.g.body(r) {

@@ -20,12 +20,16 @@
 //!   varint thread, varint start rule
 //!   varint partitions
 //!   partitions × varint symbols      partition sizes; they sum to the start rule's body length
+//!   partitions × varint events       expanded length of each partition (so that skipping a
+//!                                    partition is O(1), positions included)
 //!   LevelIndex                       see [`super::levels`], one chunk per partition
 //! }
 //! ```
 //!
 //! [`PartitionIndex::from_bytes`] checks the structure; [`PartitionIndex::validate`] checks it
-//! against a grammar (same start rules, partition sizes summing to each body).
+//! against a grammar (same start rules, partition sizes summing to each body, expanded lengths
+//! right) in O(|S|); call it once when loading. Matching checks only the shape, O(partitions):
+//! an unvalidated index with wrong lengths would misplace reported positions.
 
 use wpp_grammar::Grammar;
 use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
@@ -55,6 +59,8 @@ pub struct StreamPartitions {
     pub rule: u32,
     /// Number of body symbols in each partition.
     pub sizes: Vec<u64>,
+    /// Expanded length (events) of each partition.
+    pub lengths: Vec<u64>,
     /// Levels and functions of each partition.
     pub levels: LevelIndex,
 }
@@ -87,6 +93,20 @@ fn cut(g: &Grammar, body: &[wpp_grammar::Symbol], parts: usize) -> Vec<u64> {
     sizes
 }
 
+/// The expanded length of each run of `sizes` symbols of `body`.
+fn part_lengths(g: &Grammar, body: &[wpp_grammar::Symbol], sizes: &[u64]) -> Vec<u64> {
+    let mut pos = 0usize;
+    sizes
+        .iter()
+        .map(|&n| {
+            let end = pos.saturating_add(n as usize).min(body.len());
+            let len = body[pos..end].iter().map(|&s| g.symbol_len(s)).sum();
+            pos = end;
+            len
+        })
+        .collect()
+}
+
 impl PartitionIndex {
     /// Builds the index by expanding each start rule once: O(trace) time, O(MNL + functions ×
     /// partitions) space.
@@ -97,6 +117,7 @@ impl PartitionIndex {
         for start in g.starts() {
             let body = g.body(start.rule);
             let sizes = cut(g, body, parts);
+            let lengths = part_lengths(g, body, &sizes);
             let mut tracker = LevelTracker::new();
             let mut pos = 0usize;
             for &size in &sizes {
@@ -120,6 +141,7 @@ impl PartitionIndex {
                 thread: start.thread,
                 rule: start.rule.0,
                 sizes,
+                lengths,
                 levels: tracker.finish(),
             });
         }
@@ -136,7 +158,7 @@ impl PartitionIndex {
             write_varint(&mut out, u64::from(s.thread.0));
             write_varint(&mut out, u64::from(s.rule));
             write_varint(&mut out, s.sizes.len() as u64);
-            for &n in &s.sizes {
+            for &n in s.sizes.iter().chain(&s.lengths) {
                 write_varint(&mut out, n);
             }
             s.levels.write(&mut out);
@@ -177,6 +199,10 @@ impl PartitionIndex {
                         .map_err(&corrupt)?,
                 );
             }
+            let mut lengths = Vec::with_capacity(parts);
+            for _ in 0..parts {
+                lengths.push(r.varint("partition length").map_err(&corrupt)?);
+            }
             let levels = LevelIndex::read(&mut r, CONTAINER)?;
             if levels.len() != parts {
                 return Err(QueryError::invalid(
@@ -189,6 +215,7 @@ impl PartitionIndex {
                 thread: ThreadId(thread),
                 rule,
                 sizes,
+                lengths,
                 levels,
             });
         }
@@ -199,8 +226,22 @@ impl PartitionIndex {
     }
 
     /// Checks that the index describes `g`: the same start rules, partitions covering each
-    /// body exactly.
+    /// body exactly, with the right expanded lengths. O(|S|).
     pub fn validate(&self, g: &Grammar) -> Result<(), QueryError> {
+        self.check_shape(g)?;
+        for (s, start) in self.streams.iter().zip(g.starts()) {
+            if part_lengths(g, g.body(start.rule), &s.sizes) != s.lengths {
+                return Err(QueryError::Mismatch {
+                    container: CONTAINER,
+                    reason: format!("partition lengths of thread {} are wrong", s.thread.0),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The O(partitions) part of [`validate`](Self::validate): streams and partition sizes.
+    fn check_shape(&self, g: &Grammar) -> Result<(), QueryError> {
         let mismatch = |reason: String| QueryError::Mismatch {
             container: CONTAINER,
             reason,
@@ -220,7 +261,7 @@ impl PartitionIndex {
                 )));
             }
             let total = s.sizes.iter().try_fold(0u64, |a, &n| a.checked_add(n));
-            if total != Some(g.body(start.rule).len() as u64) {
+            if total != Some(g.body(start.rule).len() as u64) || s.lengths.len() != s.sizes.len() {
                 return Err(mismatch(format!(
                     "partitions of thread {} do not cover its start rule",
                     s.thread.0
@@ -247,8 +288,8 @@ pub struct PartitionStats {
     pub rules_summarized: usize,
 }
 
-/// Scheme 4 on every thread. The index must have been [validated](PartitionIndex::validate)
-/// against `g`.
+/// Scheme 4 on every thread. The index should have been [validated](PartitionIndex::validate)
+/// against `g` once; only its shape is checked here.
 pub fn run(
     g: &Grammar,
     alphabet: &Alphabet,
@@ -256,7 +297,7 @@ pub fn run(
     query: &PathQuery,
     mode: Mode,
 ) -> Result<(Vec<StreamMatch>, PartitionStats), QueryError> {
-    index.validate(g)?;
+    index.check_shape(g)?;
     let mut m = Matcher::new(g, alphabet, query)?;
     let mut stats = PartitionStats::default();
     let mut out = Vec::with_capacity(g.starts().len());
@@ -272,7 +313,7 @@ pub fn run(
                 let lv = parts.levels.levels(c);
                 stack.truncate(lv.smallest as usize);
                 stack.resize(lv.exit as usize, super::NIL);
-                offset += symbols.iter().map(|&s| g.symbol_len(s)).sum::<u64>();
+                offset = offset.saturating_add(parts.lengths[c]);
                 stats.skipped += 1;
                 continue;
             }
@@ -280,7 +321,7 @@ pub fn run(
             if !m.scan(&mut stack, symbols, offset, mode, &mut first, &mut count) {
                 break;
             }
-            offset += symbols.iter().map(|&s| g.symbol_len(s)).sum::<u64>();
+            offset = offset.saturating_add(parts.lengths[c]);
         }
         out.push(StreamMatch::new(start.thread, first, count, mode));
     }

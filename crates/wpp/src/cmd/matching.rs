@@ -96,7 +96,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .extra
             .iter()
             .find(|s| s.tag == SECTION_TAG)
-            .map(|s| PartitionIndex::from_bytes(&s.data, 0))
+            .map(|s| {
+                let index = PartitionIndex::from_bytes(&s.data, 0)?;
+                index.validate(&wpp.grammar)?;
+                Ok::<_, wpp_query::QueryError>(index)
+            })
             .transpose()
             .with_context(|| format!("reading the scheme 4 index of {}", args.file.display()))?;
         let scheme = match (args.scheme.as_str(), &index) {

@@ -1,0 +1,197 @@
+//! Ball–Larus path profiling at run time (`bl` mode; PPP §5's baseline).
+//!
+//! Instrumented code counts most paths itself: a function with at most
+//! [`abi::BL_ARRAY_MAX`] paths increments `counters[r]` inline, where `r` is its path register.
+//! Functions with more paths call [`__wpp_rt_bl_hash`], which counts in a hash table keyed by
+//! (function, path). `main` calls [`__wpp_rt_bl_init`] first, handing over the table of counter
+//! arrays; at exit (or on a fatal signal) the arrays and the hash table become a
+//! [`ProfileFile`] at `WPP_OUT` (default `PROGRAM.PID.blprof`).
+//!
+//! Counters are plain (non-atomic) increments, as in the classic profiler: concurrent threads
+//! may lose counts in the same function. Paths run before `main` (static constructors) are
+//! counted in the arrays and appear; hash-table paths before `main` appear as well.
+//!
+//! # File format
+//!
+//! `WPPRPROF` (8 bytes), a version byte (1), then postcard of [`ProfileFile`]: the embedded
+//! program (names, CFGs with their cut points) and the Ball–Larus profile (function name →
+//! path id → count), so a profile is self-contained.
+
+use crate::abi::{self, EmbeddedProgram};
+use rustc_hash::FxHashMap;
+use std::sync::{Mutex, OnceLock};
+use wpp_paths::BlProfile;
+
+/// The magic of a run-time profile file.
+pub const MAGIC: &[u8; 8] = b"WPPRPROF";
+/// The layout version.
+pub const VERSION: u8 = 1;
+
+/// A profile written by an instrumented program.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProfileFile {
+    /// What the program was instrumented with.
+    pub program: EmbeddedProgram,
+    /// Ball–Larus counts, by function name.
+    pub bl: BlProfile,
+}
+
+/// Errors reading a profile file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// Not a profile file.
+    #[error("not a wpp run-time profile (bad magic)")]
+    BadMagic,
+    /// Another version.
+    #[error("unsupported profile version {0} (this build reads {VERSION})")]
+    Version(u8),
+    /// The body does not decode.
+    #[error("malformed profile: {0}")]
+    Malformed(String),
+}
+
+impl ProfileFile {
+    /// Encodes the file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.push(VERSION);
+        out.extend(postcard::to_allocvec(self).expect("serializable"));
+        out
+    }
+
+    /// Decodes the file.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ProfileFile, ProfileError> {
+        if bytes.len() < 9 || &bytes[..8] != MAGIC {
+            return Err(ProfileError::BadMagic);
+        }
+        if bytes[8] != VERSION {
+            return Err(ProfileError::Version(bytes[8]));
+        }
+        postcard::from_bytes(&bytes[9..]).map_err(|e| ProfileError::Malformed(e.to_string()))
+    }
+}
+
+/// One entry of the counter table the instrumented module passes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CounterSlot {
+    /// The function's counter array, or null when it uses the hash table.
+    pub counters: *mut u64,
+    /// Its path count.
+    pub len: u64,
+}
+
+struct Bl {
+    program: EmbeddedProgram,
+    table: *const CounterSlot,
+    functions: u32,
+    hash: Mutex<FxHashMap<(u32, u64), u64>>,
+    done: std::sync::atomic::AtomicBool,
+}
+
+// SAFETY: `table` points to the module's constant table, valid for the process lifetime.
+unsafe impl Send for Bl {}
+// SAFETY: as above; the counters it points to are only read at exit.
+unsafe impl Sync for Bl {}
+
+static BL: OnceLock<Option<Bl>> = OnceLock::new();
+static EARLY_HASH: Mutex<Option<FxHashMap<(u32, u64), u64>>> = Mutex::new(None);
+
+/// Called at the top of `main` in `bl` mode.
+///
+/// # Safety
+/// `table` must point to `functions` [`CounterSlot`]s whose arrays hold `len` counters each
+/// and live for the rest of the process, and `db` to `db_len` bytes (see [`abi`]).
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_bl_init(
+    table: *const CounterSlot,
+    functions: u32,
+    db: *const u8,
+    db_len: u64,
+) {
+    BL.get_or_init(|| {
+        // SAFETY: guaranteed by the caller.
+        let bytes = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
+        let program = match postcard::from_bytes::<EmbeddedProgram>(bytes) {
+            Ok(p) if p.version == abi::EMBEDDED_VERSION => p,
+            _ => {
+                eprintln!("wpp-rt: cannot decode the embedded program database; not profiling");
+                return None;
+            }
+        };
+        let early = EARLY_HASH.lock().unwrap_or_else(|e| e.into_inner()).take();
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(bl_exit) };
+        crate::install_signal_handlers();
+        Some(Bl {
+            program,
+            table,
+            functions,
+            hash: Mutex::new(early.unwrap_or_default()),
+            done: std::sync::atomic::AtomicBool::new(false),
+        })
+    });
+}
+
+/// Counts one execution of `path` of `function` (functions with many paths).
+#[no_mangle]
+pub extern "C" fn __wpp_rt_bl_hash(function: u32, path: u64) {
+    match BL.get() {
+        Some(Some(bl)) => {
+            let mut h = bl.hash.lock().unwrap_or_else(|e| e.into_inner());
+            *h.entry((function, path)).or_default() += 1;
+        }
+        Some(None) => {}
+        None => {
+            // Before `main` (static constructors): keep the counts until init.
+            let mut g = EARLY_HASH.lock().unwrap_or_else(|e| e.into_inner());
+            *g.get_or_insert_with(FxHashMap::default).entry((function, path)).or_default() += 1;
+        }
+    }
+}
+
+extern "C" fn bl_exit() {
+    finish_profile(true);
+}
+
+/// Writes the profile once (at exit, or from a fatal-signal handler with `blocking = false`).
+pub(crate) fn finish_profile(blocking: bool) {
+    let Some(Some(bl)) = BL.get() else { return };
+    if bl.done.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    let mut profile = BlProfile::default();
+    let names: Vec<&str> = bl.program.program.functions.iter().map(|f| f.name.as_str()).collect();
+    for f in 0..bl.functions as usize {
+        // SAFETY: the table has `functions` slots (see `__wpp_rt_bl_init`).
+        let slot = unsafe { *bl.table.add(f) };
+        if slot.counters.is_null() {
+            continue;
+        }
+        for id in 0..slot.len {
+            // SAFETY: the array holds `len` counters.
+            let c = unsafe { std::ptr::read_volatile(slot.counters.add(id as usize)) };
+            if c > 0 {
+                profile.record(names.get(f).copied().unwrap_or("?"), wpp_paths::PathId(id), c);
+            }
+        }
+    }
+    let hash = if blocking {
+        Some(bl.hash.lock().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        bl.hash.try_lock().ok()
+    };
+    if let Some(h) = hash {
+        for (&(f, id), &c) in h.iter() {
+            profile.record(names.get(f as usize).copied().unwrap_or("?"), wpp_paths::PathId(id), c);
+        }
+    }
+    let file = ProfileFile { program: bl.program.clone(), bl: profile };
+    let path = crate::sink::output_path("blprof");
+    if let Err(e) = std::fs::write(&path, file.to_bytes()) {
+        eprintln!("wpp-rt: cannot write {}: {e}", path.display());
+    } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0") {
+        eprintln!("wpp-rt: wrote the path profile to {}", path.display());
+    }
+}
