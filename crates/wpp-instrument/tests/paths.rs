@@ -103,7 +103,7 @@ fn exception_paths_decode_to_blocks() {
 
 /// `bl` counts equal the path frequencies counted from the `trace-paths` trace of the same
 /// deterministic run, and the profile is self-contained (names and CFGs).
-fn bl_matches_path_trace(src: &str, flags: &[&str]) {
+fn bl_matches_path_trace(src: &str, flags: &[&str]) -> wpp_rt::profile::ProfileFile {
     let dir = Scratch::new();
     let (paths_exe, bl_exe) = (dir.path("paths"), dir.path("bl"));
     build_instrumented(src, flags, InstrumentMode::TracePaths, &paths_exe);
@@ -133,12 +133,27 @@ fn bl_matches_path_trace(src: &str, flags: &[&str]) {
     assert_eq!(file.program.cfgs.len(), file.program.program.functions.len());
     assert!(!expected.is_empty());
     assert_eq!(file.bl.functions, expected, "{src} {flags:?}: bl profile vs path trace");
+    file
 }
 
 #[test]
 fn bl_counts_equal_path_trace_frequencies() {
     for src in ["recursion.c", "longjmp.c", "exceptions.cpp"] {
-        bl_matches_path_trace(src, &["-O0"]);
-        bl_matches_path_trace(src, &["-O2"]);
+        let _ = bl_matches_path_trace(src, &["-O0"]);
+        let _ = bl_matches_path_trace(src, &["-O2"]);
     }
+}
+
+/// A function over the array limit counts its paths in the runtime's hash table; the counts
+/// still equal the path trace's.
+#[test]
+fn bl_hash_table_counts_equal_path_trace_frequencies() {
+    let file = bl_matches_path_trace("manypaths.c", &["-O0"]);
+    let ids = &file.bl.functions["many"];
+    assert!(
+        ids.keys().any(|&id| id >= wpp_rt::abi::BL_ARRAY_MAX),
+        "expected path ids beyond the array limit: {:?}",
+        ids.keys().max()
+    );
+    cross_check("manypaths.c", &["-O0"]);
 }

@@ -24,10 +24,13 @@
 //!
 //! | tag | event | payload |
 //! |---|---|---|
-//! | [`TAG_ENTER`] | `Enter(f)` | function id |
-//! | [`TAG_BLOCK`] | `Block(b)` | block id, local to the function |
-//! | [`TAG_LEAVE`] | `Leave` | 0 |
-//! | [`TAG_PATH`] | `Path(p)` | path id, local to the function |
+//! | [`TAG_ENTER`] = 0 | `Enter(f)` | function id |
+//! | [`TAG_LEAVE`] = 1 | `Leave` | 0 |
+//! | [`TAG_BLOCK`] = 2 | `Block(b)` | block id, local to the function |
+//! | [`TAG_PATH`] = 3 | `Path(p)` | path id (< 2^61), local to the function |
+//!
+//! These are exactly the values the binary trace format (`wpp_trace::file::binary`) stores as
+//! one varint per event, so the raw sink encodes a buffer with one `write_varint` per word.
 //!
 //! # Shadow-stack depth
 //!
@@ -50,9 +53,9 @@ pub const TAG_BITS: u32 = 3;
 /// Tag of `Enter(f)`.
 pub const TAG_ENTER: u64 = 0;
 /// Tag of `Block(b)`.
-pub const TAG_BLOCK: u64 = 1;
+pub const TAG_BLOCK: u64 = 2;
 /// Tag of `Leave`.
-pub const TAG_LEAVE: u64 = 2;
+pub const TAG_LEAVE: u64 = 1;
 /// Tag of `Path(p)`.
 pub const TAG_PATH: u64 = 3;
 
@@ -192,5 +195,19 @@ mod tests {
             Some(Event::Path(PathId(1 << 60)))
         );
         assert_eq!(decode_word(5), None);
+    }
+
+    /// The raw sink writes event words as the trace format's varints: the two encodings must
+    /// agree.
+    #[test]
+    fn words_are_the_trace_format_varints() {
+        use wpp_trace::file::encode_event;
+        for w in [enter_word(0), enter_word(70000), block_word(3), LEAVE_WORD, path_word(1 << 40)] {
+            let mut a = Vec::new();
+            encode_event(&mut a, decode_word(w).unwrap());
+            let mut b = Vec::new();
+            wpp_trace::wire::write_varint(&mut b, w);
+            assert_eq!(a, b, "word {w:#x}");
+        }
     }
 }

@@ -15,6 +15,7 @@ use crate::online::OnlineSink;
 use std::fs::File;
 use std::path::PathBuf;
 use wpp_trace::file::{encode_event, TraceError, TraceWriter};
+use wpp_trace::wire::write_varint;
 use wpp_trace::{Event, ThreadId};
 
 /// Chunks are cut once their payload passes this many bytes (only reached when marking very
@@ -169,11 +170,18 @@ impl RawSink {
             self.push(Event::Thread(ThreadId(t)));
             self.last_thread = Some(t);
         }
+        // Event words are the format's varints (see `abi`): encode them directly, checking
+        // only the tag.
         for &w in words {
-            match abi::decode_word(w) {
-                Some(e) => self.push(e),
-                None => self.bad_words += 1,
+            if w & ((1 << abi::TAG_BITS) - 1) <= abi::TAG_PATH {
+                write_varint(&mut self.payload, w);
+                self.count += 1;
+            } else {
+                self.bad_words += 1;
             }
+        }
+        if self.payload.len() >= MAX_PAYLOAD {
+            self.write_chunk();
         }
         for _ in 0..open_frames {
             self.push(Event::Leave);

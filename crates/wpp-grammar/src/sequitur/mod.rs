@@ -52,8 +52,11 @@
 //!
 //! # Limits
 //!
-//! At most 2^31 − 2^22 input symbols per compressor and 2^20 streams, which keeps node indices
-//! below 2^32 − 2 and rule ids below 2^30 − 1; exceeding them is an error, not a panic.
+//! The input length is unbounded: nodes of rules that die return to a free list, so the arena
+//! holds only the live grammar. The arena is capped at 2^31 − 2^22 nodes (the headroom covers the
+//! few nodes one push's cascade of repairs can allocate) and 2^20 streams, which keeps node
+//! indices below 2^32 − 2 and rule ids below 2^30 − 1 (a rule takes at least three nodes);
+//! exceeding them is an error, not a panic.
 
 mod table;
 
@@ -69,7 +72,7 @@ const FREE: u32 = u32::MAX;
 const NIL: u32 = u32::MAX;
 /// `uses` of a start rule, which no rule references.
 const START: u32 = u32::MAX;
-const MAX_INPUT: u64 = (1 << 31) - (1 << 22);
+const MAX_NODES: usize = (1 << 31) - (1 << 22);
 const MAX_STREAMS: usize = 1 << 20;
 
 /// One symbol of a rule body, or a rule's guard.
@@ -133,9 +136,9 @@ pub enum SequiturError {
     /// Terminals must be below 2^31.
     #[error("terminal {0} is not below 2^31")]
     TerminalOutOfRange(u32),
-    /// The compressor's input limit (2^31 − 2^22 symbols) was reached.
-    #[error("more than 2^31 - 2^22 symbols pushed into one compressor")]
-    InputTooLong,
+    /// The grammar under construction reached 2^31 − 2^22 live symbols.
+    #[error("the grammar grew past 2^31 - 2^22 symbols; split the trace")]
+    GrammarTooLarge,
     /// More than 2^20 streams.
     #[error("more than 2^20 streams")]
     TooManyStreams,
@@ -280,8 +283,8 @@ impl Sequitur {
         if t.0 >= Terminal::LIMIT {
             return Err(SequiturError::TerminalOutOfRange(t.0));
         }
-        if self.pushed >= MAX_INPUT {
-            return Err(SequiturError::InputTooLong);
+        if self.nodes.len() >= MAX_NODES {
+            return Err(SequiturError::GrammarTooLarge);
         }
         self.pushed += 1;
         self.num_terminals = self.num_terminals.max(t.0 + 1);

@@ -22,9 +22,10 @@ pub struct Args {
     /// The function: a name, or `#id`.
     #[arg(long)]
     pub function: String,
-    /// The path's block ids, e.g. `3,4,7`.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub path: Vec<u32>,
+    /// The path's block ids, e.g. `3,4,7`. Repeat to match several paths of the function at
+    /// once (schemes 1 and 3 then decompress once for all of them).
+    #[arg(long = "path", required = true, value_parser = parse_path)]
+    pub paths: Vec<BlockPath>,
     /// The matching scheme: 1 expand, 2 compressed, 3 chunked trace, 4 partitioned (needs the
     /// index from `wpp compress --index`), auto (4 if indexed, 3 for chunked traces, else 2).
     #[arg(long, default_value = "auto")]
@@ -35,6 +36,21 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A path given on the command line.
+#[derive(Clone, Debug)]
+pub struct BlockPath(Vec<u32>);
+
+fn parse_path(s: &str) -> Result<BlockPath, String> {
+    s.split(',')
+        .map(|b| {
+            b.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("bad block id `{b}` in `{s}`"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(BlockPath)
 }
 
 #[derive(Serialize)]
@@ -66,76 +82,106 @@ fn is_chunked(path: &Path) -> anyhow::Result<bool> {
 /// Runs `wpp match`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mode = if args.count { Mode::Count } else { Mode::First };
-    let path: Vec<BlockId> = args.path.iter().map(|&b| BlockId(b)).collect();
     let t0 = Instant::now();
-    let (scheme, streams) = if is_chunked(&args.file)? {
-        if !matches!(args.scheme.as_str(), "3" | "auto") {
-            anyhow::bail!(
-                "{} is a chunked trace: only scheme 3 applies",
-                args.file.display()
-            );
-        }
-        let f = File::open(&args.file)?;
-        let mut trace = ChunkedTrace::open(BufReader::new(f))
-            .with_context(|| format!("reading {}", args.file.display()))?;
-        let names = trace.functions.clone();
-        let function = resolve(&args.function, |n| {
-            names
-                .iter()
-                .position(|x| x == n)
-                .map(|i| FunctionId(i as u32))
-        })?;
-        let q = PathQuery { function, path };
-        (Scheme::Chunked, chunked::run(&mut trace, &q, mode)?.0)
+    let (scheme, answers) = if is_chunked(&args.file)? {
+        match_chunked(&args, mode)?
     } else {
-        let wpp = WppFile::read(&args.file)
-            .with_context(|| format!("reading {}", args.file.display()))?;
-        let function = resolve(&args.function, |n| wpp.program.find(n))?;
-        let q = PathQuery { function, path };
-        let index = wpp
-            .extra
-            .iter()
-            .find(|s| s.tag == SECTION_TAG)
-            .map(|s| {
-                let index = PartitionIndex::from_bytes(&s.data, 0)?;
-                index.validate(&wpp.grammar)?;
-                Ok::<_, wpp_query::QueryError>(index)
-            })
-            .transpose()
-            .with_context(|| format!("reading the scheme 4 index of {}", args.file.display()))?;
-        let scheme = match (args.scheme.as_str(), &index) {
-            ("1", _) => Scheme::Expand,
-            ("2", _) | ("auto", None) => Scheme::Compressed,
-            ("4", Some(_)) | ("auto", Some(_)) => Scheme::Partitioned,
-            ("4", None) => anyhow::bail!(
-                "{} has no scheme 4 index; rebuild it with `wpp compress --index`",
-                args.file.display()
-            ),
-            ("3", _) => anyhow::bail!("scheme 3 needs a chunked trace (`wpp trace chunk`)"),
-            (s, _) => anyhow::bail!("unknown scheme `{s}` (expected 1, 2, 3, 4 or auto)"),
-        };
-        let g = &wpp.grammar;
-        let streams = match scheme {
-            Scheme::Expand => scheme1::run(g, &wpp.alphabet, &q, mode)?,
-            Scheme::Partitioned => {
-                let index = index.expect("scheme 4 is chosen only with an index");
-                partition::run(g, &wpp.alphabet, &index, &q, mode)?.0
-            }
-            _ => compressed::run(g, &wpp.alphabet, &q, mode)?,
-        };
-        (scheme, streams)
+        match_wpp(&args, mode)?
     };
-    let out = Output {
-        scheme,
-        function: args.function.clone(),
-        path: args.path.clone(),
-        seconds: t0.elapsed().as_secs_f64(),
-        streams,
-    };
+    let seconds = t0.elapsed().as_secs_f64();
+    let outs: Vec<Output> = args
+        .paths
+        .iter()
+        .zip(answers)
+        .map(|(p, streams)| Output {
+            scheme,
+            function: args.function.clone(),
+            path: p.0.clone(),
+            seconds,
+            streams,
+        })
+        .collect();
     if args.json {
-        return crate::util::print_json(&out);
+        return match &outs[..] {
+            [one] => crate::util::print_json(one),
+            all => crate::util::print_json(&all),
+        };
     }
-    Ok(print_text(&out, mode)?)
+    for out in &outs {
+        print_text(out, mode)?;
+    }
+    Ok(())
+}
+
+fn queries(args: &Args, function: FunctionId) -> Vec<PathQuery> {
+    args.paths
+        .iter()
+        .map(|p| PathQuery {
+            function,
+            path: p.0.iter().map(|&b| BlockId(b)).collect(),
+        })
+        .collect()
+}
+
+/// Scheme 3 on a chunked trace.
+fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
+    if !matches!(args.scheme.as_str(), "3" | "auto") {
+        anyhow::bail!(
+            "{} is a chunked trace: only scheme 3 applies",
+            args.file.display()
+        );
+    }
+    let f = File::open(&args.file)?;
+    let mut trace = ChunkedTrace::open(BufReader::new(f))
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let function = resolve(&args.function, |n| trace.function(n))?;
+    let qs = queries(args, function);
+    let (answers, _) = chunked::run_many(&mut trace, &qs, mode)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    Ok((Scheme::Chunked, answers))
+}
+
+/// Schemes 1, 2 and 4 on a `.wpp` file.
+fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
+    let wpp =
+        WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let function = resolve(&args.function, |n| wpp.program.find(n))?;
+    let qs = queries(args, function);
+    let index = wpp
+        .extra
+        .iter()
+        .find(|s| s.tag == SECTION_TAG)
+        .map(|s| {
+            let index = PartitionIndex::from_bytes(&s.data, 0)?;
+            index.validate(&wpp.grammar)?;
+            Ok::<_, wpp_query::QueryError>(index)
+        })
+        .transpose()
+        .with_context(|| format!("reading the scheme 4 index of {}", args.file.display()))?;
+    let (g, alphabet) = (&wpp.grammar, &wpp.alphabet);
+    match (args.scheme.as_str(), index) {
+        ("1", _) => Ok((Scheme::Expand, scheme1::run_many(g, alphabet, &qs, mode)?)),
+        ("2", _) | ("auto", None) => {
+            let answers = qs
+                .iter()
+                .map(|q| compressed::run(g, alphabet, q, mode))
+                .collect::<Result<_, _>>()?;
+            Ok((Scheme::Compressed, answers))
+        }
+        ("4" | "auto", Some(index)) => {
+            let answers = qs
+                .iter()
+                .map(|q| partition::run(g, alphabet, &index, q, mode).map(|r| r.0))
+                .collect::<Result<_, _>>()?;
+            Ok((Scheme::Partitioned, answers))
+        }
+        ("4", None) => anyhow::bail!(
+            "{} has no scheme 4 index; rebuild it with `wpp compress --index`",
+            args.file.display()
+        ),
+        ("3", _) => anyhow::bail!("scheme 3 needs a chunked trace (`wpp trace chunk`)"),
+        (s, _) => anyhow::bail!("unknown scheme `{s}` (expected 1, 2, 3, 4 or auto)"),
+    }
 }
 
 fn print_text(out: &Output, mode: Mode) -> std::io::Result<()> {
