@@ -1,8 +1,8 @@
 -- A mixed Lua workload: recursion, closures, tables, strings, sorting. Scale with arg N.
-local N = tonumber(os.getenv("LUA_N") or "1")
+local N = tonumber(os.getenv("LUA_N") or "6")
 local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
 local out = {}
-out[#out + 1] = "fib " .. fib(24 + N)
+out[#out + 1] = "fib " .. fib(27)
 local t = {}
 local seed = 42
 local function rand() seed = (seed * 1103515245 + 12345) % 2147483648 return seed end

@@ -10,6 +10,7 @@
 //! * [`check`] — verifies SEQUITUR's digram-uniqueness and rule-utility invariants.
 //! * [`expand`] — streaming and random-access expansion back to terminals.
 //! * [`mod@file`] — the `.wpp` file format.
+//! * [`trace`] — [`TraceCompressor`]: a trace's events, routed by thread, into a `.wpp` file.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -22,7 +23,9 @@ pub mod grammar;
 pub mod repair;
 pub mod sequitur;
 pub mod symbol;
+pub mod trace;
 
 pub use algorithm::{compress, compress_threads, Algorithm, CompressError};
 pub use grammar::{Grammar, RuleId, StartRule};
 pub use symbol::Symbol;
+pub use trace::{TraceCompressError, TraceCompressor};

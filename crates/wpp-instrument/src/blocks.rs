@@ -144,7 +144,11 @@ pub(crate) fn instrument_entry<'m>(
     let mut probes = 1;
     // Entry: Enter(f) and the depth it returns, then Block(0).
     b.before(sites.start[0]);
-    let saved = b.call(h.enter_ty, h.enter, &[m.const_int(i64t, abi::enter_word(fid))]);
+    let saved = b.call(
+        h.enter_ty,
+        h.enter,
+        &[m.const_int(i64t, abi::enter_word(fid))],
+    );
     if block_events {
         b.call(h.emit_ty, h.emit, &[m.const_int(i64t, abi::block_word(0))]);
         probes += 1;
@@ -156,7 +160,11 @@ pub(crate) fn instrument_entry<'m>(
             probes += 1;
         }
         if block_events {
-            b.call(h.emit_ty, h.emit, &[m.const_int(i64t, abi::block_word(bi as u32))]);
+            b.call(
+                h.emit_ty,
+                h.emit,
+                &[m.const_int(i64t, abi::block_word(bi as u32))],
+            );
             probes += 1;
         }
     }

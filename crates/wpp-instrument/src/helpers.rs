@@ -164,7 +164,10 @@ impl<'m> Helpers<'m> {
         {
             let entry = m.append_block(record, "entry");
             b.at_end(entry);
-            let w = b.shl(param(record, 0), m.const_int(i64t, u64::from(abi::TAG_BITS)));
+            let w = b.shl(
+                param(record, 0),
+                m.const_int(i64t, u64::from(abi::TAG_BITS)),
+            );
             let w = b.or(w, m.const_int(i64t, abi::TAG_PATH));
             b.call(emit_ty, emit, &[w]);
             b.ret_void();

@@ -649,7 +649,8 @@ impl<'m> Value<'m> {
                 return true;
             }
         }
-        self.called_function().is_some_and(|f| f.name().starts_with("__wpp_"))
+        self.called_function()
+            .is_some_and(|f| f.name().starts_with("__wpp_"))
     }
 }
 
@@ -669,19 +670,28 @@ impl<'m> Builder<'m> {
     /// `alloca ty`.
     pub fn alloca(&self, ty: Type<'m>) -> Value<'m> {
         // SAFETY: builder positioned in a live block.
-        Value(unsafe { c::LLVMBuildAlloca(self.0, ty.0, c"wpp.path".as_ptr()) }, PhantomData)
+        Value(
+            unsafe { c::LLVMBuildAlloca(self.0, ty.0, c"wpp.path".as_ptr()) },
+            PhantomData,
+        )
     }
 
     /// `shl a, b`.
     pub fn shl(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
         // SAFETY: builder positioned; operands of the same integer type.
-        Value(unsafe { c::LLVMBuildShl(self.0, a.0, b.0, c"".as_ptr()) }, PhantomData)
+        Value(
+            unsafe { c::LLVMBuildShl(self.0, a.0, b.0, c"".as_ptr()) },
+            PhantomData,
+        )
     }
 
     /// `or a, b`.
     pub fn or(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
         // SAFETY: builder positioned; operands of the same integer type.
-        Value(unsafe { c::LLVMBuildOr(self.0, a.0, b.0, c"".as_ptr()) }, PhantomData)
+        Value(
+            unsafe { c::LLVMBuildOr(self.0, a.0, b.0, c"".as_ptr()) },
+            PhantomData,
+        )
     }
 }
 
@@ -718,6 +728,9 @@ impl<'m> Mod<'m> {
     pub fn const_array(self, elem: Type<'m>, items: &[Value<'m>]) -> Value<'m> {
         let mut v: Vec<LLVMValueRef> = items.iter().map(|x| x.0).collect();
         // SAFETY: items are constants of type `elem`.
-        Value(unsafe { c::LLVMConstArray2(elem.0, v.as_mut_ptr(), v.len() as u64) }, PhantomData)
+        Value(
+            unsafe { c::LLVMConstArray2(elem.0, v.as_mut_ptr(), v.len() as u64) },
+            PhantomData,
+        )
     }
 }

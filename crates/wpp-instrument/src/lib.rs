@@ -139,7 +139,11 @@ fn instrument_bl<'m>(
     m: Mod<'m>,
     targets: &[ir::Value<'m>],
     all_sites: &[blocks::Sites<'m>],
-    all_paths: &[(paths::Model<'m>, paths::FunctionPaths, wpp_paths::Instrumentation)],
+    all_paths: &[(
+        paths::Model<'m>,
+        paths::FunctionPaths,
+        wpp_paths::Instrumentation,
+    )],
     db_global: ir::Value<'m>,
     db_len: usize,
 ) -> Result<usize, Error> {
@@ -183,8 +187,14 @@ fn instrument_bl<'m>(
         }
     }
     let table_ty = m.array(slot_ty, slots.len() as u64);
-    let table =
-        m.add_global("__wpp_bl_table", table_ty, m.const_array(slot_ty, &slots), true, true, false);
+    let table = m.add_global(
+        "__wpp_bl_table",
+        table_ty,
+        m.const_array(slot_ty, &slots),
+        true,
+        true,
+        false,
+    );
     let init_ty = m.fn_type(void, &[ptr, i32t, ptr, i64t]);
     let init = m.declare(abi::SYM_BL_INIT, init_ty);
     m.add_fn_attr(init, "nounwind");
@@ -324,7 +334,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         false,
     );
     if opts.mode == Mode::Bl {
-        report.probes += instrument_bl(m, &targets, &all_sites, &all_paths, db_global, bytes.len())?;
+        report.probes +=
+            instrument_bl(m, &targets, &all_sites, &all_paths, db_global, bytes.len())?;
         report.functions = targets.len();
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;
         return Ok(report);

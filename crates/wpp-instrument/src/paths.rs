@@ -69,12 +69,15 @@ fn block_index(blocks: &[Block<'_>], b: Block<'_>) -> Option<usize> {
 /// Builds the CFG model of a function from its probe sites.
 pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Error> {
     let blocks = &sites.blocks;
-    let index: std::collections::HashMap<_, _> =
-        blocks.iter().enumerate().map(|(i, b)| (b.raw(), i)).collect();
+    let index: std::collections::HashMap<_, _> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.raw(), i))
+        .collect();
     let mut cfg = Cfg {
         name: f.name(),
         nodes: (0..blocks.len()).map(|i| format!("b{i}")).collect(),
-        entry: NodeId(0 as u32),
+        entry: NodeId(0),
         ..Cfg::default()
     };
     let mut edge_sites = Vec::new();
@@ -83,8 +86,10 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
     let mut forced_target = vec![false; blocks.len()];
     for (i, &b) in blocks.iter().enumerate() {
         for inst in b.instructions() {
-            if matches!(inst.opcode(), Opcode::LLVMCall | Opcode::LLVMInvoke | Opcode::LLVMCallBr)
-                && first_call[i].is_none()
+            if matches!(
+                inst.opcode(),
+                Opcode::LLVMCall | Opcode::LLVMInvoke | Opcode::LLVMCallBr
+            ) && first_call[i].is_none()
                 && !inst.calls_nothing_instrumented()
             {
                 first_call[i] = Some(inst);
@@ -99,10 +104,12 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
             cfg.exits.push(NodeId(i as u32));
         }
         for s in 0..term.num_successors() {
-            let dst = *index.get(&term.successor(s).raw()).ok_or_else(|| Error::Malformed {
-                function: f.name(),
-                what: format!("block {i} branches outside the function"),
-            })?;
+            let dst = *index
+                .get(&term.successor(s).raw())
+                .ok_or_else(|| Error::Malformed {
+                    function: f.name(),
+                    what: format!("block {i} branches outside the function"),
+                })?;
             let can_split = match op {
                 Opcode::LLVMIndirectBr | Opcode::LLVMCallBr => false,
                 Opcode::LLVMInvoke => s == 0,
@@ -112,7 +119,10 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
             if !can_split {
                 forced_target[dst] = true;
             }
-            cfg.edges.push(Edge { src: NodeId(i as u32), dst: NodeId(dst as u32) });
+            cfg.edges.push(Edge {
+                src: NodeId(i as u32),
+                dst: NodeId(dst as u32),
+            });
             edge_sites.push((i, s));
             splittable.push(can_split);
         }
@@ -131,20 +141,31 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
         .filter(|(_, e)| forced_target[e.dst.index()])
         .map(|(i, _)| EdgeId(i as u32))
         .collect();
-    Ok(Model { cfg, sites: edge_sites, splittable, first_call })
+    Ok(Model {
+        cfg,
+        sites: edge_sites,
+        splittable,
+        first_call,
+    })
 }
 
 /// Numbers a CFG and plans chord increments.
 pub(crate) fn number(cfg: &Cfg) -> Result<(FunctionPaths, Instrumentation), Error> {
     let mut cfg = cfg.clone();
-    let (dag, bl) = wpp_paths::ball_larus::number_with_limit(&mut cfg, MAX_PATHS - 1).map_err(|e| Error::Unsupported {
-        function: cfg.name.clone(),
-        what: format!("path numbering failed: {e}"),
-    })?;
+    let (dag, bl) =
+        wpp_paths::ball_larus::number_with_limit(&mut cfg, MAX_PATHS - 1).map_err(|e| {
+            Error::Unsupported {
+                function: cfg.name.clone(),
+                what: format!("path numbering failed: {e}"),
+            }
+        })?;
     if bl.path_count() >= MAX_PATHS {
         return Err(Error::Unsupported {
             function: cfg.name.clone(),
-            what: format!("{} acyclic paths (at most 2^61 fit an event word)", bl.path_count()),
+            what: format!(
+                "{} acyclic paths (at most 2^61 fit an event word)",
+                bl.path_count()
+            ),
         });
     }
     let tree = SpanningTree::build(&dag, &cfg, bl.increments());
@@ -357,7 +378,11 @@ fn split_edge<'m>(m: Mod<'m>, term: Value<'m>, s: u32, u: Block<'m>, w: Block<'m
     b.br(w);
     term.set_successor(s, n);
     // Rebuild each phi of `w` with one of its entries from `u` now coming from `n`.
-    for phi in w.instructions().into_iter().take_while(|i| i.opcode() == Opcode::LLVMPHI) {
+    for phi in w
+        .instructions()
+        .into_iter()
+        .take_while(|i| i.opcode() == Opcode::LLVMPHI)
+    {
         let mut inc = phi.incoming();
         if let Some(slot) = inc.iter_mut().find(|(_, from)| *from == u) {
             slot.1 = n;

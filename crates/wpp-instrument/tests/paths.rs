@@ -50,7 +50,13 @@ fn cross_check(src: &str, flags: &[&str]) {
     let keep = dir.path("keep");
     let (blocks_exe, paths_exe) = (dir.path("blocks"), dir.path("paths"));
     build_instrumented(src, flags, InstrumentMode::TraceBlocks, &blocks_exe);
-    build_instrumented_keep(src, flags, InstrumentMode::TracePaths, &paths_exe, Some(&keep));
+    build_instrumented_keep(
+        src,
+        flags,
+        InstrumentMode::TracePaths,
+        &paths_exe,
+        Some(&keep),
+    );
     let (bt, pt) = (dir.path("b.trace"), dir.path("p.trace"));
     let a = run(&blocks_exe, &[], Some(&bt));
     let b = run(&paths_exe, &[], Some(&pt));
@@ -60,14 +66,23 @@ fn cross_check(src: &str, flags: &[&str]) {
     let paths = wpp_instrument::function_paths(&module).unwrap();
     let (_, block_events) = wpp_trace::file::read_events(&bt).unwrap();
     let (_, path_events) = wpp_trace::file::read_events(&pt).unwrap();
-    assert!(path_events.iter().any(|e| matches!(e, Event::Path(_))), "{src}: no paths");
+    assert!(
+        path_events.iter().any(|e| matches!(e, Event::Path(_))),
+        "{src}: no paths"
+    );
     let strip = |v: Vec<Event>| -> Vec<Event> {
-        v.into_iter().filter(|e| !matches!(e, Event::Thread(_))).collect()
+        v.into_iter()
+            .filter(|e| !matches!(e, Event::Thread(_)))
+            .collect()
     };
     let decoded = strip(decode(&paths, &path_events));
     let expected = strip(block_events);
     if decoded != expected {
-        let i = decoded.iter().zip(&expected).position(|(x, y)| x != y).unwrap_or(0);
+        let i = decoded
+            .iter()
+            .zip(&expected)
+            .position(|(x, y)| x != y)
+            .unwrap_or(0);
         let lo = i.saturating_sub(8);
         panic!(
             "{src} {flags:?}: decoded path trace differs from the block trace at event {i} \
@@ -79,7 +94,10 @@ fn cross_check(src: &str, flags: &[&str]) {
         );
     }
     // Fewer events than the block trace: that is the point of paths.
-    assert!(path_events.len() < expected.len(), "{src}: path trace not shorter");
+    assert!(
+        path_events.len() < expected.len(),
+        "{src}: path trace not shorter"
+    );
     let _ = Path::new(src);
 }
 
@@ -130,9 +148,15 @@ fn bl_matches_path_trace(src: &str, flags: &[&str]) -> wpp_rt::profile::ProfileF
         }
     }
     let file = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&prof).unwrap()).unwrap();
-    assert_eq!(file.program.cfgs.len(), file.program.program.functions.len());
+    assert_eq!(
+        file.program.cfgs.len(),
+        file.program.program.functions.len()
+    );
     assert!(!expected.is_empty());
-    assert_eq!(file.bl.functions, expected, "{src} {flags:?}: bl profile vs path trace");
+    assert_eq!(
+        file.bl.functions, expected,
+        "{src} {flags:?}: bl profile vs path trace"
+    );
     file
 }
 

@@ -76,7 +76,8 @@ struct Scan<'a> {
     rule: RuleId,
     freq: u64,
     window: VecDeque<(Terminal, u64)>,
-    window_cost: u64,
+    /// Sum of the window's costs; u128 so that no sum of `L` u64 costs overflows.
+    window_cost: u128,
     prefix: Vec<Terminal>,
     frozen: bool,
 }
@@ -102,11 +103,12 @@ impl Scan<'_> {
         }
         if self.window.len() == self.cfg.max_length {
             let (old, _) = self.window.pop_front().expect("full window");
-            self.window_cost -= self.cost(old);
+            self.window_cost -= u128::from(self.cost(old));
         }
         self.window.push_back((t, at));
-        self.window_cost += self.cost(t);
-        let cost = self.window_cost.saturating_mul(self.freq);
+        self.window_cost += u128::from(self.cost(t));
+        let cost = u64::try_from(self.window_cost.saturating_mul(u128::from(self.freq)))
+            .unwrap_or(u64::MAX);
         if self.window.len() >= self.cfg.min_length && cost >= self.cfg.min_cost {
             let start = self.window[0].1;
             out.push(HotSubpath {
@@ -132,7 +134,7 @@ impl Scan<'_> {
         let start = end - suffix.len() as u64;
         for (i, &t) in suffix.iter().enumerate() {
             self.window.push_back((t, start + i as u64));
-            self.window_cost += self.cost(t);
+            self.window_cost += u128::from(self.cost(t));
         }
     }
 }

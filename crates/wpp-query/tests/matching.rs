@@ -243,3 +243,36 @@ fn synthetic_traces_agree() {
         }
     }
 }
+
+/// Recursion 3000 deep (rules whose summaries push and pop thousands of levels), with the
+/// path split across the recursive call and completed on the way back up.
+#[test]
+fn deep_recursion() {
+    let b = |i| Event::Block(BlockId(i));
+    let mut trace = vec![Event::Enter(FunctionId(0))];
+    for _ in 0..3000 {
+        trace.extend([Event::Enter(FunctionId(1)), b(1), b(2)]);
+    }
+    for i in 0..3000 {
+        trace.extend([b(3), Event::Leave]);
+        if i % 7 == 0 {
+            trace.extend([Event::Enter(FunctionId(2)), b(1), b(2), b(3), Event::Leave]);
+        }
+    }
+    trace.extend([b(1), b(2), b(3)]);
+    let q = PathQuery {
+        function: FunctionId(1),
+        path: vec![BlockId(1), BlockId(2), BlockId(3)],
+    };
+    assert_eq!(brute_match(&trace, q.function, &q.path).1, 3000);
+    check_all(std::slice::from_ref(&trace), &q, 64, 9);
+    let main = PathQuery {
+        function: FunctionId(0),
+        ..q
+    };
+    assert_eq!(
+        brute_match(&trace, main.function, &main.path),
+        (Some(trace.len() as u64 - 1), 1)
+    );
+    check_all(&[trace], &main, 64, 9);
+}

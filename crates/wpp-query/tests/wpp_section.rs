@@ -39,9 +39,19 @@ fn index_round_trips_through_a_wpp_file() {
         file.write(path).unwrap();
     }
     let back = WppFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
-    let section = back.extra.iter().find(|s| s.tag == SECTION_TAG).unwrap();
-    let index = PartitionIndex::from_bytes(&section.data, 0).unwrap();
-    index.validate(&back.grammar).unwrap();
+    let index = partition::find_index(&back.extra, &back.grammar)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        partition::index_section(&back.grammar, &back.alphabet)
+            .unwrap()
+            .data
+            .len(),
+        PartitionIndex::build(&back.grammar, &back.alphabet, partition::DEFAULT_PARTITIONS)
+            .unwrap()
+            .size_bytes()
+    );
+    assert!(partition::find_index(&[], &back.grammar).unwrap().is_none());
     let q = PathQuery {
         function: FunctionId(0),
         path: vec![BlockId(0)],

@@ -202,7 +202,13 @@ mod tests {
     #[test]
     fn words_are_the_trace_format_varints() {
         use wpp_trace::file::encode_event;
-        for w in [enter_word(0), enter_word(70000), block_word(3), LEAVE_WORD, path_word(1 << 40)] {
+        for w in [
+            enter_word(0),
+            enter_word(70000),
+            block_word(3),
+            LEAVE_WORD,
+            path_word(1 << 40),
+        ] {
             let mut a = Vec::new();
             encode_event(&mut a, decode_word(w).unwrap());
             let mut b = Vec::new();

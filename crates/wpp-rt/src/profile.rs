@@ -146,7 +146,9 @@ pub extern "C" fn __wpp_rt_bl_hash(function: u32, path: u64) {
         None => {
             // Before `main` (static constructors): keep the counts until init.
             let mut g = EARLY_HASH.lock().unwrap_or_else(|e| e.into_inner());
-            *g.get_or_insert_with(FxHashMap::default).entry((function, path)).or_default() += 1;
+            *g.get_or_insert_with(FxHashMap::default)
+                .entry((function, path))
+                .or_default() += 1;
         }
     }
 }
@@ -162,7 +164,13 @@ pub(crate) fn finish_profile(blocking: bool) {
         return;
     }
     let mut profile = BlProfile::default();
-    let names: Vec<&str> = bl.program.program.functions.iter().map(|f| f.name.as_str()).collect();
+    let names: Vec<&str> = bl
+        .program
+        .program
+        .functions
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
     for f in 0..bl.functions as usize {
         // SAFETY: the table has `functions` slots (see `__wpp_rt_bl_init`).
         let slot = unsafe { *bl.table.add(f) };
@@ -173,7 +181,11 @@ pub(crate) fn finish_profile(blocking: bool) {
             // SAFETY: the array holds `len` counters.
             let c = unsafe { std::ptr::read_volatile(slot.counters.add(id as usize)) };
             if c > 0 {
-                profile.record(names.get(f).copied().unwrap_or("?"), wpp_paths::PathId(id), c);
+                profile.record(
+                    names.get(f).copied().unwrap_or("?"),
+                    wpp_paths::PathId(id),
+                    c,
+                );
             }
         }
     }
@@ -184,10 +196,17 @@ pub(crate) fn finish_profile(blocking: bool) {
     };
     if let Some(h) = hash {
         for (&(f, id), &c) in h.iter() {
-            profile.record(names.get(f as usize).copied().unwrap_or("?"), wpp_paths::PathId(id), c);
+            profile.record(
+                names.get(f as usize).copied().unwrap_or("?"),
+                wpp_paths::PathId(id),
+                c,
+            );
         }
     }
-    let file = ProfileFile { program: bl.program.clone(), bl: profile };
+    let file = ProfileFile {
+        program: bl.program.clone(),
+        bl: profile,
+    };
     let path = crate::sink::output_path("blprof");
     if let Err(e) = std::fs::write(&path, file.to_bytes()) {
         eprintln!("wpp-rt: cannot write {}: {e}", path.display());

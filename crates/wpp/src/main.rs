@@ -71,9 +71,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// Whether the error comes from writing to a pipe whose reader went away, which for a command
+/// whose output is cut short by `head` is not a failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let kind = match (
+            c.downcast_ref::<std::io::Error>(),
+            c.downcast_ref::<serde_json::Error>(),
+        ) {
+            (Some(io), _) => Some(io.kind()),
+            (None, Some(json)) => json.io_error_kind(),
+            (None, None) => None,
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wpp: error: {e:#}");
             ExitCode::FAILURE

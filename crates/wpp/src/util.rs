@@ -2,11 +2,15 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use std::io::Write;
 
-/// Prints `value` as pretty JSON on standard output.
+/// Prints `value` as pretty JSON on standard output. A closed pipe (`wpp … --json | head`) is
+/// returned as an I/O error, which `main` treats as a quiet success.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    let out = serde_json::to_string_pretty(value)?;
-    println!("{out}");
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 

@@ -10,7 +10,8 @@
 //! contiguous window of one `F` invocation's own blocks equal to `P`; it is reported by the
 //! position (0-based event index in its thread's stream) of its last block. Overlapping
 //! occurrences all count. Blocks before any `F`, and `E`s with no open invocation, belong to no
-//! invocation; an invocation still open at the end of the trace simply ends there.
+//! invocation; an invocation still open at the end of the trace simply ends there. `P` (acyclic
+//! path) and `T` events are transparent: paths are sequences of blocks.
 //!
 //! This is exactly the nested-level automaton of §4.1: a stack with one KMP state per active
 //! invocation, [`NIL`] (the paper's −1) for invocations of other functions.

@@ -31,6 +31,7 @@
 //! right) in O(|S|); call it once when loading. Matching checks only the shape, O(partitions):
 //! an unvalidated index with wrong lengths would misplace reported positions.
 
+use wpp_grammar::file::Section;
 use wpp_grammar::Grammar;
 use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
 use wpp_trace::{Alphabet, ThreadId};
@@ -91,6 +92,25 @@ fn cut(g: &Grammar, body: &[wpp_grammar::Symbol], parts: usize) -> Vec<u64> {
         sizes.push(size);
     }
     sizes
+}
+
+/// Builds the scheme 4 index of a grammar as a `.wpp` extra section (what
+/// `wpp compress --index` stores), with [`DEFAULT_PARTITIONS`] partitions per start rule.
+pub fn index_section(g: &Grammar, alphabet: &Alphabet) -> Result<Section, QueryError> {
+    Ok(Section {
+        tag: SECTION_TAG,
+        data: PartitionIndex::build(g, alphabet, DEFAULT_PARTITIONS)?.to_bytes(),
+    })
+}
+
+/// Finds, reads and validates the scheme 4 index among a `.wpp` file's extra sections.
+pub fn find_index(extra: &[Section], g: &Grammar) -> Result<Option<PartitionIndex>, QueryError> {
+    let Some(section) = extra.iter().find(|s| s.tag == SECTION_TAG) else {
+        return Ok(None);
+    };
+    let index = PartitionIndex::from_bytes(&section.data, 0)?;
+    index.validate(g)?;
+    Ok(Some(index))
 }
 
 /// The expanded length of each run of `sizes` symbols of `body`.

@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(long)]
     pub keep: Option<std::path::PathBuf>,
     /// Print each tool invocation.
-    #[arg(short = 'V', long)]
+    #[arg(long)]
     pub verbose: bool,
     /// The clang command line (after `--`).
     #[arg(last = true, required = true)]
@@ -31,6 +31,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.interesting.is_some() {
         anyhow::bail!("--interesting is only used by --mode ppp, which is not implemented yet");
+    }
+    if args.clang_args.is_empty() {
+        anyhow::bail!("no clang arguments: use `wpp cc --mode MODE -- CLANG ARGS…`");
     }
     let mut d = wpp_instrument::driver::Driver::from_env(wpp_instrument::Options {
         mode: args.mode.to_rt(),

@@ -34,6 +34,7 @@ pub struct Args {
 }
 
 /// The message for builds without LLVM.
+#[cfg_attr(feature = "llvm", allow(dead_code))]
 pub const NO_LLVM: &str = "this wpp was built without LLVM support; rebuild with \
      `LLVM_SYS_191_PREFIX=/usr/lib/llvm-19 cargo build --release -p wpp --features llvm` \
      (needs the Debian packages clang-19 llvm-19-dev lld-19 libpolly-19-dev libzstd-dev zlib1g-dev)";

@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde::Serialize;
 use wpp_grammar::file::WppFile;
 use wpp_query::matching::chunked::{self, ChunkedTrace};
-use wpp_query::matching::partition::{self, PartitionIndex, SECTION_TAG};
+use wpp_query::matching::partition;
 use wpp_query::matching::{compressed, scheme1, Mode, PathQuery, Scheme, StreamMatch};
 use wpp_trace::{BlockId, FunctionId};
 
@@ -147,16 +147,7 @@ fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamM
         WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let function = resolve(&args.function, |n| wpp.program.find(n))?;
     let qs = queries(args, function);
-    let index = wpp
-        .extra
-        .iter()
-        .find(|s| s.tag == SECTION_TAG)
-        .map(|s| {
-            let index = PartitionIndex::from_bytes(&s.data, 0)?;
-            index.validate(&wpp.grammar)?;
-            Ok::<_, wpp_query::QueryError>(index)
-        })
-        .transpose()
+    let index = partition::find_index(&wpp.extra, &wpp.grammar)
         .with_context(|| format!("reading the scheme 4 index of {}", args.file.display()))?;
     let (g, alphabet) = (&wpp.grammar, &wpp.alphabet);
     match (args.scheme.as_str(), index) {

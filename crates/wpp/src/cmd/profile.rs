@@ -1,13 +1,191 @@
-//! `wpp profile …`.
+//! `wpp profile show|residual`: read the path profile an instrumented program wrote
+//! (`wpp cc --mode bl`; format in `wpp_rt::profile`). Profiles are self-contained: they carry
+//! each function's CFG with its cut points, so paths are decoded into blocks without the
+//! program.
+
+use anyhow::Context as _;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use wpp_paths::dag::DagNodeKind;
+use wpp_paths::{BallLarus, Dag, PathId};
+use wpp_rt::profile::ProfileFile;
 
 /// Subcommands of `wpp profile`.
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Not implemented yet.
-    Todo,
+    /// Print a profile: per function, its executed paths with counts and blocks.
+    Show {
+        /// The profile (`PROGRAM.PID.blprof` by default).
+        profile: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Show at most this many paths per function (hottest first).
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+    },
+    /// List executed paths outside an interesting set (PPP §1's residual paths).
+    Residual {
+        /// The profile of the run to examine.
+        profile: PathBuf,
+        /// The interesting set: another profile whose executed paths are interesting (e.g. a
+        /// test suite's run).
+        #[arg(long)]
+        interesting: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct ShownPath {
+    id: u64,
+    count: u64,
+    /// Blocks along the path (`b3`, …); a leading `b3'` is the part of block 3 after its
+    /// call (a path starting at a cut).
+    blocks: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ShownFunction {
+    name: String,
+    file: Option<String>,
+    line: Option<u32>,
+    paths_total: u64,
+    paths_executed: usize,
+    executions: u64,
+    paths: Vec<ShownPath>,
+}
+
+fn read(path: &Path) -> anyhow::Result<ProfileFile> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    ProfileFile::from_bytes(&bytes).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Numberings of every function of a profile, by name.
+fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
+    let mut out = BTreeMap::new();
+    for cfg in &file.program.cfgs {
+        let mut cfg = cfg.clone();
+        if let Ok(n) = wpp_paths::ball_larus::number_with_limit(&mut cfg, wpp_rt::abi::PATH_LIMIT) {
+            out.insert(cfg.name.clone(), n);
+        }
+    }
+    out
+}
+
+fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
+    let Some((dag, bl)) = n else {
+        return Vec::new();
+    };
+    let Ok(p) = bl.decode(dag, PathId(id)) else {
+        return vec!["?".into()];
+    };
+    p.edges
+        .iter()
+        .filter_map(|&e| match dag.node(dag.edge(e).dst) {
+            DagNodeKind::Block(b) => Some(format!("b{}", b.0)),
+            DagNodeKind::CutTail(b) => Some(format!("b{}'", b.0)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs a `wpp profile` subcommand.
-pub fn run(_command: Command) -> anyhow::Result<()> {
-    anyhow::bail!("`wpp profile` is not implemented yet")
+pub fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Show { profile, json, top } => {
+            let file = read(&profile)?;
+            let nums = numberings(&file);
+            let mut shown = Vec::new();
+            for f in &file.program.program.functions {
+                let Some(paths) = file.bl.functions.get(&f.name) else {
+                    continue;
+                };
+                let mut ps: Vec<(u64, u64)> = paths.iter().map(|(&i, &c)| (i, c)).collect();
+                ps.sort_by_key(|&(i, c)| (std::cmp::Reverse(c), i));
+                let n = nums.get(&f.name);
+                shown.push(ShownFunction {
+                    name: f.name.clone(),
+                    file: f.file.clone(),
+                    line: f.line,
+                    paths_total: n.map_or(0, |(_, bl)| bl.path_count()),
+                    paths_executed: ps.len(),
+                    executions: ps.iter().map(|p| p.1).sum(),
+                    paths: ps
+                        .iter()
+                        .take(top)
+                        .map(|&(id, count)| ShownPath {
+                            id,
+                            count,
+                            blocks: blocks_of(n, id),
+                        })
+                        .collect(),
+                });
+            }
+            shown.sort_by_key(|f| std::cmp::Reverse(f.executions));
+            if json {
+                return crate::util::print_json(&shown);
+            }
+            println!(
+                "profile of a {} run: {} functions ran",
+                file.program.mode.name(),
+                shown.len()
+            );
+            for f in &shown {
+                let loc = match (&f.file, f.line) {
+                    (Some(file), Some(l)) => format!(" ({file}:{l})"),
+                    _ => String::new(),
+                };
+                println!(
+                    "{}{}: {} executions, {} of {} paths",
+                    f.name, loc, f.executions, f.paths_executed, f.paths_total
+                );
+                for p in &f.paths {
+                    println!("  path {:>6} x{:<10} {}", p.id, p.count, p.blocks.join(" "));
+                }
+            }
+            Ok(())
+        }
+        Command::Residual {
+            profile,
+            interesting,
+            json,
+        } => {
+            let file = read(&profile)?;
+            let base = read(&interesting)?;
+            let nums = numberings(&file);
+            let mut out: BTreeMap<String, Vec<ShownPath>> = BTreeMap::new();
+            for (name, paths) in &file.bl.functions {
+                let known: Vec<u64> = base
+                    .bl
+                    .functions
+                    .get(name)
+                    .map(|m| m.keys().copied().collect())
+                    .unwrap_or_default();
+                for (id, count) in file.bl.residual(name, &known) {
+                    out.entry(name.clone()).or_default().push(ShownPath {
+                        id,
+                        count,
+                        blocks: blocks_of(nums.get(name), id),
+                    });
+                }
+                let _ = paths;
+            }
+            if json {
+                return crate::util::print_json(&out);
+            }
+            let total: usize = out.values().map(Vec::len).sum();
+            println!("{total} executed paths are not in the interesting set");
+            for (name, ps) in &out {
+                println!("{name}:");
+                for p in ps {
+                    println!("  path {:>6} x{:<10} {}", p.id, p.count, p.blocks.join(" "));
+                }
+            }
+            Ok(())
+        }
+    }
 }

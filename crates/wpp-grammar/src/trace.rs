@@ -1,0 +1,375 @@
+//! From an event stream to a [`WppFile`]: the one place that routes a trace's events to
+//! per-thread streams, interns them into terminals and feeds the chosen compressor.
+//!
+//! A trace interleaves its threads' events; `Thread(t)` switches the thread the following
+//! events belong to (events before any switch belong to thread 0). [`TraceCompressor`] follows
+//! the switches with a [`ThreadDemux`], so `Thread` events select a stream and are never
+//! terminals themselves. A stream is opened when its thread emits its first event, so a switch
+//! to a thread that then emits nothing leaves no trace in the grammar, exactly as
+//! [`split_threads`](wpp_trace::split_threads) defines a trace's meaning. Start rules appear in
+//! order of each thread's first event.
+//!
+//! The compressors:
+//!
+//! * [`Algorithm::Sequitur`] and [`Algorithm::Sequitur1`] are online: each terminal is pushed
+//!   into one shared [`Sequitur`] as it arrives.
+//! * [`Algorithm::Frequency`] is offline: each thread's terminals are buffered (4 bytes per
+//!   event) and handed to [`RePair`] at [`finish`](TraceCompressor::finish); with a window it
+//!   runs the bounded-buffer [`Windowed`] form instead, which pushes online.
+//!
+//! Per event the cost is one alphabet lookup (a hash probe) and one push; switching threads
+//! costs a hash probe. Nothing is allocated per event beyond the growth of the compressor's
+//! own tables (and of the buffers of the offline form).
+//!
+//! ```
+//! use wpp_grammar::trace::TraceCompressor;
+//! use wpp_grammar::Algorithm;
+//! use wpp_trace::{BlockId, Event, ProgramDb, ThreadId};
+//!
+//! let mut c = TraceCompressor::new(Algorithm::Sequitur, None, ProgramDb::default());
+//! let b = |i| Event::Block(BlockId(i));
+//! c.push_batch(&[b(0), b(1), Event::Thread(ThreadId(2)), b(0), b(1)]).unwrap();
+//! let wpp = c.finish().unwrap();
+//! assert_eq!(wpp.events, 5); // as recorded, thread switch included
+//! assert_eq!(wpp.alphabet.len(), 2); // B0, B1: the switch is not a terminal
+//! assert_eq!(wpp.grammar.starts().len(), 2); // threads 0 and 2
+//! ```
+
+use rustc_hash::FxHashMap;
+use wpp_trace::alphabet::AlphabetFull;
+use wpp_trace::{Alphabet, Event, ProgramDb, Terminal, ThreadDemux, ThreadId};
+
+use crate::algorithm::{Algorithm, CompressError};
+use crate::file::WppFile;
+use crate::repair::{RePair, RePairError, WindowStream, Windowed};
+use crate::sequitur::{Sequitur, SequiturError, StreamId, Variant};
+
+/// Why a trace could not be compressed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceCompressError {
+    /// The trace has more distinct events than terminals can number.
+    #[error("the trace has more than 2^31 distinct events; terminals are limited to 31 bits")]
+    AlphabetFull,
+    /// The compressor rejected the input (too long, too many threads, …).
+    #[error(transparent)]
+    Compress(#[from] CompressError),
+}
+
+impl From<AlphabetFull> for TraceCompressError {
+    fn from(_: AlphabetFull) -> Self {
+        TraceCompressError::AlphabetFull
+    }
+}
+
+impl From<SequiturError> for TraceCompressError {
+    fn from(e: SequiturError) -> Self {
+        TraceCompressError::Compress(e.into())
+    }
+}
+
+impl From<RePairError> for TraceCompressError {
+    fn from(e: RePairError) -> Self {
+        TraceCompressError::Compress(e.into())
+    }
+}
+
+/// The compressor behind a [`TraceCompressor`], with its per-thread stream handles (indexed
+/// by the compressor-independent stream number).
+enum Engine {
+    /// SEQUITUR or SEQUITUR(1), online.
+    Sequitur { s: Sequitur, ids: Vec<StreamId> },
+    /// Frequency-ordered, offline: each stream's terminals, buffered.
+    Offline { streams: Vec<(ThreadId, Vec<Terminal>)> },
+    /// Frequency-ordered with a bounded window, online.
+    Windowed { w: Windowed, ids: Vec<WindowStream> },
+}
+
+impl Engine {
+    fn new(algorithm: Algorithm, window: Option<usize>) -> Engine {
+        let variant = match (algorithm, window) {
+            (Algorithm::Sequitur, _) => Variant::Sequitur,
+            (Algorithm::Sequitur1, _) => Variant::Sequitur1,
+            (Algorithm::Frequency, None) => return Engine::Offline { streams: Vec::new() },
+            (Algorithm::Frequency, Some(n)) => {
+                let w = Windowed::new(n);
+                return Engine::Windowed { w, ids: Vec::new() };
+            }
+        };
+        let s = Sequitur::new(variant);
+        Engine::Sequitur { s, ids: Vec::new() }
+    }
+
+    /// Opens the stream of `thread`; streams are numbered in order of opening.
+    fn open(&mut self, thread: ThreadId) -> Result<(), TraceCompressError> {
+        match self {
+            Engine::Sequitur { s, ids } => ids.push(s.add_stream(thread)?),
+            Engine::Offline { streams } => streams.push((thread, Vec::new())),
+            Engine::Windowed { w, ids } => ids.push(w.open_stream(thread)),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn push(&mut self, stream: usize, t: Terminal) -> Result<(), TraceCompressError> {
+        match self {
+            Engine::Sequitur { s, ids } => s.push(ids[stream], t)?,
+            Engine::Offline { streams } => streams[stream].1.push(t),
+            Engine::Windowed { w, ids } => w.push(ids[stream], t)?,
+        }
+        Ok(())
+    }
+
+    fn heap_bytes(&self) -> Option<usize> {
+        match self {
+            Engine::Sequitur { s, .. } => Some(s.heap_bytes()),
+            Engine::Offline { streams } => Some(streams.iter().map(|(_, v)| v.capacity() * 4).sum()),
+            Engine::Windowed { .. } => None,
+        }
+    }
+
+    fn finish(self, num_terminals: u32) -> Result<crate::Grammar, TraceCompressError> {
+        Ok(match self {
+            Engine::Sequitur { mut s, .. } => {
+                s.reserve_terminals(num_terminals);
+                s.finish()
+            }
+            Engine::Offline { streams } => {
+                let mut c = RePair::new();
+                c.reserve_terminals(num_terminals);
+                // Each buffer is freed as soon as the engine has copied it.
+                for (thread, ts) in streams {
+                    c.add_stream(thread, ts)?;
+                }
+                c.finish()?
+            }
+            Engine::Windowed { mut w, .. } => {
+                w.reserve_terminals(num_terminals);
+                w.finish()?
+            }
+        })
+    }
+}
+
+/// Compresses a trace, pushed event by event, into a [`WppFile`].
+pub struct TraceCompressor {
+    algorithm: Algorithm,
+    program: ProgramDb,
+    alphabet: Alphabet,
+    demux: ThreadDemux,
+    /// The stream of each thread that has emitted an event.
+    streams: FxHashMap<ThreadId, usize>,
+    /// The current thread's stream, once it has one.
+    current: Option<usize>,
+    engine: Engine,
+    events: u64,
+}
+
+impl TraceCompressor {
+    /// A compressor running `algorithm` for a trace of the program `program`. `window` selects
+    /// the bounded-buffer form of [`Algorithm::Frequency`] (events buffered per thread); the
+    /// SEQUITUR variants are online already and ignore it.
+    pub fn new(algorithm: Algorithm, window: Option<usize>, program: ProgramDb) -> Self {
+        TraceCompressor {
+            algorithm,
+            program,
+            alphabet: Alphabet::new(),
+            demux: ThreadDemux::new(),
+            streams: FxHashMap::default(),
+            current: None,
+            engine: Engine::new(algorithm, window),
+            events: 0,
+        }
+    }
+
+    /// Appends one event of the trace.
+    #[inline]
+    pub fn push(&mut self, event: Event) -> Result<(), TraceCompressError> {
+        self.events += 1;
+        let Some(thread) = self.demux.route(event) else {
+            self.current = self.streams.get(&self.demux.current()).copied();
+            return Ok(());
+        };
+        let stream = match self.current {
+            Some(s) => s,
+            None => self.open(thread)?,
+        };
+        let t = self.alphabet.intern(event)?;
+        self.engine.push(stream, t)
+    }
+
+    /// Appends a run of consecutive events, as repeated [`push`](Self::push).
+    pub fn push_batch(&mut self, events: &[Event]) -> Result<(), TraceCompressError> {
+        events.iter().try_for_each(|&e| self.push(e))
+    }
+
+    /// Opens the stream of `thread` and makes it current.
+    fn open(&mut self, thread: ThreadId) -> Result<usize, TraceCompressError> {
+        let stream = self.streams.len();
+        self.engine.open(thread)?;
+        self.streams.insert(thread, stream);
+        self.current = Some(stream);
+        Ok(stream)
+    }
+
+    /// Events pushed so far, `Thread` switches included.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Distinct terminals so far.
+    pub fn num_terminals(&self) -> usize {
+        self.alphabet.len()
+    }
+
+    /// Threads that have emitted at least one event so far.
+    pub fn num_threads(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held by the compressor's own tables where it can say (SEQUITUR's arena and
+    /// digram index; the offline form's buffers), `None` for the windowed form.
+    pub fn compressor_heap_bytes(&self) -> Option<usize> {
+        self.engine.heap_bytes()
+    }
+
+    /// Finishes compression and returns the `.wpp` contents (without extra sections).
+    pub fn finish(self) -> Result<WppFile, TraceCompressError> {
+        let num_terminals = self.alphabet.len() as u32;
+        let grammar = self.engine.finish(num_terminals)?;
+        Ok(WppFile {
+            program: self.program,
+            alphabet: self.alphabet,
+            grammar,
+            algorithm: self.algorithm,
+            events: self.events,
+            extra: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expand::Expander;
+    use std::collections::BTreeMap;
+    use wpp_trace::synth::{SynthProgram, TraceKind};
+    use wpp_trace::{split_threads, BlockId, FunctionId, PathId};
+
+    /// Per-thread expansions of a compressed trace, mapped back to events.
+    fn expand(wpp: &WppFile) -> BTreeMap<ThreadId, Vec<Event>> {
+        let g = &wpp.grammar;
+        let mut out = BTreeMap::new();
+        for s in g.starts() {
+            let events: Vec<Event> = Expander::new(g, s.rule)
+                .map(|t| wpp.alphabet.event(t).expect("terminal in the alphabet"))
+                .collect();
+            assert!(out.insert(s.thread, events).is_none(), "two start rules");
+        }
+        out
+    }
+
+    /// Every configuration a [`TraceCompressor`] can run.
+    fn configs() -> Vec<(Algorithm, Option<usize>)> {
+        let mut c: Vec<_> = Algorithm::ALL.iter().map(|&a| (a, None)).collect();
+        c.extend([(Algorithm::Frequency, Some(1)), (Algorithm::Frequency, Some(64))]);
+        c
+    }
+
+    fn compress(events: &[Event], algorithm: Algorithm, window: Option<usize>) -> WppFile {
+        let mut c = TraceCompressor::new(algorithm, window, ProgramDb::default());
+        // Uneven batches, so batch boundaries fall anywhere.
+        for chunk in events.chunks(7) {
+            c.push_batch(chunk).unwrap();
+        }
+        c.finish().unwrap()
+    }
+
+    fn assert_round_trip(events: &[Event]) {
+        let want = split_threads(events);
+        for (algorithm, window) in configs() {
+            let wpp = compress(events, algorithm, window);
+            let what = format!("{algorithm} window {window:?}");
+            assert_eq!(expand(&wpp), want, "{what}");
+            assert_eq!(wpp.events, events.len() as u64, "{what}");
+            assert_eq!(wpp.algorithm, algorithm);
+            assert!(wpp.alphabet.events().iter().all(|e| e.letter() != 'T'));
+            crate::check::check(&wpp.grammar).unwrap_or_else(|e| panic!("{what}: {e:?}"));
+            // The result is a valid file: it survives encoding and validation.
+            let back = WppFile::from_bytes(&wpp.to_bytes().unwrap()).unwrap();
+            assert_eq!(back, wpp, "{what}");
+        }
+    }
+
+    #[test]
+    fn interleaved_synthetic_threads_round_trip() {
+        let program = SynthProgram::generate(7);
+        for kind in [TraceKind::Blocks, TraceKind::Paths] {
+            let mut events = Vec::new();
+            program
+                .run_threads(kind, 20_000, 3, |e| {
+                    events.push(e);
+                    Ok::<_, ()>(())
+                })
+                .unwrap();
+            assert!(split_threads(&events).len() == 3, "three threads");
+            assert_round_trip(&events);
+        }
+    }
+
+    #[test]
+    fn silent_threads_and_late_thread_zero_are_handled() {
+        let b = |i| Event::Block(BlockId(i));
+        let t = |i| Event::Thread(ThreadId(i));
+        let f = |i| Event::Enter(FunctionId(i));
+        // Thread 5 emits nothing; thread 0 speaks first implicitly, then again after others.
+        let events = [
+            f(0),
+            b(1),
+            b(2),
+            t(5),
+            t(3),
+            b(1),
+            b(2),
+            b(1),
+            b(2),
+            t(0),
+            b(1),
+            b(2),
+            Event::Leave,
+            t(9),
+            Event::Path(PathId(u64::MAX)),
+        ];
+        assert_round_trip(&events);
+        let wpp = compress(&events, Algorithm::Sequitur, None);
+        let threads: Vec<u32> = wpp.grammar.starts().iter().map(|s| s.thread.0).collect();
+        assert_eq!(threads, [0, 3, 9], "start rules in order of first event");
+        assert_eq!(wpp.alphabet.len(), 5);
+    }
+
+    #[test]
+    fn empty_and_switch_only_traces_have_no_threads() {
+        for events in [&[][..], &[Event::Thread(ThreadId(4))][..]] {
+            for (algorithm, window) in configs() {
+                let wpp = compress(events, algorithm, window);
+                assert!(wpp.grammar.starts().is_empty());
+                assert_eq!(wpp.events, events.len() as u64);
+                WppFile::from_bytes(&wpp.to_bytes().unwrap()).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn papers_example_through_events() {
+        // Tallam–Gupta §4.2: frequency-first makes `bc` a rule shared by the others and
+        // needs fewer symbols than SEQUITUR.
+        let events: Vec<Event> = b"wbcwbcxbcxbybcybczbczbc"
+            .iter()
+            .map(|&c| Event::Block(BlockId(u32::from(c))))
+            .collect();
+        let seq = compress(&events, Algorithm::Sequitur, None);
+        let freq = compress(&events, Algorithm::Frequency, None);
+        assert!(freq.grammar.num_symbols() < seq.grammar.num_symbols());
+        assert_round_trip(&events);
+    }
+}

@@ -1,0 +1,177 @@
+//! Writes seed corpora for every fuzz target into `corpus/<target>/` (or the directory given as
+//! the first argument): small valid files made with the crates' own writers, plus a few
+//! truncated and hand-made variants. Run by `seed.sh`.
+
+use std::path::{Path, PathBuf};
+use wpp_grammar::file::WppFile;
+use wpp_grammar::{compress, Algorithm};
+use wpp_paths::random::{structured_cfg, Rng};
+use wpp_paths::{BlProfile, CfgFile, PathId, PppProfile};
+use wpp_trace::file::{to_binary, to_text, TraceWriter};
+use wpp_trace::synth::{SynthProgram, TraceKind};
+use wpp_trace::{Alphabet, Event, ProgramDb, ThreadId};
+
+struct Out {
+    dir: PathBuf,
+    n: usize,
+}
+
+impl Out {
+    fn new(root: &Path, target: &str) -> Out {
+        let dir = root.join(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        Out { dir, n: 0 }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        std::fs::write(self.dir.join(format!("seed-{:03}", self.n)), bytes).unwrap();
+        self.n += 1;
+    }
+
+    /// A seed for a target whose first byte is the mode byte.
+    fn put_mode(&mut self, mode: u8, bytes: &[u8]) {
+        let mut v = vec![mode];
+        v.extend_from_slice(bytes);
+        self.put(&v);
+    }
+}
+
+fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
+    let mut out = Vec::new();
+    for (seed, kind, n) in [
+        (1, TraceKind::Blocks, 60),
+        (2, TraceKind::Paths, 60),
+        (3, TraceKind::Blocks, 300),
+    ] {
+        let p = SynthProgram::generate(seed);
+        // Keep the database small: the seeds should be dominated by events.
+        let mut db = p.program().clone();
+        db.functions.truncate(4);
+        out.push((db, p.events(kind, n)));
+    }
+    let mut threads = Vec::new();
+    let p = SynthProgram::generate(4);
+    p.run_threads(TraceKind::Paths, 80, 3, |e| {
+        threads.push(e);
+        Ok::<_, ()>(())
+    })
+    .unwrap();
+    let mut db = p.program().clone();
+    db.functions.truncate(3);
+    out.push((db, threads));
+    // Large and escaped ids.
+    let mut db = ProgramDb::default();
+    db.intern("main");
+    out.push((
+        db,
+        vec![
+            Event::Enter(wpp_trace::FunctionId(0)),
+            Event::Path(wpp_trace::PathId(u64::MAX)),
+            Event::Path(wpp_trace::PathId(1 << 61)),
+            Event::Block(wpp_trace::BlockId(u32::MAX)),
+            Event::Thread(ThreadId(7)),
+            Event::Leave,
+        ],
+    ));
+    out
+}
+
+fn main() {
+    let root = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("corpus"));
+    let traces = traces();
+
+    // trace_binary: mode 0 (as is), 1 (fix checksums), 3 (fix + allow truncation).
+    let mut bin = Out::new(&root, "trace_binary");
+    for (db, events) in &traces {
+        let b = to_binary(db, events).unwrap();
+        bin.put_mode(0, &b);
+        bin.put_mode(1, &b);
+        // Many small chunks.
+        let mut w = TraceWriter::with_chunk_bytes(Vec::new(), db, 16).unwrap();
+        events.iter().for_each(|&e| w.push(e).unwrap());
+        let small = w.finish().unwrap();
+        bin.put_mode(1, &small);
+        bin.put_mode(3, &small[..small.len() - 20]);
+    }
+    bin.put_mode(0, b"WPPT");
+
+    // trace_text.
+    let mut text = Out::new(&root, "trace_text");
+    for (db, events) in &traces {
+        text.put(&to_text(db, events).unwrap());
+    }
+    text.put(b"# two functions\nD main\nF main\nB 0\nF helper\nP 7\nE\nF #12\n");
+    text.put(b"D\nD a\nD a\nF a\nF #1\nT 4294967295\nP 18446744073709551615\nE\n");
+
+    // wpp_file: each algorithm over a couple of traces, mode 0 and 1.
+    let mut wpp = Out::new(&root, "wpp_file");
+    for (db, events) in traces.iter().take(4) {
+        let mut alphabet = Alphabet::new();
+        let per_thread = wpp_trace::split_threads(events);
+        let streams: Vec<Vec<wpp_trace::Terminal>> = per_thread
+            .values()
+            .map(|s| s.iter().map(|&e| alphabet.intern(e).unwrap()).collect())
+            .collect();
+        let refs: Vec<&[wpp_trace::Terminal]> = streams.iter().map(Vec::as_slice).collect();
+        for algorithm in [Algorithm::Sequitur, Algorithm::Sequitur1, Algorithm::Frequency] {
+            let Ok(grammar) = compress(algorithm, &refs) else { continue };
+            let file = WppFile {
+                program: db.clone(),
+                alphabet: alphabet.clone(),
+                grammar,
+                algorithm,
+                events: events.len() as u64,
+                extra: vec![wpp_grammar::file::Section {
+                    tag: *b"XTRA",
+                    data: vec![1, 2, 3],
+                }],
+            };
+            let b = file.to_bytes().unwrap();
+            wpp.put_mode(0, &b);
+            wpp.put_mode(1, &b);
+        }
+    }
+
+    // cfg_json: the examples and a few random structured CFGs.
+    let mut cfg = Out::new(&root, "cfg_json");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/wpp-paths/examples");
+    for name in ["fig3.json", "lemma3.json", "loops.json"] {
+        cfg.put(&std::fs::read(examples.join(name)).unwrap());
+    }
+    let mut rng = Rng::new(7);
+    for blocks in [4, 9, 20] {
+        let mut c = structured_cfg(&mut rng, &format!("s{blocks}"), blocks);
+        if blocks == 9 {
+            c.profile = Some(vec![3; c.edges.len()]);
+        }
+        let doc = CfgFile::from_cfgs(&[c]);
+        cfg.put(serde_json::to_string(&doc).unwrap().as_bytes());
+    }
+
+    // profiles: mode 0 compact BL, 1 compact PPP, 2 JSON BL, 3 JSON PPP.
+    let mut prof = Out::new(&root, "profiles");
+    let mut bl = BlProfile::default();
+    bl.record("f", PathId(5), 3);
+    bl.record("main", PathId(0), 1);
+    bl.record("main", PathId(u64::MAX), u64::MAX);
+    prof.put_mode(0, &bl.to_bytes().unwrap());
+    prof.put_mode(2, serde_json::to_string(&bl).unwrap().as_bytes());
+    let mut ppp = PppProfile::default();
+    ppp.functions.insert(
+        "f".into(),
+        wpp_paths::profile::PppFunctionProfile {
+            interesting: vec![0, 3, 9],
+            counts: vec![4, 0, 2],
+            uninteresting: [(5, 1), (7, 2)].into_iter().collect(),
+        },
+    );
+    prof.put_mode(1, &ppp.to_bytes().unwrap());
+    prof.put_mode(3, serde_json::to_string(&ppp).unwrap().as_bytes());
+
+    for o in [&bin, &text, &wpp, &cfg, &prof] {
+        println!("{}: {} seeds", o.dir.display(), o.n);
+    }
+}
