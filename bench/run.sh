@@ -5,7 +5,8 @@
 #
 # Usage: bench/run.sh [-n REPS] [WORKLOAD...]      (workloads: lua sqlite bzip2 zlib)
 # Env:   WPP_BENCH_BUILD (default bench/build), CARGO_TARGET_DIR, LLVM_SYS_191_PREFIX,
-#        WPP_BENCH_MODES (default "blocks-raw paths-raw paths-wpp")
+#        WPP_BENCH_MODES (default "bl ppp blocks-raw paths-raw paths-wpp"; ppp takes every
+#        path that ran in the bl run as interesting, as PPP §5 did, so bl must come first)
 #
 # Sources come from crates.io through cargo (lua-src, libsqlite3-sys with its bundled
 # amalgamation, bzip2-sys, libz-sys): a throwaway cargo project under the build folder depends
@@ -20,7 +21,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 REPS=1
 if [[ ${1:-} == -n ]]; then REPS=$2; shift 2; fi
 WORKLOADS=${*:-lua sqlite bzip2 zlib}
-MODES=${WPP_BENCH_MODES:-blocks-raw paths-raw paths-wpp}
+MODES=${WPP_BENCH_MODES:-bl ppp blocks-raw paths-raw paths-wpp}
 CC=${CC_NATIVE:-clang-19}
 
 echo "== building wpp (release, --features llvm) and the runtime" >&2
@@ -80,7 +81,7 @@ build() {
     blocks-*) "$WPP" cc --mode trace-blocks -- "$@" -o "$dir/prog" ;;
     paths-*) "$WPP" cc --mode trace-paths -- "$@" -o "$dir/prog" ;;
     bl) "$WPP" cc --mode bl -- "$@" -o "$dir/prog" ;;
-    ppp) "$WPP" cc --mode ppp -- "$@" -o "$dir/prog" ;;
+    ppp) "$WPP" cc --mode ppp --interesting "$BUILD/$name/bl.prof" -- "$@" -o "$dir/prog" ;;
     esac
     t1=$(now)
     printf '   built %s/%s in %.0f s\n' "$name" "$mode" "$(echo "$t1 - $t0" | bc -l)" >&2
@@ -92,11 +93,14 @@ measure() {
     shift 2
     local dir="$BUILD/$name" native_t
     local run=("$@")
+    [[ -x $dir/native/prog ]] || build "$name" native "${BUILD_ARGS[@]}"
     native_t=$(run_timed "$dir/native.out" bash -c '"$0" "${@}" <"'"$input"'"' "$dir/native/prog" "${run[@]}")
     printf '| %s | native | %s | 1.00 | - | - | - |\n' "$name" "$native_t"
     for mode in $MODES; do
         local out="$dir/$mode.trace" env=(WPP_RAW=1)
         [[ $mode == *-wpp ]] && out="$dir/$mode.wpp" && env=(WPP_RAW=0)
+        [[ $mode == bl || $mode == ppp ]] && out="$dir/$mode.prof"
+        [[ -x $dir/$mode/prog ]] || build "$name" "$mode" "${BUILD_ARGS[@]}"
         rm -f "$out"
         local t
         t=$(run_timed "$dir/$mode.out" env "${env[@]}" WPP_OUT="$out" bash -c '"$0" "${@}" <"'"$input"'"' "$dir/$mode/prog" "${run[@]}")
@@ -118,31 +122,23 @@ for w in $WORKLOADS; do
         LUA=$(src_of lua-src)/lua-5.4.8
         srcs=()
         for f in "$LUA"/*.c; do srcs+=("$f"); done
-        for m in native $MODES; do
-            [[ -x $BUILD/lua/$m/prog ]] || build lua "$m" -O2 -DLUA_USE_LINUX -I"$LUA" "${srcs[@]}" "$ROOT/bench/drivers/lua_main.c" -lm -ldl
-        done
+        BUILD_ARGS=(-O2 -DLUA_USE_LINUX -I"$LUA" "${srcs[@]}" "$ROOT/bench/drivers/lua_main.c" -lm -ldl)
         measure lua /dev/null "$ROOT/bench/inputs/bench.lua"
         ;;
     sqlite)
         SQ=$(src_of libsqlite3-sys)/sqlite3
-        for m in native $MODES; do
-            [[ -x $BUILD/sqlite/$m/prog ]] || build sqlite "$m" -O2 -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -I"$SQ" "$SQ/sqlite3.c" "$ROOT/bench/drivers/sqlite_main.c" -lm
-        done
-        measure sqlite /dev/null 3
+        BUILD_ARGS=(-O2 -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -I"$SQ" "$SQ/sqlite3.c" "$ROOT/bench/drivers/sqlite_main.c" -lm)
+        measure sqlite /dev/null 10
         ;;
     bzip2)
         BZ=$(src_of bzip2-sys)/bzip2-1.0.8
-        for m in native $MODES; do
-            [[ -x $BUILD/bzip2/$m/prog ]] || build bzip2 "$m" -O2 -D_FILE_OFFSET_BITS=64 "$BZ"/{bzip2,blocksort,huffman,crctable,randtable,compress,decompress,bzlib}.c
-        done
+        BUILD_ARGS=(-O2 -D_FILE_OFFSET_BITS=64 "$BZ"/{bzip2,blocksort,huffman,crctable,randtable,compress,decompress,bzlib}.c)
         # Corpus: the SQLite amalgamation (9 MB of C) — real text, deterministic.
         measure bzip2 "$(src_of libsqlite3-sys)/sqlite3/sqlite3.c" -c -9
         ;;
     zlib)
         Z=$(src_of libz-sys)/src/zlib
-        for m in native $MODES; do
-            [[ -x $BUILD/zlib/$m/prog ]] || build zlib "$m" -O2 -I"$Z" "$Z"/{adler32,compress,crc32,deflate,infback,inffast,inflate,inftrees,trees,uncompr,zutil}.c "$ROOT/bench/drivers/zlib_main.c"
-        done
+        BUILD_ARGS=(-O2 -I"$Z" "$Z"/{adler32,compress,crc32,deflate,infback,inffast,inflate,inftrees,trees,uncompr,zutil}.c "$ROOT/bench/drivers/zlib_main.c")
         measure zlib /dev/null 2
         ;;
     *) echo "unknown workload $w" >&2 ;;

@@ -69,9 +69,12 @@ L=$SRC/lua
 # upstream `make linux`. The two -D hooks make the run deterministic: luai_makeseed (string-hash
 # seed, by default time(NULL) mixed with ASLR'd addresses) and l_randomizePivot (table.sort's
 # pivot randomisation, by default clock() and time()) become constants, so hash-table layout and
-# sort order -- and therefore control flow -- are the same in every run.
+# sort order -- and therefore control flow -- are the same in every run. STRCACHE_N=1: the API
+# string cache (lstring.c, luaS_new) is indexed by the C string's ADDRESS modulo STRCACHE_N, so
+# with ASLR (and between differently linked builds) hits, misses and the GC's cache sweep took
+# different paths in every run; one set of STRCACHE_M entries makes it address-independent.
 LUA_FLAGS=(-std=gnu99 -DLUA_USE_LINUX '-Dluai_makeseed(L)=0x2545F491u'
-    '-Dl_randomizePivot()=0x9E3779B9u' -I"$L")
+    '-Dl_randomizePivot()=0x9E3779B9u' -DSTRCACHE_N=1 -DSTRCACHE_M=2 -I"$L")
 LUA_SRCS=("$L"/{lapi,lcode,lctype,ldebug,ldo,ldump,lfunc,lgc,llex,lmem,lobject,lopcodes,lparser,lstate,lstring,ltable,ltm,lundump,lvm,lzio}.c
     "$L"/{lauxlib,lbaselib,lcorolib,ldblib,liolib,lmathlib,loadlib,loslib,lstrlib,ltablib,lutf8lib,linit}.c
     "$HERE/lua/driver.c")

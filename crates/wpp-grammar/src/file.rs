@@ -51,9 +51,11 @@
 //! [`WppFile::from_bytes`] trusts nothing: every section's checksum; every count against the
 //! bytes left before allocating; rule references strictly below the referring rule (so there
 //! are no cycles); terminals inside the alphabet; each stored expanded length equal to the
-//! recomputed one, with checked 64-bit arithmetic; each stored use count equal to the recomputed
-//! one; start rules in range, unreferenced, one per thread, as many as `META` says; at most
-//! 2^31 − 1 rules and 2^31 alphabet entries, so ids fit a [`Symbol`]; nothing after `END `.
+//! recomputed one, with checked 64-bit arithmetic; no reference to a rule that expands to
+//! nothing (so expansion visits O(terminals) bodies); each stored use count equal to the
+//! recomputed one; start rules in range, unreferenced, one per thread, as many as `META` says;
+//! at most 2^31 − 1 rules and 2^31 alphabet entries, so ids fit a [`Symbol`]; nothing after
+//! `END `.
 //! Every error names the section or item and the absolute byte offset. No allocation is larger
 //! than a constant times the file's size. [`WppFile::read`] memory-maps files of 1 MiB or
 //! more.
@@ -222,6 +224,18 @@ pub enum WppError {
         /// The referring rule.
         rule: u32,
         /// The referenced rule.
+        target: u64,
+        /// Offset of the symbol.
+        offset: u64,
+    },
+    /// A rule refers to a rule whose expansion is empty. Only start rules may be empty (a
+    /// thread that recorded nothing); a referenced empty rule adds nothing to the trace, but
+    /// chains of them make expansion walk exponentially many empty bodies.
+    #[error("rule {rule} refers to rule {target}, which expands to nothing (byte offset {offset})")]
+    EmptyRuleReference {
+        /// The referring rule.
+        rule: u32,
+        /// The empty rule.
         target: u64,
         /// Offset of the symbol.
         offset: u64,
@@ -694,8 +708,16 @@ fn decode_body(
                     offset,
                 });
             }
+            let len = lengths[id as usize];
+            if len == 0 {
+                return Err(WppError::EmptyRuleReference {
+                    rule,
+                    target: id,
+                    offset,
+                });
+            }
             d.uses[id as usize] += 1;
-            (Symbol::rule(RuleId(id as u32)), lengths[id as usize])
+            (Symbol::rule(RuleId(id as u32)), len)
         };
         total = total
             .checked_add(len)

@@ -1,18 +1,30 @@
 //! The LLVM 19 instrumenter: reads a bitcode module, adds recording probes for one mode, embeds
 //! the program database and writes bitcode that links against the `wpp-rt` runtime.
 //!
+//! # Modes
+//!
+//! | mode | records | probes | module |
+//! |---|---|---|---|
+//! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | a buffer append per block, function entry and exit | [`blocks`] |
+//! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
+//! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths) or a runtime hash-table call | `instrument_bl` (this file) |
+//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords; range + stored-id check, array increment, runtime call on a miss | [`ppp`] |
+//!
 //! # Design
 //!
 //! * **Inline probes.** Every hot operation is inline IR (issue 4; Larus §2 notes that tracing
 //!   overhead is dominated by the per-event work): a probe is a call to a small internal
 //!   `alwaysinline` helper ([`helpers`]) that appends one 64-bit event word to a thread-local
-//!   buffer. The runtime is called only when the buffer is full (which also registers a thread on
-//!   its first event) and to repair the shadow stack after `longjmp` or an exception.
+//!   buffer, or straight-line register and counter updates. The runtime is called only when a
+//!   buffer is full (which also registers a thread on its first event), for hash-table paths,
+//!   PPP misses, and to repair the shadow stack after `longjmp` or an exception.
 //! * **Ids.** Functions are numbered in module order over the defined functions that get probes;
 //!   blocks by layout order within their function (Zhang–Gupta §3 uses function-local block
-//!   ids). Instrument the *linked* whole-program module so that function ids are global.
+//!   ids), so every mode numbers the same blocks the same way. Instrument the *linked*
+//!   whole-program module so that function ids are global ([`driver`] does).
 //! * **Program database.** Names, source locations (from `DISubprogram` and each block's first
-//!   debug location) are embedded as `__wpp_program_db` so every output is self-contained.
+//!   debug location) and, for the path modes, each function's CFG with its cut points are
+//!   embedded as `__wpp_program_db` so every output is self-contained.
 //! * **Exact `Leave`s.** Each function keeps the shadow-stack depth returned by its `Enter` probe;
 //!   after a `returns_twice` call and at every landing pad it restores the thread's depth to it,
 //!   the runtime appending one `Leave` per abandoned frame. `resume` counts as a return.
@@ -27,6 +39,7 @@ pub mod driver;
 pub mod helpers;
 pub mod ir;
 pub mod paths;
+pub mod ppp;
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -94,6 +107,31 @@ pub enum Error {
 pub struct Options {
     /// What to record.
     pub mode: Mode,
+    /// `ppp` mode: the interesting paths, as Ball–Larus ids per function name (PPP §5 takes
+    /// every path that ran in a BL profile; see [`interesting_from_profile`]).
+    pub interesting: std::collections::BTreeMap<String, Vec<u64>>,
+}
+
+impl Options {
+    /// Options for `mode` with no interesting paths.
+    pub fn new(mode: Mode) -> Options {
+        Options {
+            mode,
+            interesting: Default::default(),
+        }
+    }
+}
+
+/// The interesting set PPP §5 uses: every path that ran in a `bl` profile.
+pub fn interesting_from_profile(
+    profile: &wpp_rt::profile::ProfileFile,
+) -> std::collections::BTreeMap<String, Vec<u64>> {
+    profile
+        .bl
+        .functions
+        .iter()
+        .map(|(f, paths)| (f.clone(), paths.keys().copied().collect()))
+        .collect()
 }
 
 /// What an instrumentation run did.
@@ -135,7 +173,7 @@ pub fn instrument_file(input: &Path, output: &Path, opts: &Options) -> Result<Re
 /// `bl` mode: path registers as in `trace-paths`, ending paths counted in per-function arrays
 /// (at most [`abi::BL_ARRAY_MAX`] paths) or the runtime's hash table; `main` hands the table
 /// of arrays to the runtime.
-fn instrument_bl<'m>(
+pub(crate) fn instrument_bl<'m>(
     m: Mod<'m>,
     targets: &[ir::Value<'m>],
     all_sites: &[blocks::Sites<'m>],
@@ -253,9 +291,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             return Err(Error::AlreadyInstrumented { symbol: sym });
         }
     }
-    if !matches!(opts.mode, Mode::TraceBlocks | Mode::TracePaths | Mode::Bl) {
-        return Err(Error::ModeNotImplemented(opts.mode.name()));
-    }
+
     let targets: Vec<_> = m
         .functions()
         .into_iter()
@@ -298,7 +334,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             block_lines,
         });
         report.blocks += sites.blocks.len();
-        if matches!(opts.mode, Mode::TracePaths | Mode::Bl) {
+        if matches!(opts.mode, Mode::TracePaths | Mode::Bl | Mode::Ppp) {
             let model = paths::model(f, &sites)?;
             let (fp, plan) = paths::number(&model.cfg)?;
             all_paths.push((model, fp, plan));
@@ -333,6 +369,20 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         true,
         false,
     );
+    if opts.mode == Mode::Ppp {
+        report.probes += ppp::instrument(
+            m,
+            &targets,
+            &all_sites,
+            &all_paths,
+            &opts.interesting,
+            db_global,
+            bytes.len(),
+        )?;
+        report.functions = targets.len();
+        module.verify().map_err(|e| Error::Verify(e.to_string()))?;
+        return Ok(report);
+    }
     if opts.mode == Mode::Bl {
         report.probes +=
             instrument_bl(m, &targets, &all_sites, &all_paths, db_global, bytes.len())?;

@@ -192,10 +192,6 @@ enum Spot {
 
 /// Emits the path-register code of one function; `record` is called with the path id value
 /// wherever a path ends. Returns the number of record sites inserted.
-///
-/// Insertion order matters where two pieces of code share an anchor instruction, so the code
-/// goes in phases: register init, code at the top of targets, cut nodes, re-init after
-/// `returns_twice` calls, code at the end of sources and on split edges, returns.
 pub(crate) fn place<'m>(
     m: Mod<'m>,
     sites: &Sites<'m>,
@@ -204,59 +200,85 @@ pub(crate) fn place<'m>(
     plan: &Instrumentation,
     record: &dyn Fn(&crate::ir::Builder<'m>, Value<'m>),
 ) -> usize {
+    place_registers(m, sites, model, fp, &[plan], &|b, v| record(b, v[0]))
+}
+
+/// Like [`place`] with several registers updated on the same edges (PPP §5: the PPP and the
+/// Ball–Larus counter side by side); `record` gets every register's value.
+///
+/// Insertion order matters where two pieces of code share an anchor instruction, so the code
+/// goes in phases: register init, code at the top of targets, cut nodes, re-init after
+/// `returns_twice` calls, code at the end of sources and on split edges, returns.
+pub(crate) fn place_registers<'m>(
+    m: Mod<'m>,
+    sites: &Sites<'m>,
+    model: &Model<'m>,
+    fp: &FunctionPaths,
+    plans: &[&Instrumentation],
+    record: &dyn Fn(&crate::ir::Builder<'m>, &[Value<'m>]),
+) -> usize {
     let i64t = m.int(64);
     let b = m.builder();
     let blocks = &sites.blocks;
     let cfg = &fp.cfg;
     let mut records = 0;
-    // The register, initialized at entry.
+    // The registers, initialized at entry.
     b.before(blocks[0].instructions()[0]);
-    let r = b.alloca(i64t);
+    let regs: Vec<Value<'m>> = plans.iter().map(|_| b.alloca(i64t)).collect();
     b.before(sites.start[0]);
-    b.store(m.const_int(i64t, plan.entry), r);
+    for (r, p) in regs.iter().zip(plans) {
+        b.store(m.const_int(i64t, p.entry), *r);
+    }
 
-    let add = |b: &crate::ir::Builder<'m>, k: u64| {
+    let add = |b: &crate::ir::Builder<'m>, r: Value<'m>, k: u64| {
         if k != 0 {
             let v = b.load(i64t, r);
             b.store(b.add(v, m.const_int(i64t, k)), r);
         }
     };
-    let set = |b: &crate::ir::Builder<'m>, k: u64| b.store(m.const_int(i64t, k), r);
+    let set = |b: &crate::ir::Builder<'m>, r: Value<'m>, k: u64| b.store(m.const_int(i64t, k), r);
     let rec = |b: &crate::ir::Builder<'m>| {
-        let v = b.load(i64t, r);
-        record(b, v);
+        let vs: Vec<Value<'m>> = regs.iter().map(|&r| b.load(i64t, r)).collect();
+        record(b, &vs);
     };
-    // The code of one edge action; `forced_target`: the init is done at the target's top.
-    let emit = |b: &crate::ir::Builder<'m>, action: EdgeAction, forced_target: bool| -> usize {
-        match action {
-            EdgeAction::None | EdgeAction::Dead => 0,
-            EdgeAction::Add(k) => {
-                add(b, k);
-                0
-            }
-            EdgeAction::Set(k) => {
-                set(b, k);
-                0
-            }
-            EdgeAction::Restart(Restart { add: k, init }) => {
-                add(b, k);
-                rec(b);
-                if !forced_target {
-                    set(b, init);
-                }
-                1
+    // The code of one edge for every register; `forced_target`: the init is done at the
+    // target's top.
+    let emit = |b: &crate::ir::Builder<'m>, edge: usize, forced_target: bool| -> usize {
+        let restart = plans
+            .iter()
+            .any(|p| matches!(p.edges[edge], EdgeAction::Restart(_)));
+        for (&r, p) in regs.iter().zip(plans) {
+            match p.edges[edge] {
+                EdgeAction::Add(k) => add(b, r, k),
+                EdgeAction::Set(k) => set(b, r, k),
+                EdgeAction::Restart(Restart { add: k, .. }) => add(b, r, k),
+                EdgeAction::None | EdgeAction::Dead => {}
             }
         }
+        if !restart {
+            return 0;
+        }
+        rec(b);
+        if !forced_target {
+            for (&r, p) in regs.iter().zip(plans) {
+                if let EdgeAction::Restart(Restart { init, .. }) = p.edges[edge] {
+                    set(b, r, init);
+                }
+            }
+        }
+        1
     };
 
     // Targets whose in-edges are all cut: `r = init` at their top.
     let mut forced = vec![false; blocks.len()];
     for &e in &cfg.cut_edges {
         let w = cfg.edges[e.index()].dst.index();
-        if let EdgeAction::Restart(Restart { init, .. }) = plan.edges[e.index()] {
-            if !forced[w] {
-                b.before(sites.start[w]);
-                set(&b, init);
+        if !forced[w] {
+            b.before(sites.start[w]);
+            for (&r, p) in regs.iter().zip(plans) {
+                if let EdgeAction::Restart(Restart { init, .. }) = p.edges[e.index()] {
+                    set(&b, r, init);
+                }
             }
         }
         forced[w] = true;
@@ -264,17 +286,17 @@ pub(crate) fn place<'m>(
 
     let mut in_degree = vec![0u32; blocks.len()];
     cfg.edges.iter().for_each(|e| in_degree[e.dst.index()] += 1);
-    let spots: Vec<Spot> = plan
-        .edges
-        .iter()
-        .enumerate()
-        .map(|(i, action)| {
+    let spots: Vec<Spot> = (0..cfg.edges.len())
+        .map(|i| {
             let (src, _) = model.sites[i];
             let dst = cfg.edges[i].dst.index();
             let term = blocks[src].terminator().expect("checked in model");
+            let idle = plans
+                .iter()
+                .all(|p| matches!(p.edges[i], EdgeAction::None | EdgeAction::Dead));
             if !model.splittable[i] {
                 Spot::Unsplittable
-            } else if matches!(action, EdgeAction::None | EdgeAction::Dead) {
+            } else if idle {
                 Spot::Nothing
             } else if term.num_successors() == 1 || term.opcode() == Opcode::LLVMInvoke {
                 Spot::SourceEnd
@@ -290,33 +312,40 @@ pub(crate) fn place<'m>(
     for (i, &spot) in spots.iter().enumerate() {
         if spot == Spot::TargetTop {
             b.before(sites.start[cfg.edges[i].dst.index()]);
-            records += emit(&b, plan.edges[i], false);
+            records += emit(&b, i, false);
         }
     }
 
-    // Cut nodes (calls, and cuts added by the numbering).
-    let mut tail_init = vec![None; blocks.len()];
-    for (v, rs) in &plan.cut_nodes {
+    // Cut nodes (calls, and cuts added by the numbering). Every register has the same cut
+    // nodes, in the same (sorted) order.
+    let mut tail_init: Vec<Option<Vec<u64>>> = vec![None; blocks.len()];
+    for (k, (v, _)) in plans[0].cut_nodes.iter().enumerate() {
         let at = match model.first_call.get(v.index()).copied().flatten() {
             Some(call) => call,
             None => blocks[v.index()].terminator().expect("checked in model"),
         };
         b.before(at);
-        add(&b, rs.add);
+        for (&r, p) in regs.iter().zip(plans) {
+            add(&b, r, p.cut_nodes[k].1.add);
+        }
         rec(&b);
-        set(&b, rs.init);
-        tail_init[v.index()] = Some(rs.init);
+        for (&r, p) in regs.iter().zip(plans) {
+            set(&b, r, p.cut_nodes[k].1.init);
+        }
+        tail_init[v.index()] = Some(plans.iter().map(|p| p.cut_nodes[k].1.init).collect());
         records += 1;
     }
 
-    // A `setjmp` returning again resumes the path after its block's cut: reset the register,
-    // whose memory holds whatever it had when `longjmp` was called.
+    // A `setjmp` returning again resumes the path after its block's cut: reset the registers,
+    // whose memory holds whatever they had when `longjmp` was called.
     for (v, block) in blocks.iter().enumerate() {
         for inst in block.instructions() {
             if inst.opcode() == Opcode::LLVMCall && crate::blocks::is_returns_twice(m, inst) {
-                if let (Some(next), Some(init)) = (inst.next(), tail_init[v]) {
+                if let (Some(next), Some(inits)) = (inst.next(), &tail_init[v]) {
                     b.before(next);
-                    set(&b, init);
+                    for (&r, &init) in regs.iter().zip(inits) {
+                        set(&b, r, init);
+                    }
                 }
             }
         }
@@ -333,37 +362,44 @@ pub(crate) fn place<'m>(
             Spot::Unsplittable => {
                 // Record the ending path once per source, before the terminator (indirectbr,
                 // callbr); unwind edges drop it (see the module docs).
-                if let EdgeAction::Restart(Restart { add: k, .. }) = plan.edges[i] {
-                    if term.opcode() != Opcode::LLVMInvoke && !unsplittable_done[src] {
-                        unsplittable_done[src] = true;
-                        b.before(term);
-                        add(&b, k);
-                        rec(&b);
-                        records += 1;
+                let restart = plans
+                    .iter()
+                    .all(|p| matches!(p.edges[i], EdgeAction::Restart(_)));
+                if restart && term.opcode() != Opcode::LLVMInvoke && !unsplittable_done[src] {
+                    unsplittable_done[src] = true;
+                    b.before(term);
+                    for (&r, p) in regs.iter().zip(plans) {
+                        if let EdgeAction::Restart(Restart { add: k, .. }) = p.edges[i] {
+                            add(&b, r, k);
+                        }
                     }
+                    rec(&b);
+                    records += 1;
                 }
             }
             Spot::SourceEnd => {
                 b.before(term);
-                records += emit(&b, plan.edges[i], forced[dst]);
+                records += emit(&b, i, forced[dst]);
             }
             Spot::Split => {
                 let n = split_edge(m, term, s, blocks[src], blocks[dst]);
                 b.before(n.terminator().expect("split block has a branch"));
-                records += emit(&b, plan.edges[i], forced[dst]);
+                records += emit(&b, i, forced[dst]);
             }
         }
     }
 
     // Returns and blocks without successors.
-    for (x, k) in &plan.returns {
+    for (k, (x, _)) in plans[0].returns.iter().enumerate() {
         let term = blocks[x.index()].terminator().expect("checked in model");
         let at = match term.prev() {
             Some(p) if p.opcode() == Opcode::LLVMCall && p.is_musttail() => p,
             _ => term,
         };
         b.before(at);
-        add(&b, *k);
+        for (&r, p) in regs.iter().zip(plans) {
+            add(&b, r, p.returns[k].1);
+        }
         rec(&b);
         records += 1;
     }

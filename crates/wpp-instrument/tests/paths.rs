@@ -181,3 +181,73 @@ fn bl_hash_table_counts_equal_path_trace_frequencies() {
     );
     cross_check("manypaths.c", &["-O0"]);
 }
+
+/// `ppp` with an interesting set of every other path that ran under `bl`: interesting paths
+/// are counted exactly as `bl` counted them, and every other executed path is reported as
+/// uninteresting with its exact `bl` count (PPP §2.3's two-counter check, §5).
+fn ppp_matches_bl(src: &str, flags: &[&str]) {
+    let dir = Scratch::new();
+    let (bl_exe, ppp_exe) = (dir.path("bl"), dir.path("ppp"));
+    build_instrumented(src, flags, InstrumentMode::Bl, &bl_exe);
+    let bl_prof = dir.path("bl.prof");
+    let a = run(&bl_exe, &[], Some(&bl_prof));
+    let bl = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&bl_prof).unwrap()).unwrap();
+    let mut interesting = std::collections::BTreeMap::new();
+    for (f, paths) in &bl.bl.functions {
+        let ids: Vec<u64> = paths.keys().copied().step_by(2).collect();
+        interesting.insert(f.clone(), ids);
+    }
+    let mut opts = wpp_instrument::Options::new(InstrumentMode::Ppp);
+    opts.interesting = interesting.clone();
+    build_with_options(src, flags, opts, &ppp_exe, None);
+    let ppp_prof = dir.path("ppp.prof");
+    let b = run(&ppp_exe, &[], Some(&ppp_prof));
+    assert_eq!(a.stdout, b.stdout, "{src}: outputs differ");
+    let p = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&ppp_prof).unwrap()).unwrap();
+    let ppp = p.ppp.expect("a ppp profile");
+    let mut uninteresting_seen = 0;
+    for (f, paths) in &bl.bl.functions {
+        let fp = ppp
+            .functions
+            .get(f)
+            .unwrap_or_else(|| panic!("{src}: {f} missing"));
+        for (&id, &count) in paths {
+            if interesting[f].contains(&id) {
+                let i = fp
+                    .interesting
+                    .iter()
+                    .position(|&x| x == id)
+                    .unwrap_or_else(|| {
+                        panic!("{src} {flags:?}: {f}: interesting path {id} has no counter")
+                    });
+                assert_eq!(
+                    fp.counts[i], count,
+                    "{src} {flags:?}: {f} interesting path {id}"
+                );
+            } else {
+                uninteresting_seen += 1;
+                assert_eq!(
+                    fp.uninteresting.get(&id).copied(),
+                    Some(count),
+                    "{src} {flags:?}: {f} uninteresting path {id}"
+                );
+            }
+        }
+        let ran: u64 = paths.values().sum();
+        let counted: u64 = fp.counts.iter().sum::<u64>() + fp.uninteresting.values().sum::<u64>();
+        assert_eq!(counted, ran, "{src} {flags:?}: {f}: executions");
+    }
+    assert!(
+        uninteresting_seen > 0,
+        "{src}: the test needs uninteresting paths"
+    );
+}
+
+#[test]
+fn ppp_counts_equal_bl_counts() {
+    for src in ["recursion.c", "longjmp.c", "exceptions.cpp"] {
+        ppp_matches_bl(src, &["-O0"]);
+        ppp_matches_bl(src, &["-O2"]);
+    }
+    ppp_matches_bl("manypaths.c", &["-O0"]);
+}

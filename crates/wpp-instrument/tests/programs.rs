@@ -209,3 +209,56 @@ fn online_wpp_expands_to_the_raw_trace() {
     assert_eq!(x.len(), 5);
     assert!(x == y, "online .wpp differs from the raw trace");
 }
+
+/// Separate compilation: `wpp cc -c` makes bitcode objects, and a later `wpp cc` link of those
+/// objects (plus a native object, linked uninstrumented) instruments the whole program.
+#[test]
+fn compile_only_then_link_bitcode_objects() {
+    use wpp_instrument::driver::{is_bitcode_file, Driver};
+    let dir = Scratch::new();
+    let mut d = Driver::from_env(wpp_instrument::Options::new(InstrumentMode::TraceBlocks));
+    d.runtime = Some(runtime_lib());
+    let obj = dir.path("recursion.o");
+    let src = programs_dir().join("recursion.c").display().to_string();
+    d.run(&[
+        "-O1".into(),
+        "-c".into(),
+        src,
+        "-o".into(),
+        obj.display().to_string(),
+    ])
+    .unwrap();
+    assert!(is_bitcode_file(&obj), "-c must produce a bitcode object");
+    // A native object with an unused function: linked as is.
+    let native_c = dir.path("extra.c");
+    std::fs::write(&native_c, "int wpp_extra(int x) { return x + 1; }\n").unwrap();
+    let native_o = dir.path("extra.o");
+    let st = Command::new("clang-19")
+        .args([
+            "-c",
+            native_c.to_str().unwrap(),
+            "-o",
+            native_o.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let exe = dir.path("prog");
+    d.run(&[
+        obj.display().to_string(),
+        native_o.display().to_string(),
+        "-o".into(),
+        exe.display().to_string(),
+    ])
+    .unwrap();
+    let native = dir.path("native");
+    build_native("recursion.c", &["-O1"], &native);
+    let trace = dir.path("t.trace");
+    let a = run(&native, &[], None);
+    let b = run(&exe, &[], Some(&trace));
+    assert_eq!(a.stdout, b.stdout);
+    let (db, events) = wpp_trace::file::read_events(&trace).unwrap();
+    assert!(db.find("main").is_some() && db.find("wpp_extra").is_none());
+    let r = replay(&db, &events);
+    assert!(r.values().all(|t| t.balanced));
+}

@@ -171,6 +171,17 @@ pub const BL_ARRAY_MAX: u64 = 4096;
 /// uint32_t functions, const uint8_t *db, uint64_t db_len)`, called at the top of `main` in
 /// `bl` mode. `counters` is null for a function whose paths are counted in the hash table.
 pub const SYM_BL_INIT: &str = "__wpp_rt_bl_init";
+/// `void __wpp_rt_ppp_init(const struct { uint64_t *counts; const uint64_t *ids;
+/// uint64_t interval; } *table, uint32_t functions, const uint8_t *db, uint64_t db_len)`,
+/// called at the top of `main` in `ppp` mode; `ids[q]` is the Ball–Larus id of the interesting
+/// path with PPP id `q` (`u64::MAX` in holes); null arrays for functions counted only by misses.
+pub const SYM_PPP_INIT: &str = "__wpp_rt_ppp_init";
+/// `void __wpp_rt_ppp_miss(uint32_t function, uint64_t bl_path)`: an uninteresting path ran.
+pub const SYM_PPP_MISS: &str = "__wpp_rt_ppp_miss";
+/// Functions whose PPP interval is larger than this count every path through
+/// [`SYM_PPP_MISS`] (the counter arrays stay small whatever the interesting set).
+pub const PPP_ARRAY_MAX: u64 = 1 << 16;
+
 /// `void __wpp_rt_bl_hash(uint32_t function, uint64_t path)`: count one execution.
 pub const SYM_BL_HASH: &str = "__wpp_rt_bl_hash";
 

@@ -20,7 +20,8 @@
 use crate::abi::{self, EmbeddedProgram};
 use rustc_hash::FxHashMap;
 use std::sync::{Mutex, OnceLock};
-use wpp_paths::BlProfile;
+use wpp_paths::profile::PppFunctionProfile;
+use wpp_paths::{BlProfile, PppProfile};
 
 /// The magic of a run-time profile file.
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
@@ -32,8 +33,11 @@ pub const VERSION: u8 = 1;
 pub struct ProfileFile {
     /// What the program was instrumented with.
     pub program: EmbeddedProgram,
-    /// Ball–Larus counts, by function name.
+    /// Ball–Larus counts, by function name (`bl` mode).
     pub bl: BlProfile,
+    /// Preferential path counts (`ppp` mode): per function, counts of the interesting paths
+    /// (identified by Ball–Larus id) and the exact counts of the uninteresting ones.
+    pub ppp: Option<PppProfile>,
 }
 
 /// Errors reading a profile file.
@@ -72,6 +76,18 @@ impl ProfileFile {
     }
 }
 
+/// One entry of the PPP table the instrumented module passes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PppSlot {
+    /// Counters indexed by PPP id, or null.
+    pub counts: *mut u64,
+    /// Ball–Larus id per PPP id (`u64::MAX` in holes), or null.
+    pub ids: *const u64,
+    /// Length of both arrays.
+    pub interval: u64,
+}
+
 /// One entry of the counter table the instrumented module passes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -84,10 +100,16 @@ pub struct CounterSlot {
 
 struct Bl {
     program: EmbeddedProgram,
-    table: *const CounterSlot,
+    table: Table,
     functions: u32,
     hash: Mutex<FxHashMap<(u32, u64), u64>>,
     done: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Clone, Copy)]
+enum Table {
+    Bl(*const CounterSlot),
+    Ppp(*const PppSlot),
 }
 
 // SAFETY: `table` points to the module's constant table, valid for the process lifetime.
@@ -110,6 +132,35 @@ pub unsafe extern "C" fn __wpp_rt_bl_init(
     db: *const u8,
     db_len: u64,
 ) {
+    // SAFETY: forwarded from the caller.
+    unsafe { init(Table::Bl(table), functions, db, db_len) }
+}
+
+/// Called at the top of `main` in `ppp` mode.
+///
+/// # Safety
+/// `table` must point to `functions` [`PppSlot`]s whose arrays hold `interval` entries each
+/// and live for the rest of the process, and `db` to `db_len` bytes (see [`abi`]).
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_ppp_init(
+    table: *const PppSlot,
+    functions: u32,
+    db: *const u8,
+    db_len: u64,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { init(Table::Ppp(table), functions, db, db_len) }
+}
+
+/// An uninteresting path (or any path of a function without counter arrays) ran.
+#[no_mangle]
+pub extern "C" fn __wpp_rt_ppp_miss(function: u32, path: u64) {
+    __wpp_rt_bl_hash(function, path)
+}
+
+/// # Safety
+/// See [`__wpp_rt_bl_init`] and [`__wpp_rt_ppp_init`].
+unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
     BL.get_or_init(|| {
         // SAFETY: guaranteed by the caller.
         let bytes = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
@@ -164,6 +215,7 @@ pub(crate) fn finish_profile(blocking: bool) {
         return;
     }
     let mut profile = BlProfile::default();
+    let mut ppp = PppProfile::default();
     let names: Vec<&str> = bl
         .program
         .program
@@ -171,21 +223,44 @@ pub(crate) fn finish_profile(blocking: bool) {
         .iter()
         .map(|f| f.name.as_str())
         .collect();
+    let name = |f: usize| names.get(f).copied().unwrap_or("?");
     for f in 0..bl.functions as usize {
-        // SAFETY: the table has `functions` slots (see `__wpp_rt_bl_init`).
-        let slot = unsafe { *bl.table.add(f) };
-        if slot.counters.is_null() {
-            continue;
-        }
-        for id in 0..slot.len {
-            // SAFETY: the array holds `len` counters.
-            let c = unsafe { std::ptr::read_volatile(slot.counters.add(id as usize)) };
-            if c > 0 {
-                profile.record(
-                    names.get(f).copied().unwrap_or("?"),
-                    wpp_paths::PathId(id),
-                    c,
-                );
+        match bl.table {
+            Table::Bl(table) => {
+                // SAFETY: the table has `functions` slots (see `__wpp_rt_bl_init`).
+                let slot = unsafe { *table.add(f) };
+                if slot.counters.is_null() {
+                    continue;
+                }
+                for id in 0..slot.len {
+                    // SAFETY: the array holds `len` counters.
+                    let c = unsafe { std::ptr::read_volatile(slot.counters.add(id as usize)) };
+                    if c > 0 {
+                        profile.record(name(f), wpp_paths::PathId(id), c);
+                    }
+                }
+            }
+            Table::Ppp(table) => {
+                // SAFETY: the table has `functions` slots (see `__wpp_rt_ppp_init`).
+                let slot = unsafe { *table.add(f) };
+                if slot.counts.is_null() {
+                    continue;
+                }
+                let mut fp = PppFunctionProfile::default();
+                for q in 0..slot.interval as usize {
+                    // SAFETY: both arrays hold `interval` entries.
+                    let (id, c) = unsafe {
+                        (
+                            *slot.ids.add(q),
+                            std::ptr::read_volatile(slot.counts.add(q)),
+                        )
+                    };
+                    if id != u64::MAX {
+                        fp.interesting.push(id);
+                        fp.counts.push(c);
+                    }
+                }
+                ppp.functions.insert(name(f).to_owned(), fp);
             }
         }
     }
@@ -196,18 +271,25 @@ pub(crate) fn finish_profile(blocking: bool) {
     };
     if let Some(h) = hash {
         for (&(f, id), &c) in h.iter() {
-            profile.record(
-                names.get(f as usize).copied().unwrap_or("?"),
-                wpp_paths::PathId(id),
-                c,
-            );
+            match bl.table {
+                Table::Bl(_) => profile.record(name(f as usize), wpp_paths::PathId(id), c),
+                Table::Ppp(_) => {
+                    let fp = ppp
+                        .functions
+                        .entry(name(f as usize).to_owned())
+                        .or_default();
+                    *fp.uninteresting.entry(id).or_default() += c;
+                }
+            }
         }
     }
+    let is_ppp = matches!(bl.table, Table::Ppp(_));
     let file = ProfileFile {
         program: bl.program.clone(),
         bl: profile,
+        ppp: is_ppp.then_some(ppp),
     };
-    let path = crate::sink::output_path("blprof");
+    let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
     if let Err(e) = std::fs::write(&path, file.to_bytes()) {
         eprintln!("wpp-rt: cannot write {}: {e}", path.display());
     } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0") {

@@ -3,6 +3,7 @@
 //! and a non-zero exit code.
 
 mod cmd;
+mod heap;
 mod util;
 
 use clap::{Parser, Subcommand};

@@ -71,7 +71,18 @@ pub fn build_instrumented_keep(
     out: &Path,
     keep: Option<&Path>,
 ) {
-    let mut d = Driver::from_env(Options { mode });
+    build_with_options(src, flags, Options::new(mode), out, keep)
+}
+
+/// Builds `tests/programs/<src>` with the `wpp cc` driver and explicit options.
+pub fn build_with_options(
+    src: &str,
+    flags: &[&str],
+    options: Options,
+    out: &Path,
+    keep: Option<&Path>,
+) {
+    let mut d = Driver::from_env(options);
     d.runtime = Some(runtime_lib());
     d.keep = keep.map(Path::to_path_buf);
     let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();

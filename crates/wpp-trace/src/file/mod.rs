@@ -190,6 +190,10 @@ pub struct TraceReader {
     done: bool,
     allow_truncated: bool,
     truncation: Option<Truncation>,
+    /// An error a decoder hit after it had already decoded events into the batch: those
+    /// events are handed out first, then this error (found by the `trace_text` fuzz target;
+    /// the error used to come first and the events after it).
+    pending: Option<TraceError>,
 }
 
 impl TraceReader {
@@ -203,6 +207,7 @@ impl TraceReader {
             done: false,
             allow_truncated: false,
             truncation: None,
+            pending: None,
         }
     }
 
@@ -286,6 +291,11 @@ impl TraceReader {
     /// Decodes the next batch. `Ok(false)` at the end (or after an error was returned).
     #[inline(never)]
     fn refill(&mut self) -> Result<bool, TraceError> {
+        if let Some(e) = self.pending.take() {
+            self.batch.clear();
+            self.pos = 0;
+            return Err(e);
+        }
         if self.done {
             return Ok(false);
         }
@@ -308,7 +318,13 @@ impl TraceReader {
             }
             Err(e) => {
                 self.done = true;
-                Err(e)
+                if self.batch.is_empty() {
+                    Err(e)
+                } else {
+                    // Hand out the events decoded before the error first.
+                    self.pending = Some(e);
+                    Ok(true)
+                }
             }
         }
     }

@@ -29,15 +29,20 @@ pub struct Args {
 /// Runs `wpp cc`.
 #[cfg(feature = "llvm")]
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.interesting.is_some() {
-        anyhow::bail!("--interesting is only used by --mode ppp, which is not implemented yet");
-    }
     if args.clang_args.is_empty() {
         anyhow::bail!("no clang arguments: use `wpp cc --mode MODE -- CLANG ARGS…`");
     }
-    let mut d = wpp_instrument::driver::Driver::from_env(wpp_instrument::Options {
-        mode: args.mode.to_rt(),
-    });
+    let mut opts = wpp_instrument::Options::new(args.mode.to_rt());
+    match (&args.interesting, args.mode) {
+        (Some(p), Mode::Ppp) => opts.interesting = super::instrument::read_interesting(p)?,
+        (None, Mode::Ppp) => anyhow::bail!(
+            "--mode ppp needs --interesting PROFILE (a `--mode bl` profile: every path that ran \
+             in it is interesting, as in PPP §5)"
+        ),
+        (Some(_), _) => anyhow::bail!("--interesting is only used by --mode ppp"),
+        (None, _) => {}
+    }
+    let mut d = wpp_instrument::driver::Driver::from_env(opts);
     d.cxx = args.cxx;
     d.keep = args.keep;
     d.verbose |= args.verbose;

@@ -1,10 +1,90 @@
-//! `wpp decompress`.
+//! `wpp decompress`: a `.wpp` grammar back into its trace, expanding each thread's start rule
+//! as a stream ([`Expander`]) straight into the trace writer, never materializing the trace.
+//!
+//! Threads are written one after another in ascending thread id, each preceded by `T t` —
+//! except thread 0 when it comes first, since events before any `T` belong to thread 0. The
+//! original interleaving of threads is not stored in a `.wpp` (a trace's meaning is its
+//! per-thread projections, see `wpp_trace::file::threads`), so the output equals the original
+//! trace per thread, which is what `wpp verify` checks.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use wpp_grammar::expand::Expander;
+use wpp_grammar::file::WppFile;
+use wpp_grammar::StartRule;
+use wpp_trace::file::{self, FileWriter, Format};
+use wpp_trace::{Event, TraceError};
 
 /// Arguments of `wpp decompress`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Input `.wpp` file.
+    input: PathBuf,
+    /// Output trace.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Write the text format instead of the binary one.
+    #[arg(long)]
+    text: bool,
+}
+
+/// Reads and validates a `.wpp` file, naming it in any error.
+pub(crate) fn read_wpp(path: &Path) -> anyhow::Result<WppFile> {
+    WppFile::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The start rules in the order they are written: ascending thread id.
+pub(crate) fn starts_by_thread(wpp: &WppFile) -> Vec<StartRule> {
+    let mut starts = wpp.grammar.starts().to_vec();
+    starts.sort_by_key(|s| s.thread);
+    starts
+}
+
+/// Whether the `i`-th thread written (in [`starts_by_thread`] order) needs a `T` event.
+pub(crate) fn needs_switch(i: usize, s: &StartRule) -> bool {
+    i > 0 || s.thread.0 != 0
+}
 
 /// Runs `wpp decompress`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`wpp decompress` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (input, output) = (&args.input, &args.output);
+    let wpp = read_wpp(input)?;
+    let format = if args.text {
+        Format::Text
+    } else {
+        Format::Binary
+    };
+    let mut writer = file::create(output, format, &wpp.program)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    write_threads(&wpp, &mut writer)
+        .and_then(|()| writer.finish())
+        .with_context(|| format!("cannot write {}", output.display()))
+}
+
+/// Writes every thread's expansion to `writer`.
+fn write_threads(wpp: &WppFile, writer: &mut FileWriter) -> Result<(), TraceError> {
+    let g = &wpp.grammar;
+    let total = g
+        .starts()
+        .iter()
+        .fold(0u64, |n, s| n.saturating_add(g.expanded_len(s.rule)));
+    let bar = crate::util::progress(total, "expanding");
+    // Reading validated every terminal against the alphabet, so indexing cannot fail.
+    let events = wpp.alphabet.events();
+    let mut done = 0u64;
+    for (i, s) in starts_by_thread(wpp).iter().enumerate() {
+        if needs_switch(i, s) {
+            writer.push(Event::Thread(s.thread))?;
+        }
+        for t in Expander::new(g, s.rule) {
+            writer.push(events[t.index()])?;
+            done += 1;
+            if done & 0xf_ffff == 0 {
+                bar.set_position(done);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
 }

@@ -28,6 +28,9 @@ pub struct Args {
     /// What to record.
     #[arg(long, value_enum, default_value = "trace-blocks")]
     pub mode: Mode,
+    /// `--mode ppp`: a `--mode bl` profile whose executed paths are the interesting set.
+    #[arg(long)]
+    pub interesting: Option<PathBuf>,
     /// Print the instrumentation report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -53,13 +56,28 @@ impl Mode {
     }
 }
 
+/// Reads the interesting set of `--mode ppp` from a `--mode bl` profile.
+#[cfg(feature = "llvm")]
+pub fn read_interesting(
+    path: &std::path::Path,
+) -> anyhow::Result<std::collections::BTreeMap<String, Vec<u64>>> {
+    use anyhow::Context as _;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = wpp_rt::profile::ProfileFile::from_bytes(&bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(wpp_instrument::interesting_from_profile(&file))
+}
+
 /// Runs `wpp instrument`.
 #[cfg(feature = "llvm")]
 pub fn run(args: Args) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    let opts = wpp_instrument::Options {
-        mode: args.mode.to_rt(),
-    };
+    let mut opts = wpp_instrument::Options::new(args.mode.to_rt());
+    if let Some(p) = &args.interesting {
+        opts.interesting = read_interesting(p)?;
+    } else if args.mode == Mode::Ppp {
+        anyhow::bail!("--mode ppp needs --interesting PROFILE (a `--mode bl` profile)");
+    }
     let report = wpp_instrument::instrument_file(&args.input, &args.output, &opts)
         .with_context(|| format!("instrumenting {}", args.input.display()))?;
     if args.json {

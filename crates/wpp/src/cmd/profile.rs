@@ -25,14 +25,16 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         top: usize,
     },
-    /// List executed paths outside an interesting set (PPP §1's residual paths).
+    /// List executed paths outside an interesting set (PPP §1's residual paths): the
+    /// uninteresting paths of a `ppp` profile, or the paths of a `bl` profile that did not
+    /// run in the `--interesting` profile.
     Residual {
         /// The profile of the run to examine.
         profile: PathBuf,
-        /// The interesting set: another profile whose executed paths are interesting (e.g. a
-        /// test suite's run).
+        /// For a `bl` profile: the interesting set, another `bl` profile whose executed paths
+        /// are interesting (e.g. a test suite's run).
         #[arg(long)]
-        interesting: PathBuf,
+        interesting: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -97,7 +99,21 @@ fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Show { profile, json, top } => {
-            let file = read(&profile)?;
+            let mut file = read(&profile)?;
+            if let Some(ppp) = &file.ppp {
+                // Show a PPP profile as its counts by Ball–Larus id: interesting and
+                // uninteresting executions together.
+                for (name, fp) in &ppp.functions {
+                    for (&id, &c) in fp.interesting.iter().zip(&fp.counts) {
+                        if c > 0 {
+                            file.bl.record(name, PathId(id), c);
+                        }
+                    }
+                    for (&id, &c) in &fp.uninteresting {
+                        file.bl.record(name, PathId(id), c);
+                    }
+                }
+            }
             let nums = numberings(&file);
             let mut shown = Vec::new();
             for f in &file.program.program.functions {
@@ -155,24 +171,36 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             json,
         } => {
             let file = read(&profile)?;
-            let base = read(&interesting)?;
             let nums = numberings(&file);
             let mut out: BTreeMap<String, Vec<ShownPath>> = BTreeMap::new();
-            for (name, paths) in &file.bl.functions {
-                let known: Vec<u64> = base
-                    .bl
-                    .functions
-                    .get(name)
-                    .map(|m| m.keys().copied().collect())
-                    .unwrap_or_default();
-                for (id, count) in file.bl.residual(name, &known) {
-                    out.entry(name.clone()).or_default().push(ShownPath {
-                        id,
-                        count,
-                        blocks: blocks_of(nums.get(name), id),
-                    });
+            if let Some(ppp) = &file.ppp {
+                for (name, fp) in &ppp.functions {
+                    for (&id, &count) in &fp.uninteresting {
+                        let blocks = blocks_of(nums.get(name), id);
+                        out.entry(name.clone())
+                            .or_default()
+                            .push(ShownPath { id, count, blocks });
+                    }
                 }
-                let _ = paths;
+            } else {
+                let Some(interesting) = &interesting else {
+                    anyhow::bail!("a bl profile needs --interesting PROFILE");
+                };
+                let base = read(interesting)?;
+                for name in file.bl.functions.keys() {
+                    let known: Vec<u64> = base
+                        .bl
+                        .functions
+                        .get(name)
+                        .map(|m| m.keys().copied().collect())
+                        .unwrap_or_default();
+                    for (id, count) in file.bl.residual(name, &known) {
+                        let blocks = blocks_of(nums.get(name), id);
+                        out.entry(name.clone())
+                            .or_default()
+                            .push(ShownPath { id, count, blocks });
+                    }
+                }
             }
             if json {
                 return crate::util::print_json(&out);

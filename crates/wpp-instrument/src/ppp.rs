@@ -1,0 +1,189 @@
+//! `ppp` mode: preferential path profiling with two counters (PPP §2.3, §5).
+//!
+//! Each function keeps two registers updated on the same chords: the Ball–Larus register `r`
+//! (as in `bl`) and the PPP register `q`, whose weights (from `wpp_paths::PppPlan`, PPP
+//! Figure 10) number the interesting paths compactly in `[0, interval)`. At a path end the
+//! inline check is
+//!
+//! ```text
+//! if q < interval && ids[q] == r { counts[q] += 1 } else { __wpp_rt_ppp_miss(f, r) }
+//! ```
+//!
+//! `ids[q]` stores the Ball–Larus id of the interesting path with PPP id `q` (all ones in
+//! holes), which catches uninteresting paths that alias an interesting id. Misses go to the
+//! runtime, which counts them exactly by Ball–Larus id (the residual paths). A function with no
+//! interesting path, or whose interval exceeds [`abi::PPP_ARRAY_MAX`], sends every path end to
+//! the runtime.
+
+use crate::blocks::Sites;
+use crate::ir::{self, Mod, Value};
+use crate::paths::{FunctionPaths, Model};
+use crate::Error;
+use std::collections::BTreeMap;
+use wpp_paths::chords::{Instrumentation, SpanningTree};
+use wpp_paths::{PathId, PppPlan};
+use wpp_rt::abi;
+
+/// Instruments every function for `ppp`; returns the number of record sites.
+pub(crate) fn instrument<'m>(
+    m: Mod<'m>,
+    targets: &[Value<'m>],
+    all_sites: &[Sites<'m>],
+    all_paths: &[(Model<'m>, FunctionPaths, Instrumentation)],
+    interesting: &BTreeMap<String, Vec<u64>>,
+    db_global: Value<'m>,
+    db_len: usize,
+) -> Result<usize, Error> {
+    let i1 = m.int(1);
+    let _ = i1;
+    let i32t = m.int(32);
+    let i64t = m.int(64);
+    let ptr = m.ptr();
+    let void = m.void();
+    let miss_ty = m.fn_type(void, &[i32t, i64t]);
+    let miss = m.declare(abi::SYM_PPP_MISS, miss_ty);
+    m.add_fn_attr(miss, "nounwind");
+    let count_ty = m.fn_type(void, &[ptr, ptr, i64t, i32t, i64t, i64t]);
+    let count = build_count_helper(m, count_ty, miss, miss_ty);
+    let slot_ty = m.struct_type(&[ptr, ptr, i64t]);
+    let mut slots = Vec::with_capacity(targets.len());
+    let mut records = 0;
+    for (fid, sites) in all_sites.iter().enumerate() {
+        let (model, fp, bl_plan) = &all_paths[fid];
+        let ids: Vec<u64> = interesting
+            .get(&fp.cfg.name)
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&id| id < fp.bl.path_count())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let paths = ids
+            .iter()
+            .map(|&id| fp.bl.decode(&fp.dag, PathId(id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Error::Unsupported {
+                function: fp.cfg.name.clone(),
+                what: e.to_string(),
+            })?;
+        let plan = PppPlan::compute(&fp.dag, &fp.bl, &paths).map_err(|e| Error::Unsupported {
+            function: fp.cfg.name.clone(),
+            what: e.to_string(),
+        })?;
+        let tree = SpanningTree::build(&fp.dag, &fp.cfg, fp.bl.increments());
+        let q_inc = tree.increments(&fp.dag, &plan.values());
+        let q_plan = Instrumentation::plan(&fp.dag, &fp.cfg, &q_inc);
+        let fidv = m.const_int(i32t, fid as u64);
+        if ids.is_empty() || plan.interval > abi::PPP_ARRAY_MAX {
+            slots.push(m.const_struct(&[
+                m.const_null(ptr),
+                m.const_null(ptr),
+                m.const_int(i64t, 0),
+            ]));
+            let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
+                b.call(miss_ty, miss, &[fidv, v[0]]);
+            };
+            records +=
+                crate::paths::place_registers(m, sites, model, fp, &[bl_plan, &q_plan], &record);
+            continue;
+        }
+        let n = plan.interval;
+        let arr_ty = m.array(i64t, n);
+        let counts = m.add_global(
+            &format!("__wpp_ppp_counts.{fid}"),
+            arr_ty,
+            m.const_null(arr_ty),
+            true,
+            false,
+            false,
+        );
+        let mut stored = vec![u64::MAX; n as usize];
+        for &(q, i) in &plan.slots {
+            stored[q as usize] = plan.bl_ids[i as usize];
+        }
+        let stored: Vec<Value<'m>> = stored.iter().map(|&v| m.const_int(i64t, v)).collect();
+        let id_arr = m.add_global(
+            &format!("__wpp_ppp_ids.{fid}"),
+            arr_ty,
+            m.const_array(i64t, &stored),
+            true,
+            true,
+            false,
+        );
+        slots.push(m.const_struct(&[counts, id_arr, m.const_int(i64t, n)]));
+        let nv = m.const_int(i64t, n);
+        let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
+            b.call(count_ty, count, &[counts, id_arr, nv, fidv, v[0], v[1]]);
+        };
+        records += crate::paths::place_registers(m, sites, model, fp, &[bl_plan, &q_plan], &record);
+    }
+    let table_ty = m.array(slot_ty, slots.len() as u64);
+    let table = m.add_global(
+        "__wpp_ppp_table",
+        table_ty,
+        m.const_array(slot_ty, &slots),
+        true,
+        true,
+        false,
+    );
+    let init_ty = m.fn_type(void, &[ptr, i32t, ptr, i64t]);
+    let init = m.declare(abi::SYM_PPP_INIT, init_ty);
+    m.add_fn_attr(init, "nounwind");
+    if let Some(main) = targets.iter().position(|f| f.name() == "main") {
+        let b = m.builder();
+        b.before(all_sites[main].start[0]);
+        b.call(
+            init_ty,
+            init,
+            &[
+                table,
+                m.const_int(i32t, targets.len() as u64),
+                db_global,
+                m.const_int(i64t, db_len as u64),
+            ],
+        );
+    }
+    Ok(records)
+}
+
+/// `void count(ptr counts, ptr ids, i64 interval, i32 f, i64 r, i64 q)`, always inlined:
+/// the two-counter check of the module docs.
+fn build_count_helper<'m>(
+    m: Mod<'m>,
+    ty: ir::Type<'m>,
+    miss: Value<'m>,
+    miss_ty: ir::Type<'m>,
+) -> Value<'m> {
+    let i64t = m.int(64);
+    let f = m.add_internal_function("__wpp_ppp_count", ty);
+    m.add_fn_attr(f, "alwaysinline");
+    m.add_fn_attr(f, "nounwind");
+    let p = |i| ir::param(f, i);
+    let entry = m.append_block(f, "entry");
+    let check = m.append_block(f, "check");
+    let hit = m.append_block(f, "hit");
+    let missb = m.append_block(f, "miss");
+    let done = m.append_block(f, "done");
+    let b = m.builder();
+    b.at_end(entry);
+    // q < interval  ⇔  !(q >= interval)
+    let out = b.icmp_uge(p(5), p(2));
+    b.cond_br(out, missb, check);
+    b.at_end(check);
+    let slot = b.gep(i64t, p(1), &[p(5)]);
+    let stored = b.load(i64t, slot);
+    let differs = b.icmp_ne(stored, p(4));
+    b.cond_br(differs, missb, hit);
+    b.at_end(hit);
+    let c = b.gep(i64t, p(0), &[p(5)]);
+    let v = b.load(i64t, c);
+    b.store(b.add(v, m.const_int(i64t, 1)), c);
+    b.br(done);
+    b.at_end(missb);
+    b.call(miss_ty, miss, &[p(3), p(4)]);
+    b.br(done);
+    b.at_end(done);
+    b.ret_void();
+    f
+}

@@ -1,0 +1,308 @@
+//! The `wpp` command end to end: synth → compress → verify / decompress / stats, for every
+//! compressor, both trace formats, several threads, and damaged inputs. Oracles come from the
+//! libraries (trace readers, per-thread equality), never from the command under test.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use wpp_trace::file::{read_events, to_binary};
+use wpp_trace::{same_per_thread, BlockId, Event, TraceReader};
+
+const ALGORITHMS: [&str; 3] = ["sequitur", "sequitur1", "frequency"];
+
+/// A finished run of the binary.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn wpp(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(args)
+        .output()
+        .expect("the wpp binary runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `wpp args`, expecting success; returns standard output.
+fn ok(args: &[&str]) -> String {
+    let r = wpp(args);
+    assert_eq!(r.code, Some(0), "wpp {args:?} failed: {}", r.stderr);
+    r.stdout
+}
+
+/// Runs `wpp args`, expecting a clean failure (exit 1, no panic); returns standard error.
+fn fails(args: &[&str]) -> String {
+    let r = wpp(args);
+    assert_eq!(r.code, Some(1), "wpp {args:?}: {}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert!(r.stderr.starts_with("wpp: error: "), "{}", r.stderr);
+    r.stderr
+}
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Dir {
+        Dir(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.path().join(name).display().to_string()
+    }
+}
+
+/// Writes a synthetic trace and returns its path.
+fn synth(dir: &Dir, name: &str, extra: &[&str]) -> String {
+    let out = dir.path(name);
+    let mut args = vec!["synth", "--seed", "3", "-o", &out];
+    args.extend_from_slice(extra);
+    ok(&args);
+    out
+}
+
+fn stats_json(file: &str) -> Value {
+    serde_json::from_str(&ok(&["stats", file, "--json"])).expect("stats --json is JSON")
+}
+
+#[test]
+fn every_algorithm_round_trips_binary_and_text_traces() {
+    let dir = Dir::new();
+    let binary = synth(&dir, "t.trace", &["--events", "30000"]);
+    let text = synth(&dir, "t.txt", &["--events", "30000", "--text"]);
+    let (_, want) = read_events(&binary).unwrap();
+    assert_eq!(
+        read_events(&text).unwrap().1,
+        want,
+        "same seed, same events"
+    );
+    for input in [&binary, &text] {
+        for alg in ALGORITHMS {
+            let out = dir.path(&format!("{alg}.wpp"));
+            ok(&["compress", input, "-o", &out, "--algorithm", alg]);
+            // Either form of the trace verifies.
+            ok(&["verify", &out, &binary]);
+            ok(&["verify", &out, &text]);
+            let s = stats_json(&out);
+            assert_eq!(s["events"], 30000, "{alg}");
+            assert_eq!(s["trace_events"], 30000);
+            assert_eq!(s["algorithm"], alg);
+            assert_eq!(s["threads"], 1);
+            // The binary trace size is computed exactly from the grammar (the text format
+            // carries only function names, so its program database is smaller).
+            let (db, events) = read_events(input).unwrap();
+            let bytes = to_binary(&db, &events).unwrap().len();
+            assert_eq!(s["trace_bytes"], bytes, "{alg}");
+        }
+    }
+}
+
+#[test]
+fn windowed_frequency_round_trips() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "20000", "--kind", "paths"]);
+    let out = dir.path("w.wpp");
+    let json = ok(&[
+        "compress",
+        &trace,
+        "-o",
+        &out,
+        "--algorithm",
+        "frequency",
+        "--window",
+        "500",
+        "--json",
+    ]);
+    let report: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["runs"][0]["window"], 500);
+    ok(&["verify", &out, &trace]);
+    fails(&["compress", &trace, "-o", &out, "--window", "500"]);
+}
+
+#[test]
+fn decompress_gives_the_same_events_per_thread() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "m.trace", &["--events", "40000", "--threads", "3"]);
+    let (_, want) = read_events(&trace).unwrap();
+    assert!(want.iter().any(|e| matches!(e, Event::Thread(_))));
+    for alg in ALGORITHMS {
+        let w = dir.path("m.wpp");
+        ok(&["compress", &trace, "-o", &w, "--algorithm", alg]);
+        for text in [false, true] {
+            let back = dir.path("back");
+            let mut args = vec!["decompress", &w, "-o", &back];
+            if text {
+                args.push("--text");
+            }
+            ok(&args);
+            let (_, got) = read_events(&back).unwrap();
+            assert!(same_per_thread(&got, &want), "{alg}, text {text}");
+            ok(&["verify", &w, &back]);
+        }
+    }
+    // One thread: the very same event sequence, no `T` added.
+    let one = synth(&dir, "one.trace", &["--events", "10000"]);
+    let w = dir.path("one.wpp");
+    ok(&["compress", &one, "-o", &w]);
+    let back = dir.path("one.back");
+    ok(&["decompress", &w, "-o", &back]);
+    assert_eq!(read_events(&back).unwrap().1, read_events(&one).unwrap().1);
+}
+
+/// Writes `events` as a binary trace of the program of `like`.
+fn write_variant(like: &str, path: &str, events: &[Event]) {
+    let reader = TraceReader::from_bytes(std::fs::read(like).unwrap()).unwrap();
+    std::fs::write(path, to_binary(reader.program(), events).unwrap()).unwrap();
+}
+
+#[test]
+fn verify_reports_the_first_difference() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "5000"]);
+    let w = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &w]);
+    let (_, events) = read_events(&trace).unwrap();
+    let bad = dir.path("bad.trace");
+
+    let mut changed = events.clone();
+    let k = 2345;
+    changed[k] = Event::Block(BlockId(987_654));
+    write_variant(&trace, &bad, &changed);
+    let err = fails(&["verify", &w, &bad]);
+    assert!(err.contains("does not expand to"), "{err}");
+    assert!(err.contains(&format!("thread 0, event {k} ")), "{err}");
+    assert!(err.contains("the trace has `B 987654`"), "{err}");
+    let r = wpp(&["verify", &w, &bad, "--json"]);
+    assert_eq!(r.code, Some(1));
+    let report: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["equal"], false);
+    assert_eq!(report["mismatch"]["position"], k);
+
+    write_variant(&trace, &bad, &events[..events.len() - 1]);
+    let err = fails(&["verify", &w, &bad]);
+    assert!(err.contains("the trace's thread 0 ends here"), "{err}");
+
+    let mut longer = events.clone();
+    longer.push(Event::Leave);
+    write_variant(&trace, &bad, &longer);
+    let err = fails(&["verify", &w, &bad]);
+    assert!(err.contains("the grammar's thread 0 ends here"), "{err}");
+
+    // Moving events to another thread changes the trace's meaning.
+    let mut moved = events.clone();
+    moved.insert(4000, Event::Thread(wpp_trace::ThreadId(1)));
+    write_variant(&trace, &bad, &moved);
+    fails(&["verify", &w, &bad]);
+    let r = wpp(&["verify", &w, &trace, "--json"]);
+    assert_eq!(r.code, Some(0));
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.stdout).unwrap()["equal"],
+        true
+    );
+}
+
+#[test]
+fn damaged_wpp_files_give_clear_errors() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "5000"]);
+    let w = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &w]);
+    let bytes = std::fs::read(&w).unwrap();
+    let bad = dir.path("bad.wpp");
+    let cut = bytes[..bytes.len() / 2].to_vec();
+    let mut flipped = bytes.clone();
+    let mid = bytes.len() / 2;
+    flipped[mid] ^= 0x40;
+    let back = dir.path("back");
+    for damaged in [cut, flipped, b"WPPG".to_vec(), b"not a wpp".to_vec()] {
+        std::fs::write(&bad, &damaged).unwrap();
+        for args in [
+            vec!["stats", &bad],
+            vec!["decompress", &bad, "-o", &back],
+            vec!["verify", &bad, &trace],
+        ] {
+            let err = fails(&args);
+            assert!(err.contains(&format!("cannot read {bad}")), "{err}");
+            assert!(err.contains("byte offset"), "{err}");
+        }
+    }
+    let err = fails(&["stats", &dir.path("missing.wpp")]);
+    assert!(err.contains("missing.wpp"), "{err}");
+    let err = fails(&["compress", &dir.path("missing.trace"), "-o", &w]);
+    assert!(err.contains("missing.trace"), "{err}");
+}
+
+#[test]
+fn compress_all_prints_three_rows_and_writes_the_smallest() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "30000"]);
+    let w = dir.path("all.wpp");
+    let table = ok(&["compress", &trace, "-o", &w, "--algorithm", "all"]);
+    for alg in ALGORITHMS {
+        let rows = table.lines().filter(|l| l.starts_with(&format!("{alg} ")));
+        assert_eq!(rows.count(), 1, "{alg} in\n{table}");
+    }
+    let json = ok(&["compress", &trace, "-o", &w, "--algorithm", "all", "--json"]);
+    let report: Value = serde_json::from_str(&json).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    let names: Vec<&str> = runs
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ALGORITHMS);
+    let size = |r: &Value| r["wpp_bytes"].as_u64().unwrap();
+    let smallest = runs.iter().map(size).min().unwrap();
+    let written: Vec<&Value> = runs.iter().filter(|r| r["written"] == true).collect();
+    assert_eq!(written.len(), 1);
+    assert_eq!(size(written[0]), smallest);
+    assert_eq!(std::fs::metadata(&w).unwrap().len(), smallest);
+    assert_eq!(stats_json(&w)["algorithm"], written[0]["algorithm"]);
+    for r in runs {
+        assert_eq!(r["events"], 30000);
+        assert!(r["peak_heap_bytes"].as_u64().unwrap() > 0);
+        assert!(r["symbols"].as_u64().unwrap() > 0);
+    }
+    ok(&["verify", &w, &trace]);
+}
+
+/// Cuts the file at `path` to its first `len` bytes, in a new file.
+fn cut(path: &str, len: usize, to: &Path) -> PathBuf {
+    let bytes = std::fs::read(path).unwrap();
+    std::fs::write(to, &bytes[..len]).unwrap();
+    to.to_owned()
+}
+
+#[test]
+fn a_truncated_trace_compresses_its_valid_prefix() {
+    let dir = Dir::new();
+    // Several 64 KiB chunks.
+    let trace = synth(&dir, "t.trace", &["--events", "400000"]);
+    let len = std::fs::metadata(&trace).unwrap().len() as usize;
+    let cut = cut(&trace, len * 2 / 3, &dir.0.path().join("cut.trace"));
+    let cut = cut.to_str().unwrap();
+    let prefix = TraceReader::from_bytes(std::fs::read(cut).unwrap())
+        .unwrap()
+        .allow_truncated(true)
+        .read_all()
+        .unwrap();
+    assert!(prefix.len() > 100_000, "whole chunks survive the cut");
+    let w = dir.path("cut.wpp");
+    let r = wpp(&["compress", cut, "-o", &w]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("warning"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("truncated at byte offset"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(stats_json(&w)["events"], prefix.len());
+    ok(&["verify", &w, cut]);
+    // The full trace has more: it does not verify against the prefix's grammar.
+    fails(&["verify", &w, &trace]);
+}
