@@ -36,7 +36,7 @@ OUT=$BUILD/native
 SIZE=
 if command -v clang-19 >/dev/null 2>&1; then HOSTCC_STR="clang-19 -O2"; else HOSTCC_STR="cc -O2"; fi
 WORKLOADS=()
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case $1 in
     --cc) CC_STR=$2; shift 2 ;;

@@ -33,7 +33,7 @@ REPS=1
 PREPARE_ONLY=0
 DIR=
 WORKLOADS=()
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case $1 in
     --size) SIZE=$2; shift 2 ;;
@@ -56,7 +56,7 @@ DIR=$(cd "$DIR" && pwd)
 # on the reference machine (see bench/README.md).
 case $SIZE in
 small) N_LUA=1 N_SQLITE=1 N_BZIP2=2 N_ZLIB=1 ;;
-full) N_LUA=38 N_SQLITE=26 N_BZIP2=44 N_ZLIB=32 ;;
+full) N_LUA=42 N_SQLITE=26 N_BZIP2=44 N_ZLIB=32 ;;
 *) echo "run.sh: --size must be small or full" >&2; exit 2 ;;
 esac
 # -----------------------------------------------------------------------------------------------

@@ -144,6 +144,11 @@ fn decompress_gives_the_same_events_per_thread() {
             let (_, got) = read_events(&back).unwrap();
             assert!(same_per_thread(&got, &want), "{alg}, text {text}");
             ok(&["verify", &w, &back]);
+            if !text {
+                // `stats` predicts the decompressed binary trace's size, `T` switches included.
+                let size = std::fs::metadata(&back).unwrap().len();
+                assert_eq!(stats_json(&w)["trace_bytes"], size, "{alg}");
+            }
         }
     }
     // One thread: the very same event sequence, no `T` added.

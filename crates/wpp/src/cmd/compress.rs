@@ -4,7 +4,8 @@
 //! A truncated trace (a recording cut short) is compressed up to its last whole chunk, with a
 //! warning naming the byte offset where valid data ends.
 //!
-//! `--algorithm all` runs the three compressors one after another on the same trace, prints
+//! `--algorithm all` runs the three compressors one after another, each streaming the trace
+//! from the file again (a mapped file is cheap to re-read; nothing is materialized), prints
 //! them side by side, and writes **the smallest `.wpp`** (ties go to the earlier of sequitur,
 //! sequitur1, frequency) to the output; the file records which algorithm built it (`wpp stats`
 //! shows it), and the table marks it. Time covers reading the trace, compressing and encoding
@@ -22,6 +23,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use wpp_grammar::{Algorithm, TraceCompressor};
+use wpp_query::matching::partition::index_section;
 use wpp_trace::file::{self, TraceReader, Truncation};
 
 use crate::heap;
@@ -54,6 +56,10 @@ pub struct Args {
     /// instead of the whole trace at once.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     window: Option<u64>,
+    /// Also store the path-matching index over start-rule partitions (Zhang–Gupta scheme 4),
+    /// so `wpp match --scheme 4` (and `auto`) can skip partitions without the function.
+    #[arg(long)]
+    index: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -127,7 +133,12 @@ struct Run {
 }
 
 /// Streams the trace at `input` through `algorithm` and encodes the result.
-fn compress_once(input: &Path, algorithm: Algorithm, window: Option<u64>) -> anyhow::Result<Run> {
+fn compress_once(
+    input: &Path,
+    algorithm: Algorithm,
+    window: Option<u64>,
+    index: bool,
+) -> anyhow::Result<Run> {
     let base = heap::start();
     let cpu0 = thread_cpu_seconds();
     let t0 = Instant::now();
@@ -145,7 +156,11 @@ fn compress_once(input: &Path, algorithm: Algorithm, window: Option<u64>) -> any
     }
     let (truncation, events, threads) = (reader.truncation(), c.events(), c.num_threads());
     drop(reader);
-    let wpp = c.finish().with_context(fail)?;
+    let mut wpp = c.finish().with_context(fail)?;
+    if index {
+        let section = index_section(&wpp.grammar, &wpp.alphabet).with_context(fail)?;
+        wpp.extra.push(section);
+    }
     let bytes = wpp.to_bytes().with_context(fail)?;
     let seconds = t0.elapsed().as_secs_f64();
     let cpu_seconds = thread_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
@@ -195,12 +210,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.window.is_some() && matches!(args.algorithm, Choice::Sequitur | Choice::Sequitur1) {
         anyhow::bail!("--window applies to --algorithm frequency (or all); SEQUITUR is online");
     }
-    // `--index` (query indices stored as extra sections) is left to the query commands.
     let mut rows = Vec::new();
     let mut best: Option<(usize, Vec<u8>)> = None;
     let mut truncation = None;
     for algorithm in algorithms(args.algorithm) {
-        let run = compress_once(&args.input, algorithm, args.window)?;
+        let run = compress_once(&args.input, algorithm, args.window, args.index)?;
         truncation = run.truncation;
         let smaller = match &best {
             Some((_, b)) => run.bytes.len() < b.len(),

@@ -57,7 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     program
         .run_threads(kind, args.events, args.threads, |e| {
             n += 1;
-            if n % (1 << 20) == 0 {
+            if n.is_multiple_of(1 << 20) {
                 bar.set_position(n);
             }
             writer.push(e)
