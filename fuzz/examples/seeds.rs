@@ -135,6 +135,33 @@ fn main() {
         }
     }
 
+    // Deep grammars: R0 → t0 t1, R(i+1) → Ri Ri (2^13 terminals); and the same shape over an
+    // empty R0, which the reader must reject (it made expansion hang).
+    for leaf in [vec![0u32, 1], vec![]] {
+        use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
+        let r = |i| Symbol::rule(RuleId(i));
+        let mut bodies = vec![leaf.iter().map(|&t| Symbol::terminal(wpp_trace::Terminal(t))).collect()];
+        for i in 0..12 {
+            bodies.push(vec![r(i), r(i)]);
+        }
+        bodies.push(vec![Symbol::terminal(wpp_trace::Terminal(0)), r(12), r(12)]);
+        let starts = vec![StartRule { thread: ThreadId(0), rule: RuleId(13) }];
+        let alphabet = Alphabet::from_events(vec![
+            Event::Block(wpp_trace::BlockId(0)),
+            Event::Block(wpp_trace::BlockId(1)),
+        ])
+        .unwrap();
+        let file = WppFile {
+            program: ProgramDb::default(),
+            alphabet,
+            grammar: Grammar::new(2, bodies, starts).unwrap(),
+            algorithm: Algorithm::Sequitur,
+            events: 0,
+            extra: Vec::new(),
+        };
+        wpp.put_mode(1, &file.to_bytes().unwrap());
+    }
+
     // cfg_json: the examples and a few random structured CFGs.
     let mut cfg = Out::new(&root, "cfg_json");
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/wpp-paths/examples");

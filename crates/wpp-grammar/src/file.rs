@@ -1,8 +1,8 @@
 //! The `.wpp` file: a whole program path — grammar, alphabet and program database — on disk.
 //!
-//! # Layout (version 1)
+//! # Layout (version 2)
 //!
-//! All integers are unsigned LEB128 varints ([`wpp_trace::wire`]) unless marked `u32le`.
+//! All integers are unsigned LEB128 varints ([`wpp_trace::wire`]) unless marked `u32le`/`u8`.
 //!
 //! ```text
 //! file    = "WPPG" version:u32le section*
@@ -19,46 +19,101 @@
 //! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency), trace events, threads |
 //! | `PROG` | the [`ProgramDb`], postcard-serialized |
 //! | `ALPH` | event count, then per event a kind byte and its operand: 0 `Enter(f)`, 1 `Leave` (no operand), 2 `Block(b)`, 3 `Path(p)`, 4 `Thread(t)`; terminal `i` is the `i`-th event |
-//! | `RULE` | rule count; per rule, bottom-up: body length, expanded length, body symbols (`2t` for terminal `t`, `2r + 1` for rule `r`); then one use count per rule |
+//! | `RULE` | rule count, symbol count, then four streams `LENS`, `KINDS`, `TERMS`, `REFS` (below) |
 //! | `STRT` | start-rule count; per start rule its thread id and rule id |
 //!
 //! "Trace events" is the event count of the source trace as recorded, `Thread` switches
 //! included; it is informational and not checked against the grammar.
 //!
+//! ## The `RULE` streams
+//!
+//! Rules are written as a sequence of *definitions*. A definition is a body length (in `LENS`)
+//! followed by its body's symbols, each a byte in `KINDS`: `1` a terminal (its id next in
+//! `TERMS`), `2` a reference to an already defined rule (its *distance* next in `REFS`: how
+//! far back from the newest defined rule, `0` for the newest), or `0` a *new* rule whose
+//! definition follows at once, inline. Rules get their ids in the order their definitions *end* (depth-first
+//! post-order), so a body only ever refers to lower ids. Top-level definitions follow each
+//! other until the rule count is reached; `LENS`, `KINDS`, `TERMS` must then be used up
+//! exactly, and `KINDS` has exactly one byte per symbol. `LENS` and `TERMS` are varints.
+//!
+//! A distance is a little-endian number of `w` bytes, where `w` is the fewest bytes that hold
+//! `n − 1` for the `n` rules defined at that point (1 up to 256 rules, 2 up to 65,536, …; the
+//! distance must be below `n`). `REFS` stores these bytes in *planes*: first byte 0 of every
+//! distance, in order, then byte 1 of every distance with `w ≥ 2`, then byte 2 of those with
+//! `w ≥ 3`, then byte 3; its length must be exactly the sum. (Planes separate the nearly
+//! uniform low bytes from the skewed high ones, which zstd then codes 10% smaller than
+//! varints.)
+//!
+//! The writer makes the start rules the top-level definitions when the grammar is numbered in
+//! their depth-first post-order — SEQUITUR's numbering — so each rule's first use defines it and
+//! costs no id; otherwise (e.g. Re-Pair's numbering) every rule is its own top-level definition
+//! in id order and no `0` kinds occur. Either way the grammar reads back with the same ids.
+//! Expanded lengths and use counts are not stored (version 1 stored them): they follow from the
+//! bodies, and the reader recomputes them.
+//!
+//! ```text
+//! stream = 0:u8 length bytes:[u8; length]                      stored
+//!        | 1:u8 raw_length length zstd:[u8; length]            one zstd frame
+//! ```
+//!
+//! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
+//! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
+//! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol); the writer stores a stream as is
+//! when zstd (level 19) would not make it smaller or would exceed the ratio, and always for
+//! streams of at most 32 bytes.
+//!
 //! # Worked example
 //!
 //! The block trace `B0 B1 B0 B1` of one function `main`, compressed by SEQUITUR to
-//! `R1 → R0 R0`, `R0 → t0 t1` (thread 0 starts at `R1`), is these 93 bytes:
+//! `R1 → R0 R0`, `R0 → t0 t1` (thread 0 starts at `R1`), is these 101 bytes:
 //!
 //! ```text
-//! 57 50 50 47  01 00 00 00                       "WPPG", version 1
+//! 57 50 50 47  02 00 00 00                       "WPPG", version 2
 //! 4d 45 54 41  03  00 04 01  80 2c 2a ec         META: sequitur, 4 events, 1 thread
 //! 50 52 4f 47  09  01 04 6d 61 69 6e 00 00 00    PROG: 1 function: "main", file None,
 //!              c1 6a 2a 13                             line None, no block lines
 //! 41 4c 50 48  05  02 02 00 02 01  e2 3e da 53   ALPH: 2 events: Block(0), Block(1)
-//! 52 55 4c 45  0b  02                            RULE: 2 rules
-//!              02 02 00 02                          R0: 2 symbols, length 2: t0 t1
-//!              02 04 01 01                          R1: 2 symbols, length 4: R0 R0
-//!              02 00  a4 89 77 bd                   use counts 2, 0; checksum
+//! 52 55 4c 45  13  02 04                         RULE: 2 rules, 4 symbols
+//!              00 02  02 02                         LENS stored, 2 bytes: R1 has 2 symbols,
+//!                                                     then (inline) R0 has 2
+//!              00 04  00 01 01 02                   KINDS stored, 4 bytes: new (R0 is defined
+//!                                                     here: t t), then a reference
+//!              00 02  00 01                         TERMS stored, 2 bytes: t0 t1
+//!              00 01  00                            REFS stored, 1 byte: distance 0 (1 byte, as
+//!                                                     1 rule is defined) → R0
+//!              97 fc a9 3e                          checksum
 //! 53 54 52 54  03  01 00 01  b3 83 84 89         STRT: 1 start: thread 0 → R1
 //! 45 4e 44 20  00  00 00 00 00                   END, empty payload (crc32 of nothing is 0)
 //! ```
 //!
-//! The test `worked_example_bytes` pins these bytes; a layout change must bump [`VERSION`].
+//! R0's definition ends first, so it is rule 0; R1 is rule 1. The test `worked_example_bytes`
+//! pins these bytes; a layout change must bump [`VERSION`].
+//!
+//! # Version 1
+//!
+//! Version 1 files still read (users hold them); this build writes version 2 only. Version 1
+//! differs only in `RULE`: rule count; per rule, bottom-up: body length, expanded length, body
+//! symbols (`2t` for terminal `t`, `2r + 1` for rule `r`); then one use count per rule. The
+//! reader checks the stored lengths and counts against the recomputed ones. The example above
+//! in version 1 is 93 bytes, with `RULE` = `52 55 4c 45 0b 02 02 02 00 02 02 04 01 01 02 00
+//! a4 89 77 bd` (test `version_1_worked_example_still_reads`).
 //!
 //! # Validation
 //!
 //! [`WppFile::from_bytes`] trusts nothing: every section's checksum; every count against the
 //! bytes left before allocating; rule references strictly below the referring rule (so there
-//! are no cycles); terminals inside the alphabet; each stored expanded length equal to the
-//! recomputed one, with checked 64-bit arithmetic; no reference to a rule that expands to
-//! nothing (so expansion visits O(terminals) bodies); each stored use count equal to the
-//! recomputed one; start rules in range, unreferenced, one per thread, as many as `META` says;
-//! at most 2^31 − 1 rules and 2^31 alphabet entries, so ids fit a [`Symbol`]; nothing after
-//! `END `.
-//! Every error names the section or item and the absolute byte offset. No allocation is larger
-//! than a constant times the file's size. [`WppFile::read`] memory-maps files of 1 MiB or
-//! more.
+//! are no cycles); terminals inside the alphabet; expanded lengths recomputed with checked
+//! 64-bit arithmetic (and, in version 1, equal to the stored ones, as are the use counts); no
+//! reference to a rule that expands to nothing (so expansion visits O(terminals) bodies);
+//! start rules in range, unreferenced, one per thread, as many as `META` says; at most
+//! 2^31 − 1 rules and 2^31 alphabet entries, so ids fit a [`Symbol`]; nothing after `END `.
+//! A zstd stream is decompressed into a buffer of its declared size only after that size is
+//! checked against the ratio and count bounds above; corrupt or truncated zstd data, or a
+//! wrong size, is a [`WppError::Stream`] naming the stream and its offset.
+//! Every error names the section or item and the absolute byte offset; inside a compressed
+//! stream, where bytes have no file offset, it is the offset of the stream's stored bytes. No
+//! allocation is larger than a constant times the file's size (1024 × for decompressed
+//! streams). [`WppFile::read`] memory-maps files of 1 MiB or more.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -71,10 +126,14 @@ use crate::algorithm::Algorithm;
 use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
 use crate::symbol::{Symbol, SymbolKind};
 
+mod rules;
+
 /// The first four bytes of every `.wpp` file.
 pub const MAGIC: [u8; 4] = *b"WPPG";
 /// The layout version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest layout version this build reads.
+pub const OLDEST_VERSION: u32 = 1;
 
 const META: [u8; 4] = *b"META";
 const PROG: [u8; 4] = *b"PROG";
@@ -146,7 +205,7 @@ pub enum WppError {
     BadMagic,
     /// The version is not one this build reads.
     #[error(
-        "unsupported .wpp version {found} at byte offset 4 (this build reads version {VERSION})"
+        "unsupported .wpp version {found} at byte offset 4 (this build reads versions {OLDEST_VERSION} to {VERSION})"
     )]
     UnsupportedVersion {
         /// The version in the file.
@@ -231,7 +290,9 @@ pub enum WppError {
     /// A rule refers to a rule whose expansion is empty. Only start rules may be empty (a
     /// thread that recorded nothing); a referenced empty rule adds nothing to the trace, but
     /// chains of them make expansion walk exponentially many empty bodies.
-    #[error("rule {rule} refers to rule {target}, which expands to nothing (byte offset {offset})")]
+    #[error(
+        "rule {rule} refers to rule {target}, which expands to nothing (byte offset {offset})"
+    )]
     EmptyRuleReference {
         /// The referring rule.
         rule: u32,
@@ -336,6 +397,18 @@ pub enum WppError {
         /// Offset of the first extra byte.
         offset: u64,
     },
+    /// A version 2 `RULE` stream is malformed: an unknown codec or symbol kind, a declared size
+    /// beyond its bounds, zstd data that does not decompress to the declared size, unread
+    /// bytes, or a rule reference reaching before rule 0.
+    #[error("bad {stream} stream in section `RULE` (byte offset {offset}): {message}")]
+    Stream {
+        /// The stream: `LENS`, `KINDS`, `TERMS` or `REFS`.
+        stream: &'static str,
+        /// Offset of the item, or of the stream's stored bytes for a compressed stream.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
     /// The decoded rules do not form a grammar (only for grammars beyond 32-bit limits).
     #[error("invalid grammar: {0}")]
     Grammar(#[from] GrammarError),
@@ -356,8 +429,18 @@ pub enum WppError {
 }
 
 impl WppFile {
-    /// Encodes the file.
+    /// Encodes the file (layout [`VERSION`]).
     pub fn to_bytes(&self) -> Result<Vec<u8>, WppError> {
+        self.encode(VERSION)
+    }
+
+    /// Encodes the file in the version 1 layout, which builds before version 2 read; larger
+    /// (rule bodies are plain varints) but quick to write.
+    pub fn to_bytes_v1(&self) -> Result<Vec<u8>, WppError> {
+        self.encode(1)
+    }
+
+    fn encode(&self, version: u32) -> Result<Vec<u8>, WppError> {
         if let Some(s) = self.extra.iter().find(|s| RESERVED.contains(&s.tag)) {
             return Err(WppError::ReservedTag(s.tag));
         }
@@ -369,7 +452,7 @@ impl WppFile {
         }
         let mut out = Vec::new();
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         let mut payload = Vec::new();
         payload.push(self.algorithm.code());
         write_varint(&mut payload, self.events);
@@ -379,7 +462,12 @@ impl WppFile {
             postcard::to_allocvec(&self.program).map_err(|e| WppError::Serialize(e.to_string()))?;
         put_section(&mut out, PROG, &prog);
         put_section(&mut out, ALPH, &encode_alphabet(&self.alphabet));
-        put_section(&mut out, RULE, &encode_rules(&self.grammar));
+        let rules = if version == 1 {
+            encode_rules_v1(&self.grammar)
+        } else {
+            rules::encode(&self.grammar)
+        };
+        put_section(&mut out, RULE, &rules);
         put_section(&mut out, STRT, &encode_starts(&self.grammar));
         for s in &self.extra {
             put_section(&mut out, s.tag, &s.data);
@@ -395,7 +483,7 @@ impl WppFile {
             return Err(WppError::BadMagic);
         }
         let version = r.u32_le("version")?;
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(WppError::UnsupportedVersion { found: version });
         }
         let mut meta = section(&mut r, META)?;
@@ -405,7 +493,11 @@ impl WppFile {
         let mut alph = section(&mut r, ALPH)?;
         let alphabet = decode_alphabet(&mut alph)?;
         let mut rules = section(&mut r, RULE)?;
-        let decoded = decode_rules(&mut rules, alphabet.len())?;
+        let decoded = if version == 1 {
+            decode_rules_v1(&mut rules, alphabet.len())?
+        } else {
+            rules::decode(&mut rules, alphabet.len())?
+        };
         let mut strt = section(&mut r, STRT)?;
         let starts = decode_starts(&mut strt, &decoded, threads)?;
         let extra = decode_extra(&mut r)?;
@@ -603,14 +695,7 @@ fn decode_event(r: &mut Reader<'_>) -> Result<Event, WppError> {
     })
 }
 
-fn encode_symbol(s: Symbol) -> u64 {
-    match s.kind() {
-        SymbolKind::Terminal(t) => u64::from(t.0) << 1,
-        SymbolKind::Rule(r) => (u64::from(r.0) << 1) | 1,
-    }
-}
-
-fn encode_rules(g: &Grammar) -> Vec<u8> {
+fn encode_rules_v1(g: &Grammar) -> Vec<u8> {
     let mut out = Vec::new();
     write_varint(&mut out, g.num_rules() as u64);
     for r in g.rules() {
@@ -618,7 +703,11 @@ fn encode_rules(g: &Grammar) -> Vec<u8> {
         write_varint(&mut out, body.len() as u64);
         write_varint(&mut out, g.expanded_len(r));
         for &s in body {
-            write_varint(&mut out, encode_symbol(s));
+            let v = match s.kind() {
+                SymbolKind::Terminal(t) => u64::from(t.0) << 1,
+                SymbolKind::Rule(r) => (u64::from(r.0) << 1) | 1,
+            };
+            write_varint(&mut out, v);
         }
     }
     for uses in g.reference_counts() {
@@ -634,7 +723,8 @@ struct DecodedRules {
     uses: Vec<u64>,
 }
 
-fn decode_rules(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules, WppError> {
+/// Reads a version 1 `RULE` section.
+fn decode_rules_v1(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules, WppError> {
     // A rule takes at least three bytes: body length, expanded length and use count. Rule ids
     // must fit a symbol's 31 bits.
     let n = limited(r, 3, (1 << 31) - 1, "rule count")?;
@@ -848,18 +938,39 @@ mod tests {
     #[test]
     fn worked_example_bytes() {
         let bytes = example().to_bytes().unwrap();
-        assert_eq!(bytes.len(), 93);
+        assert_eq!(bytes.len(), 101);
         let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(
             hex.join(" "),
-            "57 50 50 47 01 00 00 00 \
+            "57 50 50 47 02 00 00 00 \
+             4d 45 54 41 03 00 04 01 80 2c 2a ec \
+             50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00 c1 6a 2a 13 \
+             41 4c 50 48 05 02 02 00 02 01 e2 3e da 53 \
+             52 55 4c 45 13 02 04 00 02 02 02 00 04 00 01 01 02 00 02 00 01 00 01 00 \
+             97 fc a9 3e \
+             53 54 52 54 03 01 00 01 b3 83 84 89 \
+             45 4e 44 20 00 00 00 00 00"
+        );
+        assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example());
+    }
+
+    /// The version 1 worked example (the layout this module documents under "Version 1")
+    /// still reads as the same file.
+    #[test]
+    fn version_1_worked_example_still_reads() {
+        let hex = "57 50 50 47 01 00 00 00 \
              4d 45 54 41 03 00 04 01 80 2c 2a ec \
              50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00 c1 6a 2a 13 \
              41 4c 50 48 05 02 02 00 02 01 e2 3e da 53 \
              52 55 4c 45 0b 02 02 02 00 02 02 04 01 01 02 00 a4 89 77 bd \
              53 54 52 54 03 01 00 01 b3 83 84 89 \
-             45 4e 44 20 00 00 00 00 00"
-        );
+             45 4e 44 20 00 00 00 00 00";
+        let bytes: Vec<u8> = hex
+            .split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect();
+        assert_eq!(bytes.len(), 93);
+        assert_eq!(example().to_bytes_v1().unwrap(), bytes);
         assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example());
     }
 }

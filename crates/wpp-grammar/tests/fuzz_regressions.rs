@@ -39,15 +39,35 @@ fn a_reference_to_an_empty_rule_is_rejected() {
     assert!(bytes.len() < 600, "{}", bytes.len());
     let e = WppFile::from_bytes(&bytes).unwrap_err();
     assert!(
-        matches!(e, WppError::EmptyRuleReference { rule: 1, target: 0, .. }),
+        matches!(
+            e,
+            WppError::EmptyRuleReference {
+                rule: 1,
+                target: 0,
+                ..
+            }
+        ),
         "{e:?}"
     );
     let msg = e.to_string();
-    assert!(msg.contains("rule 1 refers to rule 0") && msg.contains("byte offset"), "{msg}");
+    assert!(
+        msg.contains("rule 1 refers to rule 0") && msg.contains("byte offset"),
+        "{msg}"
+    );
 
     // The smallest case: one empty rule used twice by the start rule.
     let e = WppFile::from_bytes(&doubling_empty_rules(0).to_bytes().unwrap()).unwrap_err();
-    assert!(matches!(e, WppError::EmptyRuleReference { rule: 1, target: 0, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            WppError::EmptyRuleReference {
+                rule: 1,
+                target: 0,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// An empty *start* rule (a thread that recorded nothing) is still a valid file, and expands

@@ -451,3 +451,371 @@ fn writing_rejects_reserved_tags_and_small_alphabets() {
         Err(WppError::AlphabetTooSmall { .. })
     ));
 }
+
+// ---- version 2 `RULE` streams, hand-crafted ----
+
+/// A stored (uncompressed) stream.
+fn stored(raw: &[u8]) -> Vec<u8> {
+    let mut out = vec![0];
+    write_varint(&mut out, raw.len() as u64);
+    out.extend_from_slice(raw);
+    out
+}
+
+/// A zstd stream declaring `raw_len` raw bytes.
+fn zstd_stream(frame: &[u8], raw_len: u64) -> Vec<u8> {
+    let mut out = vec![1];
+    write_varint(&mut out, raw_len);
+    write_varint(&mut out, frame.len() as u64);
+    out.extend_from_slice(frame);
+    out
+}
+
+/// A version 2 `RULE` payload from counts and the four streams.
+fn rule_v2(rules: u64, symbols: u64, streams: [Vec<u8>; 4]) -> Vec<u8> {
+    let mut out = varints(&[rules, symbols]);
+    for s in streams {
+        out.extend_from_slice(&s);
+    }
+    out
+}
+
+/// `rule_v2` with every stream stored.
+fn stored_v2(rules: u64, lens: &[u64], kinds: &[u8], terms: &[u64], refs: &[u64]) -> Vec<u8> {
+    rule_v2(
+        rules,
+        kinds.len() as u64,
+        [
+            stored(&varints(lens)),
+            stored(kinds),
+            stored(&varints(terms)),
+            stored(&varints(refs)),
+        ],
+    )
+}
+
+/// A version 2 file over `Block(0)`, `Block(1)` with the given `RULE` payload; thread 0 starts
+/// at `start`.
+fn crafted_v2(rule_payload: &[u8], start: u64) -> Vec<u8> {
+    let mut out = crafted(rule_payload, start);
+    out[4] = 2;
+    out
+}
+
+const NEW: u8 = 0;
+const TERM: u8 = 1;
+const REF: u8 = 2;
+
+#[test]
+fn version_2_inline_and_flat_definitions_read_alike() {
+    // R1 → (R0 → t0 t1) R0, R0 defined inline at its first use.
+    let inline = stored_v2(2, &[2, 2], &[NEW, TERM, TERM, REF], &[0, 1], &[0]);
+    // The same grammar with every rule its own top-level definition.
+    let flat = stored_v2(2, &[2, 2], &[TERM, TERM, REF, REF], &[0, 1], &[0, 0]);
+    let a = WppFile::from_bytes(&crafted_v2(&inline, 1)).unwrap();
+    let b = WppFile::from_bytes(&crafted_v2(&flat, 1)).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(expand_all(&a), vec![vec![0, 1, 0, 1]]);
+    assert_eq!(
+        a.grammar,
+        WppFile::from_bytes(&crafted(&good_rules(), 1))
+            .unwrap()
+            .grammar
+    );
+}
+
+fn stream_error(e: &WppError) -> Option<(&'static str, String)> {
+    match e {
+        WppError::Stream {
+            stream, message, ..
+        } => Some((stream, message.clone())),
+        _ => None,
+    }
+}
+
+#[test]
+fn version_2_references_before_rule_0_and_to_empty_rules_are_rejected() {
+    // R0 → t0 t1, R1 → R? with distance 1: reaches before rule 0.
+    let far = stored_v2(2, &[2, 1], &[TERM, TERM, REF], &[0, 1], &[1]);
+    let e = WppFile::from_bytes(&crafted_v2(&far, 1)).unwrap_err();
+    let (stream, msg) = stream_error(&e).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(stream, "REFS");
+    assert!(msg.contains("rule 1 refers 2 rules back"), "{msg}");
+    assert!(e.to_string().contains("byte offset"), "{e}");
+    // R0 → ε, R1 → R0 R0 t0 (flat): a reference to an empty rule.
+    let empty = stored_v2(2, &[0, 3], &[REF, REF, TERM], &[0], &[0, 0]);
+    let e = WppFile::from_bytes(&crafted_v2(&empty, 1)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            WppError::EmptyRuleReference {
+                rule: 1,
+                target: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The same, with R0 defined inline.
+    let inline = stored_v2(2, &[3, 0], &[NEW, REF, TERM], &[0], &[0]);
+    let e = WppFile::from_bytes(&crafted_v2(&inline, 1)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            WppError::EmptyRuleReference {
+                rule: 1,
+                target: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn version_2_terminals_lengths_and_kinds_are_checked() {
+    let bad_terminal = stored_v2(1, &[2], &[TERM, TERM], &[0, 2], &[]);
+    let e = WppFile::from_bytes(&crafted_v2(&bad_terminal, 0)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            WppError::TerminalOutOfRange {
+                rule: 0,
+                terminal: 2,
+                alphabet: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // R0 → t0 t0, R(i) → R(i-1) R(i-1): R63 overflows.
+    let lens = vec![2; 70];
+    let mut kinds = vec![TERM, TERM];
+    kinds.extend(std::iter::repeat_n(REF, 2 * 69));
+    let refs = vec![0; 2 * 69];
+    let deep = stored_v2(70, &lens, &kinds, &[0, 0], &refs);
+    let e = WppFile::from_bytes(&crafted_v2(&deep, 69)).unwrap_err();
+    assert!(
+        matches!(e, WppError::LengthOverflow { rule: 63, .. }),
+        "{e}"
+    );
+    let bad_kind = stored_v2(1, &[2], &[TERM, 3], &[0], &[]);
+    let e = WppFile::from_bytes(&crafted_v2(&bad_kind, 0)).unwrap_err();
+    assert_eq!(stream_error(&e).map(|s| s.0), Some("KINDS"), "{e}");
+    assert!(e.to_string().contains("unknown symbol kind 3"), "{e}");
+    // Leftover bytes in each stream, and a body running past `KINDS`.
+    for (payload, stream) in [
+        (stored_v2(1, &[2, 5], &[TERM, TERM], &[0, 1], &[]), "LENS"),
+        (stored_v2(1, &[1], &[TERM, TERM], &[0, 1], &[]), "KINDS"),
+        (stored_v2(1, &[2], &[TERM, TERM], &[0, 1, 1], &[]), "TERMS"),
+        (stored_v2(1, &[2], &[TERM, TERM], &[0, 1], &[0]), "REFS"),
+        (stored_v2(1, &[3], &[TERM, TERM], &[0, 1], &[]), "KINDS"),
+    ] {
+        let e = WppFile::from_bytes(&crafted_v2(&payload, 0)).unwrap_err();
+        assert_eq!(stream_error(&e).map(|s| s.0), Some(stream), "{e}");
+    }
+    // More symbols declared than `KINDS` holds.
+    let mut wrong = stored_v2(1, &[2], &[TERM, TERM], &[0, 1], &[]);
+    wrong[1] = 3;
+    let e = WppFile::from_bytes(&crafted_v2(&wrong, 0)).unwrap_err();
+    assert_eq!(stream_error(&e).map(|s| s.0), Some("KINDS"), "{e}");
+}
+
+#[test]
+fn version_2_counts_and_declared_sizes_are_bounded_before_allocating() {
+    // 2^31 - 1 rules with a 2-byte `LENS`.
+    let many = stored_v2((1 << 31) - 1, &[2], &[TERM, TERM], &[0, 1], &[]);
+    let e = WppFile::from_bytes(&crafted_v2(&many, 0)).unwrap_err();
+    assert_eq!(stream_error(&e).map(|s| s.0), Some("LENS"), "{e}");
+    let too_many = stored_v2(1 << 31, &[2], &[TERM, TERM], &[0, 1], &[]);
+    let e = WppFile::from_bytes(&crafted_v2(&too_many, 0)).unwrap_err();
+    assert!(
+        matches!(&e, WppError::Wire(w) if w.what == "rule count"),
+        "{e}"
+    );
+    // A zstd `KINDS` claiming 4 GiB from 13 bytes: refused by the ratio bound, not allocated.
+    let frame = zstd::bulk::compress(&[TERM, TERM], 19).unwrap();
+    let bomb = rule_v2(
+        1,
+        u64::from(u32::MAX),
+        [
+            stored(&[2]),
+            zstd_stream(&frame, u64::from(u32::MAX)),
+            stored(&varints(&[0, 1])),
+            stored(&[]),
+        ],
+    );
+    let e = WppFile::from_bytes(&crafted_v2(&bomb, 0)).unwrap_err();
+    let (stream, msg) = stream_error(&e).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(stream, "KINDS");
+    assert!(msg.contains("declares 4294967295 raw bytes"), "{msg}");
+    // Within the bounds but the wrong size, truncated or corrupt zstd data, an unknown codec.
+    let with_kinds = |kinds: Vec<u8>| {
+        rule_v2(
+            1,
+            2,
+            [stored(&[2]), kinds, stored(&varints(&[0, 1])), stored(&[])],
+        )
+    };
+    let mut corrupt = frame.clone();
+    let mid = corrupt.len() / 2;
+    corrupt[mid] ^= 0xff;
+    for (kinds, what) in [
+        (zstd_stream(&frame, 1), "wrong size"),
+        (zstd_stream(&frame[..frame.len() - 2], 2), "truncated"),
+        (zstd_stream(&corrupt, 2), "corrupt"),
+        (zstd_stream(b"not zstd at all", 2), "not zstd"),
+        (vec![7, 2, TERM, TERM], "unknown codec"),
+    ] {
+        let e = WppFile::from_bytes(&crafted_v2(&with_kinds(kinds), 0));
+        let e = match e {
+            Err(e) => e,
+            // A flipped byte zstd does not notice still has to decode to the same bytes.
+            Ok(f) => {
+                assert_eq!(what, "corrupt");
+                assert_eq!(expand_all(&f), vec![vec![0, 1]]);
+                continue;
+            }
+        };
+        assert_eq!(stream_error(&e).map(|s| s.0), Some("KINDS"), "{what}: {e}");
+        assert!(e.to_string().contains("byte offset"), "{what}: {e}");
+    }
+    // And the well-formed zstd stream reads.
+    let ok = WppFile::from_bytes(&crafted_v2(&with_kinds(zstd_stream(&frame, 2)), 0)).unwrap();
+    assert_eq!(expand_all(&ok), vec![vec![0, 1]]);
+}
+
+/// The `RULE` payload's range in a file written by this build.
+fn rule_payload_range(bytes: &[u8]) -> std::ops::Range<usize> {
+    let mut at = 8;
+    loop {
+        let tag = &bytes[at..at + 4];
+        let mut r = wpp_trace::wire::Reader::new(&bytes[at + 4..], 0);
+        let len = r.varint("len").unwrap() as usize;
+        let start = at + 4 + (r.offset() as usize);
+        if tag == b"RULE" {
+            return start..start + len;
+        }
+        at = start + len + 4;
+    }
+}
+
+#[test]
+fn written_files_compress_rules_and_survive_corruption_behind_valid_checksums() {
+    let (mut file, _) = synthetic(Variant::Sequitur, 5_000);
+    file.extra.clear();
+    let bytes = file.to_bytes().unwrap();
+    let range = rule_payload_range(&bytes);
+    let payload = &bytes[range.clone()];
+    let mut r = wpp_trace::wire::Reader::new(payload, 0);
+    r.varint("rules").unwrap();
+    r.varint("symbols").unwrap();
+    // `LENS` is long enough here to be worth compressing.
+    assert_eq!(r.u8("codec").unwrap(), 1, "LENS is zstd");
+    // Every byte of `RULE` changed, with the checksum fixed so the change reaches the decoder:
+    // an error or (where zstd does not notice) some valid grammar, never a panic.
+    let mut copy = bytes.clone();
+    let crc_at = range.end;
+    for i in range.clone() {
+        for x in [0x01, 0x80, 0xff] {
+            copy[i] ^= x;
+            let crc = crc32fast::hash(&copy[range.clone()]).to_le_bytes();
+            copy[crc_at..crc_at + 4].copy_from_slice(&crc);
+            if let Ok(f) = WppFile::from_bytes(&copy) {
+                for s in f.grammar.starts() {
+                    let _ = Expander::new(&f.grammar, s.rule).take(1000).count();
+                }
+            }
+            copy[i] ^= x;
+        }
+    }
+}
+
+#[test]
+fn grammars_not_numbered_depth_first_round_trip() {
+    // Re-Pair numbers non-start rules first; a hand-built grammar may hold unreachable rules.
+    let streams = [common::terminals_u32(&[0, 1, 2, 0, 1, 2, 0, 1, 3, 0, 1])];
+    let refs: Vec<&[_]> = streams.iter().map(|s| s.as_slice()).collect();
+    let alphabet =
+        Alphabet::from_events((0..4).map(|b| Event::Block(BlockId(b))).collect()).unwrap();
+    let grammar = wpp_grammar::compress(Algorithm::Frequency, &refs).unwrap();
+    let mut file = WppFile {
+        program: Default::default(),
+        alphabet,
+        grammar,
+        algorithm: Algorithm::Frequency,
+        events: 11,
+        extra: Vec::new(),
+    };
+    let back = WppFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
+    assert_eq!(back, file);
+    use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
+    let t = |x| Symbol::terminal(wpp_trace::Terminal(x));
+    let bodies = vec![
+        vec![t(0), t(1)],
+        vec![t(2), t(3)],
+        vec![Symbol::rule(RuleId(0)), Symbol::rule(RuleId(0))],
+    ];
+    file.grammar = Grammar::new(
+        4,
+        bodies,
+        vec![StartRule {
+            thread: ThreadId(0),
+            rule: RuleId(2),
+        }],
+    )
+    .unwrap();
+    let back = WppFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
+    assert_eq!(back, file);
+}
+
+#[test]
+fn version_1_files_still_read() {
+    for variant in [Variant::Sequitur, Variant::Sequitur1] {
+        let (file, streams) = synthetic(variant, 20_000);
+        let v1 = file.to_bytes_v1().unwrap();
+        assert_eq!(&v1[4..8], &[1, 0, 0, 0]);
+        let back = WppFile::from_bytes(&v1).unwrap();
+        assert_eq!(back, file);
+        assert_eq!(expand_all(&back), streams);
+        let v2 = file.to_bytes().unwrap();
+        assert_eq!(&v2[4..8], &[2, 0, 0, 0]);
+        assert!(v2.len() < v1.len(), "v2 {} vs v1 {}", v2.len(), v1.len());
+    }
+}
+
+/// Distances of two and three bytes (more than 256 and 65,536 rules), in stored planes.
+#[test]
+fn version_2_multi_byte_distances_read_back() {
+    use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
+    let n = 70_000u32;
+    let t = |x| Symbol::terminal(wpp_trace::Terminal(x));
+    // R0 → t0 t1, R(i) → R(i-1) t(i % 2) but R1000 → R999 R0, and a start rule
+    // S → R(n-1) R0 R5: the references to R0 and R5 are 2 and 3 bytes wide.
+    let r = |i| Symbol::rule(RuleId(i));
+    let mut bodies = vec![vec![t(0), t(1)]];
+    for i in 1..n {
+        bodies.push(vec![r(i - 1), if i == 1000 { r(0) } else { t(i % 2) }]);
+    }
+    bodies.push(vec![r(n - 1), r(0), r(5)]);
+    let grammar = Grammar::new(
+        2,
+        bodies,
+        vec![StartRule {
+            thread: ThreadId(0),
+            rule: RuleId(n),
+        }],
+    )
+    .unwrap();
+    let file = WppFile {
+        program: Default::default(),
+        alphabet: Alphabet::from_events(vec![Event::Block(BlockId(0)), Event::Block(BlockId(1))])
+            .unwrap(),
+        grammar,
+        algorithm: Algorithm::Sequitur,
+        events: 0,
+        extra: Vec::new(),
+    };
+    let bytes = file.to_bytes().unwrap();
+    assert_eq!(WppFile::from_bytes(&bytes).unwrap(), file);
+}

@@ -251,3 +251,14 @@ fn ppp_counts_equal_bl_counts() {
     }
     ppp_matches_bl("manypaths.c", &["-O0"]);
 }
+
+/// `indirectbr` (computed goto, as in Lua's VM): its edges cannot be split, so they are cut
+/// points with the recording before the branch and the restart at the targets.
+#[test]
+fn computed_goto_paths_decode_and_count() {
+    for flags in [&["-O0"][..], &["-O2"][..]] {
+        cross_check("computed_goto.c", flags);
+        let _ = bl_matches_path_trace("computed_goto.c", flags);
+        ppp_matches_bl("computed_goto.c", flags);
+    }
+}

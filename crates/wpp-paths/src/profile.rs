@@ -159,9 +159,28 @@ impl PppProfile {
         encode(b'P', self)
     }
 
-    /// Reads the compact encoding.
+    /// Reads the compact encoding, rejecting a function whose counts do not match its
+    /// interesting paths one for one (see [`validate`](Self::validate)).
     pub fn from_bytes(bytes: &[u8]) -> Result<PppProfile> {
-        decode(b'P', bytes)
+        let p: PppProfile = decode(b'P', bytes)?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Checks that every function has exactly one count per interesting path; a profile read
+    /// from JSON should be checked with this before use ([`record`](Self::record) and
+    /// [`merge`](Self::merge) rely on it).
+    pub fn validate(&self) -> Result<()> {
+        for (name, f) in &self.functions {
+            if f.counts.len() != f.interesting.len() {
+                return Err(Error::Name(format!(
+                    "PPP profile: function `{name}` has {} counts for {} interesting paths",
+                    f.counts.len(),
+                    f.interesting.len()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 

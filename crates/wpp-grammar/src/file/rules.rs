@@ -1,0 +1,520 @@
+//! The version 2 `RULE` section: rule bodies as four separately compressed streams, with rules
+//! defined inline at their first use (see the parent module's documentation for the layout).
+
+use std::borrow::Cow;
+
+use wpp_trace::wire::{write_varint, Reader, WireError};
+use wpp_trace::Terminal;
+
+use super::{DecodedRules, WppError, RULE};
+use crate::grammar::{Grammar, RuleId};
+use crate::symbol::{Symbol, SymbolKind};
+
+/// A stream stored as is.
+const STORED: u8 = 0;
+/// A stream stored as one zstd frame.
+const ZSTD: u8 = 1;
+/// The zstd level the writer uses.
+const ZSTD_LEVEL: i32 = 19;
+/// A zstd stream may declare at most this many raw bytes per stored byte; the writer stores a
+/// stream as is when zstd would compress it further (which no real grammar does).
+pub(super) const MAX_RATIO: usize = 1024;
+
+/// `KINDS` values.
+const NEW: u8 = 0;
+const TERMINAL: u8 = 1;
+const REFERENCE: u8 = 2;
+
+/// Stream names, in file order, as errors show them.
+const NAMES: [&str; 4] = ["LENS", "KINDS", "TERMS", "REFS"];
+
+/// The four streams before compression.
+#[derive(Default)]
+struct Streams {
+    lens: Vec<u8>,
+    kinds: Vec<u8>,
+    terms: Vec<u8>,
+    /// Byte planes of the distances: plane `k` holds byte `k` of every distance wider than `k`.
+    refs: [Vec<u8>; 4],
+}
+
+/// How many bytes a distance takes when `defined` rules precede it: enough for `defined - 1`.
+#[inline]
+fn width(defined: u32) -> usize {
+    match defined.saturating_sub(1) {
+        0..=0xff => 1,
+        0x100..=0xffff => 2,
+        0x1_0000..=0xff_ffff => 3,
+        _ => 4,
+    }
+}
+
+/// Encodes the rules with the start rules as roots if the grammar is numbered in their
+/// depth-first post-order (as SEQUITUR numbers it), else with every rule as its own root.
+pub(super) fn encode(g: &Grammar) -> Vec<u8> {
+    let streams = encode_streams(g, g.starts().iter().map(|s| s.rule))
+        .or_else(|| encode_streams(g, g.rules()))
+        .expect("a bottom-up grammar encodes with every rule as a root");
+    let mut out = Vec::new();
+    write_varint(&mut out, g.num_rules() as u64);
+    write_varint(&mut out, g.num_symbols() as u64);
+    let refs = streams.refs.concat();
+    for raw in [streams.lens, streams.kinds, streams.terms, refs] {
+        put_stream(&mut out, &raw);
+    }
+    out
+}
+
+fn put_stream(out: &mut Vec<u8>, raw: &[u8]) {
+    if raw.len() > 32 {
+        if let Ok(z) = zstd::bulk::compress(raw, ZSTD_LEVEL) {
+            if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() {
+                out.push(ZSTD);
+                write_varint(out, raw.len() as u64);
+                write_varint(out, z.len() as u64);
+                out.extend_from_slice(&z);
+                return;
+            }
+        }
+    }
+    out.push(STORED);
+    write_varint(out, raw.len() as u64);
+    out.extend_from_slice(raw);
+}
+
+/// Walks each root depth-first, defining a rule inline at its first use; `None` if the rules
+/// this defines, in post-order, are not exactly rules 0, 1, 2, … (each once).
+fn encode_streams(g: &Grammar, roots: impl Iterator<Item = RuleId>) -> Option<Streams> {
+    let mut s = Streams::default();
+    let mut done = vec![false; g.num_rules()];
+    let mut next = 0u32;
+    let mut stack: Vec<(RuleId, usize)> = Vec::new();
+    for root in roots {
+        if done[root.index()] {
+            return None;
+        }
+        write_varint(&mut s.lens, g.body(root).len() as u64);
+        stack.push((root, 0));
+        while let Some((rule, i)) = stack.last_mut() {
+            let body = g.body(*rule);
+            let Some(&sym) = body.get(*i) else {
+                if rule.0 != next {
+                    return None;
+                }
+                done[rule.index()] = true;
+                next += 1;
+                stack.pop();
+                continue;
+            };
+            *i += 1;
+            match sym.kind() {
+                SymbolKind::Terminal(t) => {
+                    s.kinds.push(TERMINAL);
+                    write_varint(&mut s.terms, u64::from(t.0));
+                }
+                SymbolKind::Rule(q) if done[q.index()] => {
+                    s.kinds.push(REFERENCE);
+                    let dist = (next - 1 - q.0).to_le_bytes();
+                    for (plane, &b) in s.refs.iter_mut().zip(&dist[..width(next)]) {
+                        plane.push(b);
+                    }
+                }
+                SymbolKind::Rule(q) => {
+                    s.kinds.push(NEW);
+                    write_varint(&mut s.lens, g.body(q).len() as u64);
+                    stack.push((q, 0));
+                }
+            }
+        }
+    }
+    (next as usize == g.num_rules()).then_some(s)
+}
+
+/// One stream: its bytes (decompressed if need be) and where it is in the file.
+struct Stream<'a> {
+    name: &'static str,
+    data: Cow<'a, [u8]>,
+    /// File offset of the stream's stored bytes.
+    offset: u64,
+    compressed: bool,
+}
+
+impl<'a> Stream<'a> {
+    /// A reader whose offsets are exact for a stored stream; for a compressed one, see
+    /// [`Stream::fix`].
+    fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.data, self.offset)
+    }
+
+    /// Offsets inside a compressed stream are not file offsets: errors name the stream's.
+    fn fix(&self, mut e: WireError) -> WireError {
+        if self.compressed {
+            e.offset = self.offset;
+        }
+        e
+    }
+
+    fn at(&self, r: &Reader<'_>) -> u64 {
+        if self.compressed {
+            self.offset
+        } else {
+            r.offset()
+        }
+    }
+
+    fn error(&self, message: String) -> WppError {
+        WppError::Stream {
+            stream: self.name,
+            offset: self.offset,
+            message,
+        }
+    }
+}
+
+/// Reads one stream header and its bytes, decompressing with `limit` raw bytes at most.
+fn read_stream<'a>(
+    r: &mut Reader<'a>,
+    name: &'static str,
+    limit: u64,
+) -> Result<Stream<'a>, WppError> {
+    let codec_offset = r.offset();
+    let codec = r.u8("stream codec")?;
+    match codec {
+        STORED => {
+            let len = r.count(1, "stream length")?;
+            let offset = r.offset();
+            let data = r.bytes(len, "stream bytes")?;
+            if len as u64 > limit {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset,
+                    message: format!("{len} bytes, more than the counts allow ({limit})"),
+                });
+            }
+            Ok(Stream {
+                name,
+                data: Cow::Borrowed(data),
+                offset,
+                compressed: false,
+            })
+        }
+        ZSTD => {
+            let raw_offset = r.offset();
+            let raw = r.varint("stream raw length")?;
+            let len = r.count(1, "stream length")?;
+            let offset = r.offset();
+            let data = r.bytes(len, "stream bytes")?;
+            let cap = limit.min((MAX_RATIO * len) as u64);
+            if raw > cap {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset: raw_offset,
+                    message: format!(
+                        "declares {raw} raw bytes, more than {cap} ({MAX_RATIO} × the {len} \
+                         stored bytes, and what the counts allow)"
+                    ),
+                });
+            }
+            // `raw` is at most MAX_RATIO times bytes in the file: the capacity is bounded.
+            let out = zstd::bulk::decompress(data, raw as usize).map_err(|e| WppError::Stream {
+                stream: name,
+                offset,
+                message: format!("zstd: {e}"),
+            })?;
+            if out.len() as u64 != raw {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset,
+                    message: format!("decompresses to {} bytes, not {raw}", out.len()),
+                });
+            }
+            Ok(Stream {
+                name,
+                data: Cow::Owned(out),
+                offset,
+                compressed: true,
+            })
+        }
+        _ => Err(WppError::Stream {
+            stream: name,
+            offset: codec_offset,
+            message: format!("unknown codec {codec}"),
+        }),
+    }
+}
+
+/// Decodes and validates the section; see the module documentation for what is checked.
+pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules, WppError> {
+    // Every rule has a body length in `LENS` and every symbol a byte in `KINDS`, so the
+    // streams bound the counts; the counts in turn bound the streams. Varints of 32-bit
+    // values take at most 5 bytes.
+    let rules = r.varint_max((1 << 31) - 1, "rule count")?;
+    let symbols = r.varint_max(u64::from(u32::MAX), "symbol count")?;
+    let lens = read_stream(r, NAMES[0], 5 * rules)?;
+    let kinds = read_stream(r, NAMES[1], symbols)?;
+    let terms = read_stream(r, NAMES[2], 5 * symbols)?;
+    let refs = read_stream(r, NAMES[3], 4 * symbols)?;
+    super::finished(r, RULE)?;
+    if (lens.data.len() as u64) < rules {
+        return Err(lens.error(format!("too short for {rules} rules")));
+    }
+    if kinds.data.len() as u64 != symbols {
+        return Err(kinds.error(format!(
+            "has {} bytes for {symbols} symbols",
+            kinds.data.len()
+        )));
+    }
+    // Both counts are now bounded by bytes held in memory.
+    let (rules, symbols) = (rules as usize, symbols as usize);
+    let shape = shape(&lens, &kinds, rules)?;
+    decode_bodies(&shape, &kinds, &terms, &refs, rules, symbols, alphabet)
+}
+
+/// The tree structure `LENS` and `KINDS` describe: per definition (in file order) its body
+/// length and rule id.
+struct Shape {
+    body_len: Vec<u32>,
+    id: Vec<u32>,
+    /// Where each rule's body starts in the symbol array, by id; one more entry at the end.
+    starts: Vec<usize>,
+    /// Where each byte plane of `REFS` starts; one more entry at the end.
+    planes: [usize; 5],
+}
+
+/// Walks `LENS` and `KINDS` once to number the definitions in post-order.
+fn shape(lens: &Stream<'_>, kinds: &Stream<'_>, rules: usize) -> Result<Shape, WppError> {
+    let mut sh = Shape {
+        body_len: Vec::with_capacity(rules),
+        id: Vec::with_capacity(rules),
+        starts: Vec::new(),
+        planes: [0; 5],
+    };
+    // References by width.
+    let mut by_width = [0usize; 5];
+    let mut lr = lens.reader();
+    let kind_bytes: &[u8] = &kinds.data;
+    let mut k = 0usize;
+    let mut next = 0u32;
+    // Per open definition: its index and the symbols left in its body.
+    let mut stack: Vec<(usize, u64)> = Vec::new();
+    while (next as usize) < rules {
+        define(&mut sh, lens, &mut lr, &mut stack, rules)?;
+        while let Some(top) = stack.last_mut() {
+            if top.1 == 0 {
+                sh.id[top.0] = next;
+                next += 1;
+                stack.pop();
+                continue;
+            }
+            top.1 -= 1;
+            let Some(&kind) = kind_bytes.get(k) else {
+                return Err(kinds.error("ends inside a rule body".into()));
+            };
+            k += 1;
+            match kind {
+                NEW => define(&mut sh, lens, &mut lr, &mut stack, rules)?,
+                TERMINAL => {}
+                REFERENCE => by_width[width(next)] += 1,
+                _ => {
+                    let at = if kinds.compressed {
+                        kinds.offset
+                    } else {
+                        kinds.offset + k as u64 - 1
+                    };
+                    return Err(WppError::Stream {
+                        stream: kinds.name,
+                        offset: at,
+                        message: format!("unknown symbol kind {kind}"),
+                    });
+                }
+            }
+        }
+    }
+    if !lr.is_empty() || k != kind_bytes.len() {
+        let s = if lr.is_empty() { kinds } else { lens };
+        return Err(s.error("has unread bytes".into()));
+    }
+    // Plane k holds a byte of every reference wider than k.
+    for k in 0..4 {
+        sh.planes[k + 1] = sh.planes[k] + by_width[k + 1..].iter().sum::<usize>();
+    }
+    sh.starts = vec![0; rules + 1];
+    for (d, &id) in sh.id.iter().enumerate() {
+        sh.starts[id as usize + 1] = sh.body_len[d] as usize;
+    }
+    for i in 0..rules {
+        sh.starts[i + 1] += sh.starts[i];
+    }
+    Ok(sh)
+}
+
+/// Starts the next definition: reads its body length.
+fn define(
+    sh: &mut Shape,
+    lens: &Stream<'_>,
+    lr: &mut Reader<'_>,
+    stack: &mut Vec<(usize, u64)>,
+    rules: usize,
+) -> Result<(), WppError> {
+    if sh.body_len.len() == rules {
+        return Err(lens.error(format!("defines more than {rules} rules")));
+    }
+    let len = lr
+        .varint_max(u64::from(u32::MAX), "rule body length")
+        .map_err(|e| lens.fix(e))?;
+    stack.push((sh.body_len.len(), len));
+    sh.body_len.push(len as u32);
+    sh.id.push(u32::MAX);
+    Ok(())
+}
+
+/// One rule being read: definition index, id, symbols read, expanded length so far.
+struct Frame {
+    def: usize,
+    id: u32,
+    read: usize,
+    total: u64,
+}
+
+fn decode_bodies(
+    sh: &Shape,
+    kinds: &Stream<'_>,
+    terms: &Stream<'_>,
+    refs: &Stream<'_>,
+    rules: usize,
+    symbols: usize,
+    alphabet: usize,
+) -> Result<DecodedRules, WppError> {
+    let mut d = DecodedRules {
+        symbols: vec![Symbol::terminal(Terminal(0)); symbols],
+        ends: sh.starts[1..].to_vec(),
+        uses: vec![0; rules],
+    };
+    let mut lengths = vec![0u64; rules];
+    let mut tr = terms.reader();
+    if refs.data.len() != sh.planes[4] {
+        return Err(refs.error(format!(
+            "has {} bytes, but the references need {}",
+            refs.data.len(),
+            sh.planes[4]
+        )));
+    }
+    let mut plane_at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
+    let kind_bytes: &[u8] = &kinds.data;
+    let mut k = 0usize;
+    let mut next_def = 0usize;
+    let mut next = 0u32;
+    let mut stack: Vec<Frame> = Vec::new();
+    while next_def < rules {
+        stack.push(Frame {
+            def: next_def,
+            id: sh.id[next_def],
+            read: 0,
+            total: 0,
+        });
+        next_def += 1;
+        while let Some(top) = stack.last_mut() {
+            let rule = top.id;
+            if top.read == sh.body_len[top.def] as usize {
+                debug_assert_eq!(rule, next);
+                lengths[rule as usize] = top.total;
+                next += 1;
+                let len = top.total;
+                stack.pop();
+                if let Some(parent) = stack.last_mut() {
+                    parent.total =
+                        parent
+                            .total
+                            .checked_add(len)
+                            .ok_or(WppError::LengthOverflow {
+                                rule: parent.id,
+                                offset: kinds.offset,
+                            })?;
+                }
+                continue;
+            }
+            let slot = sh.starts[rule as usize] + top.read;
+            top.read += 1;
+            let kind = kind_bytes[k];
+            k += 1;
+            let (symbol, len) = match kind {
+                TERMINAL => {
+                    let offset = terms.at(&tr);
+                    let t = tr.varint("terminal").map_err(|e| terms.fix(e))?;
+                    if t >= alphabet as u64 {
+                        return Err(WppError::TerminalOutOfRange {
+                            rule,
+                            terminal: t,
+                            alphabet,
+                            offset,
+                        });
+                    }
+                    (Symbol::terminal(Terminal(t as u32)), 1)
+                }
+                REFERENCE => {
+                    let offset = if refs.compressed {
+                        refs.offset
+                    } else {
+                        refs.offset + plane_at[0] as u64
+                    };
+                    let mut dist = 0u64;
+                    for (k, at) in plane_at[..width(next)].iter_mut().enumerate() {
+                        dist |= u64::from(refs.data[*at]) << (8 * k);
+                        *at += 1;
+                    }
+                    if dist >= u64::from(next) {
+                        return Err(WppError::Stream {
+                            stream: refs.name,
+                            offset,
+                            message: format!(
+                                "rule {rule} refers {} rules back, but only {next} rules precede it",
+                                u128::from(dist) + 1
+                            ),
+                        });
+                    }
+                    let q = next - 1 - dist as u32;
+                    if lengths[q as usize] == 0 {
+                        return Err(WppError::EmptyRuleReference {
+                            rule,
+                            target: u64::from(q),
+                            offset,
+                        });
+                    }
+                    d.uses[q as usize] += 1;
+                    (Symbol::rule(RuleId(q)), lengths[q as usize])
+                }
+                _ => {
+                    // NEW: the shape walk checked the kinds.
+                    let def = next_def;
+                    next_def += 1;
+                    let child = sh.id[def];
+                    if sh.body_len[def] == 0 {
+                        return Err(WppError::EmptyRuleReference {
+                            rule,
+                            target: u64::from(child),
+                            offset: kinds.offset,
+                        });
+                    }
+                    d.uses[child as usize] += 1;
+                    d.symbols[slot] = Symbol::rule(RuleId(child));
+                    stack.push(Frame {
+                        def,
+                        id: child,
+                        read: 0,
+                        total: 0,
+                    });
+                    continue;
+                }
+            };
+            d.symbols[slot] = symbol;
+            top.total = top.total.checked_add(len).ok_or(WppError::LengthOverflow {
+                rule,
+                offset: kinds.offset,
+            })?;
+        }
+    }
+    if !tr.is_empty() {
+        return Err(terms.error("has unread bytes".into()));
+    }
+    Ok(d)
+}
