@@ -19,9 +19,10 @@
 //! grammar — and no event is dropped. Use `WPP_RAW=1` to record a raw trace at full speed and
 //! compress it afterwards with `wpp compress`.
 //!
-//! Limits: SEQUITUR takes at most 2^31 − 2^22 events per compressor; past that the rest of the
-//! run is not recorded and the summary says so (record raw for longer runs). The `.wpp` is
-//! written at exit, so a `SIGKILL`ed run leaves nothing (raw traces survive it).
+//! Limits: the run's length is unbounded, but the grammar SEQUITUR builds is capped at
+//! 2^31 − 2^22 symbols; past that the rest of the run is not recorded and the summary says so
+//! (record raw for such runs). The `.wpp` is written at exit, so a `SIGKILL`ed run leaves
+//! nothing (raw traces survive it).
 
 use crate::abi::{self, EmbeddedProgram};
 use crate::sink::{output_path, SinkError};
@@ -36,8 +37,6 @@ use wpp_trace::{Alphabet, Terminal, ThreadId};
 /// Buffers in flight between the program and the compressor.
 pub const QUEUE_BUFFERS: usize = 64;
 
-/// SEQUITUR's input limit per compressor (2^31 − 2^22 symbols).
-const SEQUITUR_LIMIT: u64 = (1 << 31) - (1 << 22);
 
 struct Msg {
     thread: u32,
@@ -116,7 +115,7 @@ impl OnlineSink {
         })?;
         let dropped = if outcome.dropped > 0 {
             format!(
-                " ({} events past SEQUITUR's input limit were NOT recorded)",
+                " ({} events past SEQUITUR's grammar limit were NOT recorded)",
                 outcome.dropped
             )
         } else {
@@ -187,11 +186,8 @@ fn compress(program: EmbeddedProgram, rx: Receiver<Msg>, free: mpsc::Sender<Vec<
                 terminals.push(term);
             }
         }
-        if dropped > 0
-            || seq.input_len() + terminals.len() as u64 > SEQUITUR_LIMIT
-            || seq.push_slice(stream, &terminals).is_err()
-        {
-            // Past the input limit: count what is lost.
+        if dropped > 0 || seq.push_slice(stream, &terminals).is_err() {
+            // Past the grammar limit: count what is lost.
             dropped += terminals.len() as u64;
         } else {
             events += terminals.len() as u64;
