@@ -1,146 +1,227 @@
 #!/usr/bin/env bash
-# Real-workload benchmark of the recorder (issue 4): Lua 5.4, SQLite, bzip2 and zlib, built
-# natively and with `wpp cc` in each mode; checks that every build prints byte-identical output
-# and reports slowdowns and output sizes.
+# Benchmark of the recorder on the real workloads (issue 4, Performance): native time, the
+# slowdown of every recording mode, trace and .wpp sizes, and Larus Table 1's columns of the
+# online .wpp. Built on bench/workloads/{build,run,compare}.sh (see bench/README.md).
 #
-# Usage: bench/run.sh [-n REPS] [WORKLOAD...]      (workloads: lua sqlite bzip2 zlib)
-# Env:   WPP_BENCH_BUILD (default bench/build), CARGO_TARGET_DIR, LLVM_SYS_191_PREFIX,
-#        WPP_BENCH_MODES (default "bl ppp blocks-raw paths-raw paths-wpp"; ppp takes every
-#        path that ran in the bl run as interesting, as PPP §5 did, so bl must come first)
+# Usage: bench/run.sh [--size small|full] [--modes "M..."] [--reps N] [--cflags F]
+#                     [--wpp PATH] [--profile P] [--force] [--no-save] [WORKLOAD...]
 #
-# Sources come from crates.io through cargo (lua-src, libsqlite3-sys with its bundled
-# amalgamation, bzip2-sys, libz-sys): a throwaway cargo project under the build folder depends
-# on them and `cargo fetch`es them; `cargo metadata` says where they were unpacked. Only our
-# drivers (bench/drivers) and inputs (bench/inputs) are part of the repository.
+#   WORKLOAD...   any of lua sqlite bzip2 zlib (default: all four)
+#   --size S      full (default; about 1 s natively per workload) or small
+#   --modes "M"   default "bl ppp paths-raw paths-wpp blocks-raw"; also blocks-wpp.
+#                 ppp's interesting set is the bl run's profile, so bl is run whenever ppp is.
+#   --reps N      runs per build (default 3 for full, 1 for small); the best time counts, and
+#                 every repetition must print the same output
+#   --cflags F    flags of every build, native and instrumented (default -O2)
+#   --wpp PATH    wpp to use (built with --features llvm); default: $WPP, else
+#                 `cargo build --profile P -p wpp --features llvm -p wpp-rt` (P default:
+#                 release) in ${CARGO_TARGET_DIR:-target}
+#   --force       rebuild every executable (default: when older than wpp, its runtime, the
+#                 workload's driver or build.sh, or built with other flags)
+#   --no-save     print the report only (default: also append it to bench/results/DATE.md)
+#
+# Builds and run results: bench/build/bench/ (WPP_BENCH_BUILD): cc-VARIANT/WORKLOAD/ (one build
+# per `wpp cc --mode`, and cc-native/), native/ and MODE/ (the runs of each mode, see
+# workloads/run.sh; results/SIZE/WORKLOAD/work/ holds the recorder's output files).
+# The report (markdown) goes to stdout; progress to stderr. Exit status 1 if any mode's output
+# differed from native or a build/run failed (the report is still written).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${WPP_BENCH_BUILD:-$ROOT/bench/build}
-export LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-REPS=1
-if [[ ${1:-} == -n ]]; then REPS=$2; shift 2; fi
-WORKLOADS=${*:-lua sqlite bzip2 zlib}
-MODES=${WPP_BENCH_MODES:-bl ppp blocks-raw paths-raw paths-wpp}
-CC=${CC_NATIVE:-clang-19}
-
-echo "== building wpp (release, --features llvm) and the runtime" >&2
-(cd "$ROOT" && cargo build --release -q -p wpp --features llvm -p wpp-rt)
-WPP=$CARGO_TARGET_DIR/release/wpp
-export WPP_RT_LIB=$CARGO_TARGET_DIR/release/libwpp_rt.a
-
-echo "== fetching workload sources through cargo" >&2
-mkdir -p "$BUILD/fetch/src"
-cat >"$BUILD/fetch/Cargo.toml" <<'EOF'
-[package]
-name = "wpp-bench-sources"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[workspace]
-
-[dependencies]
-lua-src = "=548.1.1"
-libsqlite3-sys = { version = "=0.39.1", features = ["bundled"] }
-bzip2-sys = "=0.1.13"
-libz-sys = { version = "=1.1.31", features = ["static"] }
-EOF
-: >"$BUILD/fetch/src/lib.rs"
-(cd "$BUILD/fetch" && cargo fetch -q)
-src_of() { # crate name -> unpacked source directory
-    (cd "$BUILD/fetch" && cargo metadata -q --format-version 1) |
-        python3 -c "import json,sys,os; m=json.load(sys.stdin); print([os.path.dirname(p['manifest_path']) for p in m['packages'] if p['name']=='$1'][0])"
-}
-
-now() { date +%s.%N; }
-# run_timed OUT_FILE CMD... : runs REPS times, prints the best wall time in seconds
-run_timed() {
-    local out=$1 best="" t0 t1 t
-    shift
-    for ((i = 0; i < REPS; i++)); do
-        t0=$(now)
-        "$@" >"$out"
-        t1=$(now)
-        t=$(echo "$t1 - $t0" | bc -l)
-        if [[ -z $best ]] || (($(echo "$t < $best" | bc -l))); then best=$t; fi
-    done
-    printf '%.3f' "$best"
-}
-
-# build NAME MODE FLAGS... -- SOURCES... : builds $BUILD/NAME/MODE/prog
-build() {
-    local name=$1 mode=$2
-    shift 2
-    local dir="$BUILD/$name/$mode"
-    mkdir -p "$dir"
-    local t0 t1
-    t0=$(now)
-    case $mode in
-    native) $CC "$@" -o "$dir/prog" ;;
-    blocks-*) "$WPP" cc --mode trace-blocks -- "$@" -o "$dir/prog" ;;
-    paths-*) "$WPP" cc --mode trace-paths -- "$@" -o "$dir/prog" ;;
-    bl) "$WPP" cc --mode bl -- "$@" -o "$dir/prog" ;;
-    ppp) "$WPP" cc --mode ppp --interesting "$BUILD/$name/bl.prof" -- "$@" -o "$dir/prog" ;;
-    esac
-    t1=$(now)
-    printf '   built %s/%s in %.0f s\n' "$name" "$mode" "$(echo "$t1 - $t0" | bc -l)" >&2
-}
-
-# measure NAME STDIN ARGS... : runs every mode of NAME, prints a table row per mode
-measure() {
-    local name=$1 input=$2
-    shift 2
-    local dir="$BUILD/$name" native_t
-    local run=("$@")
-    [[ -x $dir/native/prog ]] || build "$name" native "${BUILD_ARGS[@]}"
-    native_t=$(run_timed "$dir/native.out" bash -c '"$0" "${@}" <"'"$input"'"' "$dir/native/prog" "${run[@]}")
-    printf '| %s | native | %s | 1.00 | - | - | - |\n' "$name" "$native_t"
-    for mode in $MODES; do
-        local out="$dir/$mode.trace" env=(WPP_RAW=1)
-        [[ $mode == *-wpp ]] && out="$dir/$mode.wpp" && env=(WPP_RAW=0)
-        [[ $mode == bl || $mode == ppp ]] && out="$dir/$mode.prof"
-        [[ -x $dir/$mode/prog ]] || build "$name" "$mode" "${BUILD_ARGS[@]}"
-        rm -f "$out"
-        local t
-        t=$(run_timed "$dir/$mode.out" env "${env[@]}" WPP_OUT="$out" bash -c '"$0" "${@}" <"'"$input"'"' "$dir/$mode/prog" "${run[@]}")
-        local same=yes
-        cmp -s "$dir/native.out" "$dir/$mode.out" || same=NO
-        local bytes events
-        bytes=$(stat -c %s "$out" 2>/dev/null || echo 0)
-        events=$("$WPP" stats --json "$out" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("events","?"))' 2>/dev/null || echo "?")
-        printf '| %s | %s | %s | %.2f | %s | %s | %s |\n' "$name" "$mode" "$t" \
-            "$(echo "$t / $native_t" | bc -l)" "$same" "$bytes" "$events"
-    done
-}
-
-echo "| workload | mode | seconds | slowdown | output identical | output bytes | events |"
-echo "|---|---|---|---|---|---|---|"
-for w in $WORKLOADS; do
-    case $w in
-    lua)
-        LUA=$(src_of lua-src)/lua-5.4.8
-        srcs=()
-        for f in "$LUA"/*.c; do srcs+=("$f"); done
-        BUILD_ARGS=(-O2 -DLUA_USE_LINUX -I"$LUA" "${srcs[@]}" "$ROOT/bench/drivers/lua_main.c" -lm -ldl)
-        measure lua /dev/null "$ROOT/bench/inputs/bench.lua"
-        ;;
-    sqlite)
-        SQ=$(src_of libsqlite3-sys)/sqlite3
-        BUILD_ARGS=(-O2 -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -I"$SQ" "$SQ/sqlite3.c" "$ROOT/bench/drivers/sqlite_main.c" -lm)
-        measure sqlite /dev/null 10
-        ;;
-    bzip2)
-        BZ=$(src_of bzip2-sys)/bzip2-1.0.8
-        BUILD_ARGS=(-O2 -D_FILE_OFFSET_BITS=64 "$BZ"/{bzip2,blocksort,huffman,crctable,randtable,compress,decompress,bzlib}.c)
-        # Corpus: the SQLite amalgamation (9 MB of C) — real text, deterministic.
-        measure bzip2 "$(src_of libsqlite3-sys)/sqlite3/sqlite3.c" -c -9
-        ;;
-    zlib)
-        Z=$(src_of libz-sys)/src/zlib
-        BUILD_ARGS=(-O2 -I"$Z" "$Z"/{adler32,compress,crc32,deflate,infback,inffast,inflate,inftrees,trees,uncompr,zutil}.c "$ROOT/bench/drivers/zlib_main.c")
-        measure zlib /dev/null 2
-        ;;
-    *) echo "unknown workload $w" >&2 ;;
+SIZE=full
+MODES="bl ppp paths-raw paths-wpp blocks-raw"
+REPS=
+CFLAGS=-O2
+PROFILE=release
+FORCE=0
+SAVE=1
+WORKLOADS=()
+ARGS="$*"
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --size) SIZE=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --cflags) CFLAGS=$2; shift 2 ;;
+    --wpp) WPP=$2; shift 2 ;;
+    --profile) PROFILE=$2; shift 2 ;;
+    --force) FORCE=1; shift ;;
+    --no-save) SAVE=0; shift ;;
+    -h | --help) usage; exit 0 ;;
+    lua | sqlite | bzip2 | zlib) WORKLOADS+=("$1"); shift ;;
+    *) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
 done
+[[ ${#WORKLOADS[@]} -gt 0 ]] || WORKLOADS=("${ALL_WORKLOADS[@]}")
+[[ -n $REPS ]] || { [[ $SIZE == full ]] && REPS=3 || REPS=1; }
+read -ra MODES <<<"$MODES"
+for m in "${MODES[@]}"; do valid_mode "$m" || { echo "run.sh: unknown mode $m" >&2; exit 2; }; done
+ORDER=()
+for m in "${MODES[@]}"; do [[ $m == ppp ]] && ORDER=(bl); done
+for m in "${MODES[@]}"; do [[ $m == bl && ${ORDER[0]:-} == bl ]] || ORDER+=("$m"); done
+
+B=${WPP_BENCH_BUILD:-$ROOT/bench/build/bench}
+mkdir -p "$B"
+setup_wpp "$PROFILE"
+
+status=0
+# status of each workload/mode: ok | DIFF | build failed | run failed | (absent: not run)
+declare -A ST
+for w in "${WORKLOADS[@]}"; do
+    echo "== $w" >&2
+    if ! build_workload "$B" native "$w" "$CFLAGS" "$FORCE" || ! run_mode "$B" native "$SIZE" "$REPS" "$w"; then
+        ST[$w/native]="failed"
+        status=1
+        continue
+    fi
+    ST[$w/native]=ok
+    for m in "${ORDER[@]}"; do
+        v=$(mode_variant "$m")
+        if ! build_workload "$B" "$v" "$w" "$CFLAGS" "$FORCE"; then
+            ST[$w/$m]="build failed"; status=1; continue
+        fi
+        if ! run_mode "$B" "$m" "$SIZE" "$REPS" "$w"; then
+            ST[$w/$m]="run failed"; status=1; continue
+        fi
+        if "$WL/compare.sh" --size "$SIZE" "$B/native" "$B/$m" "$w" >&2; then
+            ST[$w/$m]=ok
+        else
+            ST[$w/$m]=DIFF; status=1
+        fi
+        if [[ $m == bl ]]; then save_interesting "$B" "$SIZE" "$w" || true; fi
+    done
+done
+
+# ---- report -------------------------------------------------------------------------------------
+# times B MODE W -> "wall cpu" (best of the repetitions; cpu = user + sys)
+times_of() {
+    local f=$B/$1/results/$SIZE/$2/times.tsv
+    [[ -s $f ]] || { echo "- -"; return; }
+    awk -F'\t' 'NR == 1 || $3 < w { w = $3 } NR == 1 || $4 + $5 < c { c = $4 + $5 } END { printf "%.3f %.3f\n", w, c }' "$f"
+}
+sum_bytes() { # MODE W: total size of the mode's output files
+    local f total=0
+    while IFS= read -r f; do total=$((total + $(stat -c %s "$f"))); done < <(outputs "$B" "$1" "$SIZE" "$2")
+    echo "$total"
+}
+have_mode() { local m; for m in "${ORDER[@]}"; do [[ $m == "$1" ]] && return 0; done; return 1; }
+fmt_bytes() { numfmt --to=iec-i --suffix=B --format=%.1f "$1" 2>/dev/null || echo "$1"; }
+
+report() {
+    local w m nat nw nc mw mc cell
+    echo "## wpp benchmark, $(date -u '+%F %H:%M') UTC"
+    echo
+    echo "\`bench/run.sh $ARGS\` — size \`$SIZE\`, best of $REPS run(s), cflags \`$CFLAGS\`;"
+    echo "wpp \`$WPP\` (commit $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && [[ -n $(git status --porcelain -- crates 2>/dev/null) ]] && echo ', crates/ modified')),"
+    echo "runtime \`$(basename "$WPP_RT_LIB")\`; $(clang-19 --version | head -n1); $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo
+    echo "Slowdown = time of the mode / native time, wall-clock (CPU = user + sys in parentheses;"
+    echo "the online \`.wpp\` compressor runs on its own thread, so its CPU can exceed its wall time)."
+    echo "A cell is marked when the mode's output was not byte-identical to native or it failed."
+    echo
+    local hdr="| workload | native wall s (CPU s) |" sep="|---|---|"
+    for m in "${ORDER[@]}"; do hdr+=" $m |"; sep+="---|"; done
+    echo "$hdr"
+    echo "$sep"
+    declare -A LOGSUM LOGN
+    for w in "${WORKLOADS[@]}"; do
+        read -r nw nc <<<"$(times_of native "$w")"
+        if [[ ${ST[$w/native]:-} != ok ]]; then
+            echo "| $w | native failed |"
+            continue
+        fi
+        local row="| $w | $nw ($nc) |"
+        for m in "${ORDER[@]}"; do
+            read -r mw mc <<<"$(times_of "$m" "$w")"
+            case ${ST[$w/$m]:-} in
+            ok | DIFF)
+                cell=$(awk -v a="$mw" -v b="$nw" -v c="$mc" -v d="$nc" 'BEGIN { printf "%.2f× (%.2f×)", a / b, c / d }')
+                [[ ${ST[$w/$m]} == DIFF ]] && cell+=" **output differs**"
+                LOGSUM[$m]=$(awk -v s="${LOGSUM[$m]:-0}" -v a="$mw" -v b="$nw" 'BEGIN { print s + log(a / b) }')
+                LOGN[$m]=$((${LOGN[$m]:-0} + 1))
+                ;;
+            *) cell="${ST[$w/$m]:-not run}" ;;
+            esac
+            row+=" $cell |"
+        done
+        echo "$row"
+    done
+    if [[ ${#WORKLOADS[@]} -gt 1 ]]; then
+        local row="| geometric mean | |"
+        for m in "${ORDER[@]}"; do
+            if [[ -n ${LOGN[$m]:-} ]]; then
+                row+=" $(awk -v s="${LOGSUM[$m]}" -v n="${LOGN[$m]}" 'BEGIN { printf "%.2f×", exp(s / n) }') |"
+            else row+=" |"; fi
+        done
+        echo "$row"
+    fi
+    echo
+
+    # Output sizes and Larus Table 1 for the online trace-paths .wpp.
+    echo "Outputs (summed over the workload's processes: bzip2 runs its program six times)."
+    echo "Table 1 columns from \`wpp stats --json\` of the \`paths-wpp\` run: events = trace length,"
+    echo "paths = distinct acyclic paths (terminals), trace/wpp = binary trace bytes / .wpp bytes;"
+    echo "events/s = events / wall time of the paths-wpp run (sustained online compression rate)."
+    echo
+    echo "| workload | paths-raw trace | blocks-raw trace | bl profile | ppp profile | .wpp | events | paths | rules | grammar symbols | trace bytes (stats) | trace/wpp | rules/path | events/s online |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for w in "${WORKLOADS[@]}"; do
+        local row="| $w |"
+        for m in paths-raw blocks-raw bl ppp paths-wpp; do
+            if have_mode "$m" && [[ ${ST[$w/$m]:-} == ok || ${ST[$w/$m]:-} == DIFF ]]; then
+                row+=" $(fmt_bytes "$(sum_bytes "$m" "$w")") |"
+            else row+=" - |"; fi
+        done
+        if have_mode paths-wpp && [[ ${ST[$w/paths-wpp]:-} == ok || ${ST[$w/paths-wpp]:-} == DIFF ]]; then
+            read -r mw mc <<<"$(times_of paths-wpp "$w")"
+            local files=()
+            mapfile -t files < <(outputs "$B" paths-wpp "$SIZE" "$w")
+            local js=()
+            for f in "${files[@]}"; do js+=("$("$WPP" stats --json "$f" | tr -d '\n')"); done
+            row+=$(printf '%s\n' "${js[@]}" | python3 -c '
+import json, sys
+wall = float(sys.argv[1])
+s = [json.loads(l) for l in sys.stdin if l.strip()]
+t = lambda k: sum(x[k] for x in s)
+ev, rules, terms = t("events"), t("rules"), t("distinct_terminals")
+fb, tb = t("file_bytes"), t("trace_bytes")
+print(" %d | %d | %d | %d | %d | %.1f | %.2f | %.3g |" % (ev, terms, rules, t("grammar_symbols"), tb,
+      tb / fb if fb else 0, rules / terms if terms else 0, ev / wall if wall else 0))
+' "$mw")
+        else
+            row+=" - | - | - | - | - | - | - | - |"
+        fi
+        echo "$row"
+    done
+    echo
+    echo "Build times (s, \`wpp cc\` includes instrumenting and compiling the whole program):"
+    echo
+    local vs=(native) v
+    for m in "${ORDER[@]}"; do v=$(mode_variant "$m"); [[ " ${vs[*]} " == *" $v "* ]] || vs+=("$v"); done
+    hdr="| workload |"; sep="|---|"
+    for v in "${vs[@]}"; do hdr+=" $v |"; sep+="---|"; done
+    echo "$hdr"; echo "$sep"
+    for w in "${WORKLOADS[@]}"; do
+        local row="| $w |"
+        for v in "${vs[@]}"; do row+=" $(build_seconds "$B" "$v" "$w") |"; done
+        echo "$row"
+    done
+    local bad=0
+    for k in "${!ST[@]}"; do [[ ${ST[$k]} == ok ]] || bad=1; done
+    if [[ $bad == 1 ]]; then
+        echo
+        echo "Not ok:"
+        for k in "${!ST[@]}"; do [[ ${ST[$k]} == ok ]] || echo "- $k: ${ST[$k]}"; done
+    fi
+}
+
+if [[ $SAVE == 1 ]]; then
+    mkdir -p "$BENCH_DIR/results"
+    out=$BENCH_DIR/results/$(date -u +%F).md
+    { [[ -s $out ]] && echo; report; } | tee -a "$out"
+    echo "run.sh: report appended to $out" >&2
+else
+    report
+fi
+exit $status

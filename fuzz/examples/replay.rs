@@ -7,7 +7,9 @@ use std::path::Path;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let target = args.next().expect("usage: replay <target> <file-or-dir>...");
+    let target = args
+        .next()
+        .expect("usage: replay <target> <file-or-dir>...");
     let harness: fn(&[u8]) = match target.as_str() {
         "trace_binary" => wpp_fuzz::trace_binary,
         "trace_text" => wpp_fuzz::trace_text,
@@ -20,7 +22,10 @@ fn main() {
     for arg in args {
         let p = Path::new(&arg);
         let files: Vec<_> = if p.is_dir() {
-            let mut v: Vec<_> = std::fs::read_dir(p).unwrap().map(|e| e.unwrap().path()).collect();
+            let mut v: Vec<_> = std::fs::read_dir(p)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
             v.sort();
             v
         } else {

@@ -116,8 +116,14 @@ fn main() {
             .map(|s| s.iter().map(|&e| alphabet.intern(e).unwrap()).collect())
             .collect();
         let refs: Vec<&[wpp_trace::Terminal]> = streams.iter().map(Vec::as_slice).collect();
-        for algorithm in [Algorithm::Sequitur, Algorithm::Sequitur1, Algorithm::Frequency] {
-            let Ok(grammar) = compress(algorithm, &refs) else { continue };
+        for algorithm in [
+            Algorithm::Sequitur,
+            Algorithm::Sequitur1,
+            Algorithm::Frequency,
+        ] {
+            let Ok(grammar) = compress(algorithm, &refs) else {
+                continue;
+            };
             let file = WppFile {
                 program: db.clone(),
                 alphabet: alphabet.clone(),
@@ -140,12 +146,18 @@ fn main() {
     for leaf in [vec![0u32, 1], vec![]] {
         use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
         let r = |i| Symbol::rule(RuleId(i));
-        let mut bodies = vec![leaf.iter().map(|&t| Symbol::terminal(wpp_trace::Terminal(t))).collect()];
+        let mut bodies = vec![leaf
+            .iter()
+            .map(|&t| Symbol::terminal(wpp_trace::Terminal(t)))
+            .collect()];
         for i in 0..12 {
             bodies.push(vec![r(i), r(i)]);
         }
         bodies.push(vec![Symbol::terminal(wpp_trace::Terminal(0)), r(12), r(12)]);
-        let starts = vec![StartRule { thread: ThreadId(0), rule: RuleId(13) }];
+        let starts = vec![StartRule {
+            thread: ThreadId(0),
+            rule: RuleId(13),
+        }];
         let alphabet = Alphabet::from_events(vec![
             Event::Block(wpp_trace::BlockId(0)),
             Event::Block(wpp_trace::BlockId(1)),

@@ -97,7 +97,9 @@ pub fn fix_wpp_crcs(b: &mut [u8]) {
     let mut pos = 8;
     while pos + 4 <= b.len() {
         pos += 4;
-        let Some(len) = varint(b, &mut pos) else { return };
+        let Some(len) = varint(b, &mut pos) else {
+            return;
+        };
         let Some(end) = usize::try_from(len).ok().and_then(|l| pos.checked_add(l)) else {
             return;
         };
@@ -175,7 +177,9 @@ fn read_trace(reader: Result<TraceReader, TraceError>, input_len: usize) -> Trac
 /// are read from memory (iterating), from a stream, and with `read_all`; all three must agree,
 /// and an accepted trace must re-encode and read back to the same events and database.
 pub fn trace_binary(data: &[u8]) {
-    let Some((mode, rest)) = mode(data) else { return };
+    let Some((mode, rest)) = mode(data) else {
+        return;
+    };
     let mut bytes = rest.to_vec();
     if mode & 1 != 0 {
         fix_trace_crcs(&mut bytes);
@@ -190,12 +194,18 @@ pub fn trace_binary(data: &[u8]) {
         TraceReader::from_reader(Cursor::new(bytes.clone())).map(|r| r.allow_truncated(allow)),
         n,
     );
-    assert_eq!(whole, stream, "a streamed trace reads differently from the same bytes in memory");
+    assert_eq!(
+        whole, stream,
+        "a streamed trace reads differently from the same bytes in memory"
+    );
     let all = TraceReader::from_bytes(bytes).and_then(|r| r.allow_truncated(allow).read_all());
     match (&all, &whole.error) {
         (Ok(events), None) => assert_eq!(events, &whole.events),
         (Err(e), Some(msg)) => assert_eq!(&e.to_string(), msg),
-        _ => panic!("read_all and iteration disagree: {all:?} vs {:?}", whole.error),
+        _ => panic!(
+            "read_all and iteration disagree: {all:?} vs {:?}",
+            whole.error
+        ),
     }
     if let (Some(db), None) = (&whole.program, &whole.error) {
         round_trip(db, &whole.events);
@@ -206,8 +216,15 @@ pub fn trace_binary(data: &[u8]) {
 fn round_trip(db: &ProgramDb, events: &[Event]) {
     let bin = file::to_binary(db, events).expect("encoding an accepted trace");
     let r = TraceReader::from_bytes(bin).expect("re-reading a re-encoded binary trace");
-    assert_eq!(r.program(), db, "binary round trip changed the program database");
-    assert_eq!(r.read_all().expect("re-reading a re-encoded binary trace"), events);
+    assert_eq!(
+        r.program(),
+        db,
+        "binary round trip changed the program database"
+    );
+    assert_eq!(
+        r.read_all().expect("re-reading a re-encoded binary trace"),
+        events
+    );
     let text = file::to_text(db, events).expect("encoding an accepted trace as text");
     let r = TraceReader::from_bytes(text).expect("re-reading a re-encoded text trace");
     assert_eq!(
@@ -215,7 +232,10 @@ fn round_trip(db: &ProgramDb, events: &[Event]) {
         db.functions.len(),
         "text round trip changed the number of functions"
     );
-    assert_eq!(r.read_all().expect("re-reading a re-encoded text trace"), events);
+    assert_eq!(
+        r.read_all().expect("re-reading a re-encoded text trace"),
+        events
+    );
 }
 
 /// The `trace_text` harness: the input is a text trace (inputs starting with the binary magic
@@ -234,7 +254,11 @@ pub fn trace_text(data: &[u8]) {
         // Text to text keeps the database exactly.
         let text = file::to_text(db, &whole.events).unwrap();
         let r = TraceReader::from_bytes(text).unwrap();
-        assert_eq!(r.program(), db, "text round trip changed the program database");
+        assert_eq!(
+            r.program(),
+            db,
+            "text round trip changed the program database"
+        );
     }
 }
 
@@ -247,7 +271,9 @@ pub fn trace_text(data: &[u8]) {
 /// [`EXPAND_CAP`] terminals) and must yield exactly `min(expanded_len, cap)` terminals inside
 /// the alphabet; `check` must not panic.
 pub fn wpp_file(data: &[u8]) {
-    let Some((mode, rest)) = mode(data) else { return };
+    let Some((mode, rest)) = mode(data) else {
+        return;
+    };
     let mut bytes = rest.to_vec();
     if mode & 1 != 0 {
         fix_wpp_crcs(&mut bytes);
@@ -264,7 +290,10 @@ pub fn wpp_file(data: &[u8]) {
         let want = g.expanded_len(s.rule).min(EXPAND_CAP as u64);
         let mut got = 0u64;
         for t in Expander::new(g, s.rule).take(EXPAND_CAP) {
-            assert!(file.alphabet.event(t).is_some(), "terminal {t:?} outside the alphabet");
+            assert!(
+                file.alphabet.event(t).is_some(),
+                "terminal {t:?} outside the alphabet"
+            );
             got += 1;
         }
         assert_eq!(got, want, "expansion length of start rule {:?}", s.rule);
@@ -287,7 +316,9 @@ pub fn wpp_file(data: &[u8]) {
 /// automatic cuts), and decode/encode a few path ids.
 pub fn cfg_json(data: &[u8]) {
     use wpp_paths::{number_with_cuts, BallLarus, CfgFile, Dag, PathId};
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let cfgs = match CfgFile::parse(text) {
         Ok(c) => c,
         Err(e) => {
@@ -313,8 +344,12 @@ pub fn cfg_json(data: &[u8]) {
                     if id >= n {
                         continue;
                     }
-                    let path = bl.decode(&dag, PathId(id)).expect("decoding an id below the count");
-                    let back = bl.encode_edges(&dag, &path.edges).expect("encoding a decoded path");
+                    let path = bl
+                        .decode(&dag, PathId(id))
+                        .expect("decoding an id below the count");
+                    let back = bl
+                        .encode_edges(&dag, &path.edges)
+                        .expect("encoding a decoded path");
                     assert_eq!(back, PathId(id), "decode/encode round trip");
                 }
                 assert!(bl.decode(&dag, PathId(n)).is_err());
@@ -326,7 +361,9 @@ pub fn cfg_json(data: &[u8]) {
             Ok((dag, bl)) => {
                 let n = bl.path_count();
                 if n > 0 {
-                    let path = bl.decode(&dag, PathId(n - 1)).expect("decoding the last id");
+                    let path = bl
+                        .decode(&dag, PathId(n - 1))
+                        .expect("decoding the last id");
                     let back = bl.encode_edges(&dag, &path.edges).expect("encoding it");
                     assert_eq!(back, PathId(n - 1));
                 }
@@ -345,7 +382,9 @@ pub fn cfg_json(data: &[u8]) {
 /// and round-trip through its encoding.
 pub fn profiles(data: &[u8]) {
     use wpp_paths::{BlProfile, PppProfile};
-    let Some((mode, rest)) = mode(data) else { return };
+    let Some((mode, rest)) = mode(data) else {
+        return;
+    };
     match mode % 4 {
         0 | 2 => {
             let p = if mode % 4 == 0 {
@@ -377,7 +416,8 @@ pub fn profiles(data: &[u8]) {
             let Ok(p) = p else { return };
             if mode % 4 == 1 {
                 // The compact reader validates; JSON callers must call `validate` themselves.
-                p.validate().expect("an accepted compact PPP profile is valid");
+                p.validate()
+                    .expect("an accepted compact PPP profile is valid");
             } else if p.validate().is_err() {
                 return;
             }

@@ -32,6 +32,9 @@ fn ppp_profile_with_mismatched_counts_is_rejected() {
     assert!(PppProfile::from_bytes(&bad).is_err());
 
     let good = ppp(vec![1, 2], vec![5, 6]);
-    assert_eq!(PppProfile::from_bytes(&good.to_bytes().unwrap()).unwrap(), good);
+    assert_eq!(
+        PppProfile::from_bytes(&good.to_bytes().unwrap()).unwrap(),
+        good
+    );
     assert!(good.validate().is_ok());
 }

@@ -37,7 +37,10 @@ fn text_error_mid_batch_comes_after_the_events_before_it_and_ends_the_stream() {
     assert!(e.to_string().starts_with("line 3: "), "{e}");
     assert_eq!(after, 0, "the reader yielded items after its error");
 
-    let e = TraceReader::from_bytes(text).unwrap().read_all().unwrap_err();
+    let e = TraceReader::from_bytes(text)
+        .unwrap()
+        .read_all()
+        .unwrap_err();
     assert!(matches!(e, TraceError::Parse { line: 3, .. }), "{e}");
 }
 
@@ -63,7 +66,10 @@ fn binary_error_mid_chunk_comes_after_the_events_before_it_and_ends_the_stream()
         let (events, error, after) = iterate(r);
         assert_eq!(events, [Event::Enter(FunctionId(0)), b(1)]);
         let e = error.expect("tag 7 is invalid");
-        assert!(matches!(e, TraceError::Malformed { offset, .. } if offset == bad_at), "{e}");
+        assert!(
+            matches!(e, TraceError::Malformed { offset, .. } if offset == bad_at),
+            "{e}"
+        );
         assert_eq!(after, 0, "the reader yielded items after its error");
     }
 }

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# CI check on the real workloads (issue 4, item 5 and Acceptance): every recording mode on every
+# workload prints exactly what the native build prints, and leaves an output wpp can read.
+#
+# Usage: bench/check.sh [--size small|full] [--modes "M..."] [--cflags F] [--wpp PATH]
+#                       [--profile P] [--force] [-j N] [WORKLOAD...]
+#
+#   WORKLOAD...   any of lua sqlite bzip2 zlib; default: zlib bzip2 lua. sqlite is left out of
+#                 the default because an instrumented build of its amalgamation takes ~4 min
+#                 per mode; name it to include it.
+#   --size S      input size (default small; see bench/README.md)
+#   --modes "M"   default "blocks-raw paths-raw paths-wpp bl ppp" (also: blocks-wpp);
+#                 ppp needs bl's profile, so bl is added when ppp is asked for
+#   --cflags F    flags of every build (default -O2)
+#   --wpp PATH    the wpp to use (built with --features llvm); default: $WPP, else
+#                 `cargo build --profile P -p wpp --features llvm -p wpp-rt` (P default: release)
+#                 in ${CARGO_TARGET_DIR:-target}. The runtime library is $WPP_RT_LIB, else
+#                 the newest libwpp_rt next to wpp or in its deps/.
+#   --force       rebuild every executable (default: rebuild when older than wpp, its runtime,
+#                 the workload's driver or build.sh, or built with other flags)
+#   -j N          builds at a time (default: nproc); runs are sequential
+#
+# Per workload: build natively (clang-19) and with `wpp cc --mode M` for each variant
+# (trace-blocks, trace-paths, bl, ppp --interesting <the bl run's profile>), run the size with
+# bench/workloads/run.sh, and check per mode that
+#   * the run succeeded and its outputs (stdout, exit statuses; bzip2: every file it wrote) are
+#     byte-identical to the native run's (bench/workloads/compare.sh), and
+#   * every process left its output file and wpp reads it: `wpp stats` (.wpp),
+#     `wpp trace cat` to the last event (raw .trace), `wpp profile show` (.blprof, .pppprof).
+# Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
+# `N passed, M failed` (one check = one workload in one mode); exit status 1 if M > 0.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+SIZE=small
+MODES="blocks-raw paths-raw paths-wpp bl ppp"
+CFLAGS=-O2
+PROFILE=release
+FORCE=0
+JOBS=$(nproc 2>/dev/null || echo 2)
+WORKLOADS=()
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --size) SIZE=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --cflags) CFLAGS=$2; shift 2 ;;
+    --wpp) WPP=$2; shift 2 ;;
+    --profile) PROFILE=$2; shift 2 ;;
+    --force) FORCE=1; shift ;;
+    -j) JOBS=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    lua | sqlite | bzip2 | zlib) WORKLOADS+=("$1"); shift ;;
+    *) echo "check.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+[[ ${#WORKLOADS[@]} -gt 0 ]] || WORKLOADS=(zlib bzip2 lua)
+read -ra MODES <<<"$MODES"
+for m in "${MODES[@]}"; do valid_mode "$m" || { echo "check.sh: unknown mode $m" >&2; exit 2; }; done
+# bl first (ppp needs its profile); a ppp-only check still runs bl, without counting it.
+ORDER=()
+COUNT_BL=0
+for m in "${MODES[@]}"; do [[ $m == bl ]] && COUNT_BL=1; done
+for m in "${MODES[@]}"; do [[ $m == ppp ]] && ORDER=(bl); done
+for m in "${MODES[@]}"; do [[ $m == bl ]] || ORDER+=("$m"); done
+[[ $COUNT_BL == 1 && ${ORDER[0]:-} != bl ]] && ORDER=(bl "${ORDER[@]}")
+
+B=${WPP_CHECK_BUILD:-$ROOT/bench/build/check}
+mkdir -p "$B"
+T0=$SECONDS
+setup_wpp "$PROFILE"
+"$WL/fetch.sh"
+
+passed=0
+failed=0
+failures=()
+pass() { passed=$((passed + 1)); echo "PASS  $1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL  $1${2:+: $2}"; }
+counted() { [[ $1 != bl || $COUNT_BL == 1 ]]; }
+
+# Builds run JOBS at a time in the background; each leaves $B/status/VARIANT.WORKLOAD (0 = ok).
+mkdir -p "$B/status"
+start_build() { # VARIANT WORKLOAD
+    while [[ $(jobs -rp | wc -l) -ge $JOBS ]]; do wait -n || true; done
+    rm -f "$B/status/$1.$2"
+    (
+        rc=0
+        build_workload "$B" "$1" "$2" "$CFLAGS" "$FORCE" || rc=$?
+        echo "$rc" >"$B/status/$1.$2"
+    ) &
+}
+built_ok() { # VARIANT WORKLOAD: waits for the build, true if it succeeded
+    while [[ ! -s $B/status/$1.$2 ]] && [[ -n $(jobs -rp) ]]; do wait -n || true; done
+    [[ $(cat "$B/status/$1.$2" 2>/dev/null) == 0 ]]
+}
+
+# Variants other than ppp (which needs the bl run's profile): all workloads, longest builds first.
+VARIANTS=(native)
+for m in "${ORDER[@]}"; do
+    v=$(mode_variant "$m")
+    [[ $v == ppp || " ${VARIANTS[*]} " == *" $v "* ]] || VARIANTS+=("$v")
+done
+BY_COST=()
+for w in sqlite lua bzip2 zlib; do [[ " ${WORKLOADS[*]} " == *" $w "* ]] && BY_COST+=("$w"); done
+for w in "${BY_COST[@]}"; do for v in "${VARIANTS[@]}"; do start_build "$v" "$w"; done; done
+
+# check WORKLOAD MODE: run MODE, compare with native, check the output files; prints PASS/FAIL.
+check() {
+    local w=$1 m=$2 v d t0 t files nproc_expected ok f bytes cmp_out
+    v=$(mode_variant "$m")
+    d=$B/$m/results/$SIZE/$w
+    if ! built_ok "$v" "$w"; then
+        fail "$w $m" "build with wpp cc --mode $v failed (see $B/cc-$v/$w/logs/$w.build.log)"
+        return 1
+    fi
+    t0=$SECONDS
+    if ! run_mode "$B" "$m" "$SIZE" 1 "$w" 2>"$B/$m.$w.run-err"; then
+        fail "$w $m" "run failed: $(grep -v '^run.sh: .* rep [0-9]*:' "$B/$m.$w.run-err" | tail -n 3 | tr '\n' ' ')"
+        return 1
+    fi
+    t=$((SECONDS - t0))
+    if ! cmp_out=$("$WL/compare.sh" --size "$SIZE" "$B/native" "$B/$m" "$w" 2>&1); then
+        fail "$w $m" "output differs from native:"$'\n'"$cmp_out"
+        return 1
+    fi
+    mapfile -t files < <(outputs "$B" "$m" "$SIZE" "$w")
+    nproc_expected=$(wc -l <"$d/exit.txt")
+    if [[ ${#files[@]} -ne $nproc_expected ]]; then
+        fail "$w $m" "${#files[@]} output files (.$(mode_ext "$m")) for $nproc_expected processes in $d/work"
+        return 1
+    fi
+    ok=1
+    for f in "${files[@]}"; do check_output "$m" "$f" || ok=0; done
+    if [[ $ok == 0 ]]; then
+        fail "$w $m" "output file not readable"
+        return 1
+    fi
+    bytes=$(cat "${files[@]}" | wc -c)
+    if counted "$m"; then pass "$w $m (${#files[@]} file(s), $bytes bytes, run ${t} s)"; fi
+}
+
+for w in "${WORKLOADS[@]}"; do
+    if ! built_ok native "$w" || ! run_mode "$B" native "$SIZE" 1 "$w" >/dev/null 2>"$B/native.$w.run-err"; then
+        for m in "${MODES[@]}"; do fail "$w $m" "native build or run failed"; done
+        continue
+    fi
+    for m in "${ORDER[@]}"; do
+        [[ $m == ppp ]] && continue
+        if [[ $m == bl ]]; then
+            if check "$w" bl; then
+                # the bl profile is ppp's interesting set: build ppp while the other modes run
+                if [[ " ${ORDER[*]} " == *" ppp "* ]] && save_interesting "$B" "$SIZE" "$w"; then
+                    start_build ppp "$w"
+                fi
+            elif ! counted bl; then
+                fail "$w bl" "(needed by ppp)"
+            fi
+        else
+            check "$w" "$m" || true
+        fi
+    done
+    if [[ " ${ORDER[*]} " == *" ppp "* ]]; then
+        if [[ -e $B/status/ppp.$w ]] || [[ -n $(jobs -rp) ]]; then
+            check "$w" ppp || true
+        else
+            fail "$w ppp" "no bl profile"
+        fi
+    fi
+done
+wait
+
+echo "check.sh: $((SECONDS - T0)) s; builds and results in $B" >&2
+if [[ $failed -gt 0 ]]; then
+    echo "failed: ${failures[*]}" >&2
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

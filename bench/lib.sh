@@ -1,0 +1,187 @@
+# Shared by bench/run.sh and bench/check.sh (sourced, not run): the recording modes, how each is
+# built with bench/workloads/build.sh and run with bench/workloads/run.sh, and where `wpp` is.
+#
+# Modes (a build variant = one `wpp cc --mode`; the raw and online modes of a variant share its
+# executables and differ only in the environment of the run):
+#   mode        build variant (wpp cc --mode)   run environment   output in the run's work/
+#   blocks-raw  trace-blocks                   WPP_RAW=1         PROGRAM.PID.trace
+#   blocks-wpp  trace-blocks                   (WPP_RAW unset)   PROGRAM.PID.wpp
+#   paths-raw   trace-paths                    WPP_RAW=1         PROGRAM.PID.trace
+#   paths-wpp   trace-paths                    (WPP_RAW unset)   PROGRAM.PID.wpp
+#   bl          bl                                               PROGRAM.PID.blprof
+#   ppp         ppp --interesting P                              PROGRAM.PID.pppprof
+# P is the bl profile of the same workload and size (PPP §5: every path that ran in the BL run
+# is interesting), so `bl` runs before `ppp`. bzip2 runs its program six times and leaves six
+# profiles; P is the largest of them (see bench/README.md).
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$BENCH_DIR/.." && pwd)
+WL=$BENCH_DIR/workloads
+ALL_WORKLOADS=(lua sqlite bzip2 zlib)
+ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp)
+
+mode_variant() {
+    case $1 in
+    blocks-raw | blocks-wpp) echo trace-blocks ;;
+    paths-raw | paths-wpp) echo trace-paths ;;
+    bl) echo bl ;;
+    ppp) echo ppp ;;
+    *) return 1 ;;
+    esac
+}
+mode_ext() {
+    case $1 in
+    *-raw) echo trace ;;
+    *-wpp) echo wpp ;;
+    bl) echo blprof ;;
+    ppp) echo pppprof ;;
+    esac
+}
+# The environment of a mode's run, as arguments of env(1).
+mode_env() {
+    case $1 in
+    *-raw) echo "WPP_RAW=1" ;;
+    *) echo "-u WPP_RAW" ;; # native, bl, ppp, *-wpp
+    esac
+}
+valid_mode() { mode_variant "$1" >/dev/null 2>&1; }
+
+# Sets WPP (the wpp executable) and exports WPP_RT_LIB (its runtime library).
+#   $WPP set: use it (it must be built with --features llvm); else build
+#   `cargo build --profile $1 -p wpp --features llvm -p wpp-rt` in ${CARGO_TARGET_DIR:-target}.
+# The runtime is $WPP_RT_LIB if set, else the newer of libwpp_rt.a next to wpp and the newest
+# deps/libwpp_rt-*.a there (`cargo test` builds the runtime only under deps/, so a
+# libwpp_rt.a next to wpp may be left over from an older `cargo build`).
+setup_wpp() {
+    local profile=$1 dir
+    export LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}
+    if [[ -z ${WPP:-} ]]; then
+        local td=${CARGO_TARGET_DIR:-$ROOT/target}
+        [[ $td == /* ]] || td=$ROOT/$td
+        case $profile in
+        dev) dir=debug ;;
+        test) dir=debug ;;
+        *) dir=$profile ;;
+        esac
+        echo "== cargo build --profile $profile -p wpp --features llvm -p wpp-rt" >&2
+        (cd "$ROOT" && cargo build -q --profile "$profile" -p wpp --features llvm -p wpp-rt) || return 1
+        WPP=$td/$dir/wpp
+        export WPP_RT_LIB=${WPP_RT_LIB:-$td/$dir/libwpp_rt.a}
+    fi
+    [[ $WPP == */* ]] && WPP=$(cd "$(dirname "$WPP")" && pwd)/$(basename "$WPP")
+    [[ -x $WPP ]] || { echo "no wpp executable at $WPP" >&2; return 1; }
+    if [[ -z ${WPP_RT_LIB:-} ]]; then
+        local d cand
+        d=$(dirname "$WPP")
+        cand=$(ls -t "$d/libwpp_rt.a" "$d"/deps/libwpp_rt-*.a 2>/dev/null | head -n1 || true)
+        [[ -n $cand ]] || { echo "no libwpp_rt.a next to $WPP or in its deps/" >&2; return 1; }
+        export WPP_RT_LIB=$cand
+    fi
+    [[ -f $WPP_RT_LIB ]] || { echo "no runtime library at $WPP_RT_LIB" >&2; return 1; }
+    echo "== wpp: $WPP" >&2
+    echo "== runtime: $WPP_RT_LIB" >&2
+}
+
+# needs_build EXE DEPS...: true if EXE is missing or older than any DEP (files or directories'
+# files).
+needs_build() {
+    local exe=$1 d
+    shift
+    [[ -x $exe ]] || return 0
+    for d in "$@"; do
+        [[ -e $d ]] || continue
+        [[ -n $(find -L "$d" -newer "$exe" -type f -print -quit 2>/dev/null) ]] && return 0
+    done
+    return 1
+}
+
+# build_workload B VARIANT WORKLOAD CFLAGS FORCE: builds $B/cc-VARIANT/WORKLOAD/WORKLOAD (VARIANT
+# native: clang-19; else `wpp cc --mode VARIANT`) with build.sh, unless it is up to date
+# (FORCE=1: always). ppp uses $B/interesting/WORKLOAD.blprof. One directory per executable, so
+# builds can run in parallel. Build time (s) goes to its build-times.tsv.
+build_workload() {
+    local b=$1 variant=$2 w=$3 cflags=$4 force=$5 out cc
+    local deps=("$WL/$w" "$WL/build.sh" "$WL/bzip2/gencorpus.c")
+    out=$b/cc-$variant/$w
+    if [[ $variant == native ]]; then
+        cc=clang-19
+    else
+        cc="$WPP cc --mode $variant"
+        deps+=("$WPP" "$WPP_RT_LIB")
+        if [[ $variant == ppp ]]; then
+            [[ -s $b/interesting/$w.blprof ]] || {
+                echo "no bl profile for $w: run bl first" >&2
+                return 1
+            }
+            cc+=" --interesting $b/interesting/$w.blprof"
+            deps+=("$b/interesting/$w.blprof")
+        fi
+        cc+=" --"
+    fi
+    mkdir -p "$out"
+    if [[ $force == 1 ]] || [[ $(cat "$out/cflags" 2>/dev/null) != "$cflags" ]] || needs_build "$out/$w" "${deps[@]}"; then
+        rm -f "$out/cflags"
+        "$WL/build.sh" --cc "$cc" --cflags "$cflags" --out "$out" "$w" 2>"$out/build-out.txt" || {
+            echo "   $w ($variant) FAILED to build: $out/logs/$w.build.log" >&2
+            return 1
+        }
+        echo "$cflags" >"$out/cflags"
+        echo "   built $w ($variant) in $(cut -f2 "$out/build-times.tsv") s" >&2
+    else
+        echo "   $w ($variant) is up to date" >&2
+    fi
+}
+build_seconds() { cut -f2 "$1/cc-$2/$3/build-times.tsv" 2>/dev/null || echo -; }
+
+# mode_dir B MODE: the run directory of MODE (or native): symlinks to the variant's executables,
+# so that modes sharing a variant keep separate results.
+mode_dir() {
+    local b=$1 mode=$2 variant w
+    if [[ $mode == native ]]; then variant=native; else variant=$(mode_variant "$mode"); fi
+    mkdir -p "$b/$mode"
+    for w in "${ALL_WORKLOADS[@]}"; do
+        ln -sfn "../cc-$variant/$w/$w" "$b/$mode/$w"
+    done
+    ln -sfn "../cc-$variant/bzip2/gencorpus" "$b/$mode/gencorpus"
+    echo "$b/$mode"
+}
+
+# run_mode B MODE SIZE REPS WORKLOAD: runs one workload in MODE (or native) with run.sh.
+run_mode() {
+    local b=$1 mode=$2 size=$3 reps=$4 w=$5 dir
+    dir=$(mode_dir "$b" "$mode")
+    # shellcheck disable=SC2046
+    env -u WPP_OUT $(mode_env "$mode") "$WL/run.sh" --size "$size" --reps "$reps" "$dir" "$w"
+}
+
+# outputs B MODE SIZE WORKLOAD: the recorder's output files of the latest run, one per line.
+outputs() {
+    local b=$1 mode=$2 size=$3 w=$4
+    ls -1 "$b/$mode/results/$size/$w/work/"*."$(mode_ext "$mode")" 2>/dev/null || true
+}
+
+# save_interesting B SIZE WORKLOAD: the largest bl profile of the bl run becomes the interesting
+# set of ppp (copied only when its contents changed, so ppp is not rebuilt needlessly).
+save_interesting() {
+    local b=$1 size=$2 w=$3 p
+    p=$(ls -S "$b/bl/results/$size/$w/work/"*.blprof 2>/dev/null | head -n1 || true)
+    [[ -n $p ]] || { echo "bl run of $w left no profile" >&2; return 1; }
+    mkdir -p "$b/interesting"
+    cmp -s "$p" "$b/interesting/$w.blprof" || cp "$p" "$b/interesting/$w.blprof"
+}
+
+# check_output MODE FILE: the recorder's output is complete and readable by wpp.
+check_output() {
+    local mode=$1 f=$2 err
+    case $mode in
+    *-wpp) err=$("$WPP" stats "$f" 2>&1 >/dev/null) || { echo "wpp stats $f: $err" >&2; return 1; } ;;
+    *-raw)
+        local last
+        last=$("$WPP" trace cat "$f" 2>"$f.cat-err" | tail -n1) || { echo "wpp trace cat $f: $(cat "$f.cat-err")" >&2; return 1; }
+        [[ -n $last ]] || { echo "wpp trace cat $f: empty trace" >&2; return 1; }
+        if [[ -s $f.cat-err ]]; then echo "wpp trace cat $f: $(cat "$f.cat-err")" >&2; return 1; fi
+        rm -f "$f.cat-err"
+        ;;
+    bl | ppp) err=$("$WPP" profile show "$f" 2>&1 >/dev/null) || { echo "wpp profile show $f: $err" >&2; return 1; } ;;
+    esac
+}
