@@ -79,7 +79,7 @@ fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL  $1${2:+: $2}"; }
 counted() { [[ $1 != bl || $COUNT_BL == 1 ]]; }
 
 # Builds run JOBS at a time in the background; each leaves $B/status/VARIANT.WORKLOAD (0 = ok).
-mkdir -p "$B/status"
+rm -rf "$B/status"; mkdir -p "$B/status"
 start_build() { # VARIANT WORKLOAD
     while [[ $(jobs -rp | wc -l) -ge $JOBS ]]; do wait -n || true; done
     rm -f "$B/status/$1.$2"

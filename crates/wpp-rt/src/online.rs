@@ -37,7 +37,6 @@ use wpp_trace::{Alphabet, Terminal, ThreadId};
 /// Buffers in flight between the program and the compressor.
 pub const QUEUE_BUFFERS: usize = 64;
 
-
 struct Msg {
     thread: u32,
     words: Vec<u64>,
