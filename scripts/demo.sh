@@ -1,48 +1,59 @@
 #!/usr/bin/env bash
-# The main job on a bundled example: synthesize a control-flow trace, compress it into a whole
-# program path (.wpp), print its statistics, verify the exact round trip, and compare the three
-# compressors side by side.
+# The main job on a bundled example: record the whole program path of a real C program
+# (examples/wordfreq.c) with `wpp cc`, then inspect it without unpacking it — statistics, hot
+# subpaths, path matching — check it against a raw recording of the same run, compare the three
+# compressors, and take a Ball–Larus path profile.
 #
 #   scripts/demo.sh [OUT_DIR]      # default: demo-out/ (kept, so you can explore the files)
 #
-# EVENTS and SEED override the trace's length (default 10^6) and seed.
+# Installs what it needs first (LLVM 19 from Debian; see scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out="${1:-demo-out}"
-events="${EVENTS:-1000000}"
-seed="${SEED:-1}"
 mkdir -p "$out"
-
 step() { printf '\n== %s\n' "$*"; }
 
-step "building wpp (release)"
-cargo build --release -p wpp
-wpp="${CARGO_TARGET_DIR:-target}/release/wpp"
+step "installing what recording needs (LLVM 19), where missing"
+scripts/install-deps.sh
+. scripts/env.sh
 
-step "synthesizing a $events-event basic-block trace (seed $seed) → $out/blocks.trace"
-"$wpp" synth --seed "$seed" --events "$events" --kind blocks -o "$out/blocks.trace"
-ls -l "$out/blocks.trace"
-echo "first events:"
-"$wpp" trace cat "$out/blocks.trace" | awk '!/^[#D]/ { print; if (++n == 8) exit }'
+step "building wpp with the instrumenter, and its runtime (release)"
+cargo build --release -p wpp -p wpp-rt --features wpp/llvm
+wpp="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/wpp"
 
-step "compressing with SEQUITUR → $out/blocks.wpp"
-"$wpp" compress "$out/blocks.trace" -o "$out/blocks.wpp" --algorithm sequitur
+step "compiling examples/wordfreq.c natively and with \`wpp cc --mode trace-blocks\`"
+clang-19 -O2 examples/wordfreq.c -o "$out/wordfreq.native"
+"$wpp" cc --mode trace-blocks -- -O2 examples/wordfreq.c -o "$out/wordfreq"
+
+step "running it: the program compresses its own trace with SEQUITUR while it runs"
+"$out/wordfreq.native" > "$out/native.txt"
+WPP_OUT="$out/wordfreq.wpp" WPP_QUIET=0 "$out/wordfreq" > "$out/recorded.txt"
+cmp "$out/native.txt" "$out/recorded.txt" && echo "output identical to the native build:"
+head -3 "$out/recorded.txt"
 
 step "statistics (Larus Table 1's columns)"
-"$wpp" stats "$out/blocks.wpp"
+"$wpp" stats "$out/wordfreq.wpp"
 
-step "verifying that the grammar expands to exactly the trace"
-"$wpp" verify "$out/blocks.wpp" "$out/blocks.trace"
+step "minimal hot subpaths: 3 to 12 events, cost ≥ 10^6 (Larus §4)"
+"$wpp" hot "$out/wordfreq.wpp" --min-length 3 --max-length 12 --min-cost 1000000
 
-step "decompressing and verifying the decompressed trace"
-"$wpp" decompress "$out/blocks.wpp" -o "$out/blocks.back.trace"
-"$wpp" verify "$out/blocks.wpp" "$out/blocks.back.trace"
-cmp "$out/blocks.trace" "$out/blocks.back.trace" && echo "byte-identical to the original trace"
+step "path matching on the compressed trace: blocks 0,1 of count_word (Zhang–Gupta §4)"
+"$wpp" match "$out/wordfreq.wpp" --function count_word --path 0,1 --count --scheme 2
+"$wpp" match "$out/wordfreq.wpp" --function count_word --path 0,1 --count --scheme 1
 
-step "all three compressors side by side (the smallest .wpp → $out/blocks.best.wpp)"
-"$wpp" compress "$out/blocks.trace" -o "$out/blocks.best.wpp" --algorithm all
-"$wpp" verify "$out/blocks.best.wpp" "$out/blocks.trace"
+step "recording the same run raw, and verifying the online .wpp against it"
+WPP_RAW=1 WPP_OUT="$out/wordfreq.trace" "$out/wordfreq" > /dev/null
+"$wpp" verify "$out/wordfreq.wpp" "$out/wordfreq.trace"
+
+step "the three compressors side by side on the raw trace"
+"$wpp" compress "$out/wordfreq.trace" -o "$out/wordfreq.best.wpp" --algorithm all --index
+"$wpp" verify "$out/wordfreq.best.wpp" "$out/wordfreq.trace"
+
+step "a Ball–Larus path profile of the same program (\`wpp cc --mode bl\`)"
+"$wpp" cc --mode bl -- -O2 examples/wordfreq.c -o "$out/wordfreq.bl"
+WPP_OUT="$out/wordfreq.blprof" "$out/wordfreq.bl" > /dev/null
+"$wpp" profile show "$out/wordfreq.blprof" | head -20
 
 step "done: files in $out/"
 ls -l "$out"

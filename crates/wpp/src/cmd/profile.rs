@@ -6,6 +6,7 @@
 use anyhow::Context as _;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use wpp_paths::dag::DagNodeKind;
 use wpp_paths::{BallLarus, Dag, PathId};
@@ -145,22 +146,31 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             if json {
                 return crate::util::print_json(&shown);
             }
-            println!(
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
                 "profile of a {} run: {} functions ran",
                 file.program.mode.name(),
                 shown.len()
-            );
+            )?;
             for f in &shown {
                 let loc = match (&f.file, f.line) {
                     (Some(file), Some(l)) => format!(" ({file}:{l})"),
                     _ => String::new(),
                 };
-                println!(
+                writeln!(
+                    out,
                     "{}{}: {} executions, {} of {} paths",
                     f.name, loc, f.executions, f.paths_executed, f.paths_total
-                );
+                )?;
                 for p in &f.paths {
-                    println!("  path {:>6} x{:<10} {}", p.id, p.count, p.blocks.join(" "));
+                    writeln!(
+                        out,
+                        "  path {:>6} x{:<10} {}",
+                        p.id,
+                        p.count,
+                        p.blocks.join(" ")
+                    )?;
                 }
             }
             Ok(())
@@ -206,11 +216,21 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                 return crate::util::print_json(&out);
             }
             let total: usize = out.values().map(Vec::len).sum();
-            println!("{total} executed paths are not in the interesting set");
+            let mut stdout = std::io::stdout().lock();
+            writeln!(
+                stdout,
+                "{total} executed paths are not in the interesting set"
+            )?;
             for (name, ps) in &out {
-                println!("{name}:");
+                writeln!(stdout, "{name}:")?;
                 for p in ps {
-                    println!("  path {:>6} x{:<10} {}", p.id, p.count, p.blocks.join(" "));
+                    writeln!(
+                        stdout,
+                        "  path {:>6} x{:<10} {}",
+                        p.id,
+                        p.count,
+                        p.blocks.join(" ")
+                    )?;
                 }
             }
             Ok(())
