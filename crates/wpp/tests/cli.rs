@@ -311,3 +311,35 @@ fn a_truncated_trace_compresses_its_valid_prefix() {
     // The full trace has more: it does not verify against the prefix's grammar.
     fails(&["verify", &w, &trace]);
 }
+
+/// `wpp … | head` closes the pipe early: the command must stop quietly with success, not panic.
+/// Each command's output is larger than a pipe's buffer, so its writes do meet the closed pipe.
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "300000", "--kind", "blocks"]);
+    let wpp_file = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &wpp_file, "--index"]);
+    let commands: [&[&str]; 3] = [
+        &["trace", "cat", &trace],
+        &["hot", &wpp_file, "--max-length", "4", "--min-cost", "1", "--json"],
+        &["hot", &wpp_file, "--max-length", "4", "--min-cost", "1"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wpp"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the wpp binary runs");
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is dropped here, as `head` would close it.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "wpp {args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "wpp {args:?}: {stderr}");
+    }
+}
