@@ -78,21 +78,7 @@ pass() { passed=$((passed + 1)); echo "PASS  $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL  $1${2:+: $2}"; }
 counted() { [[ $1 != bl || $COUNT_BL == 1 ]]; }
 
-# Builds run JOBS at a time in the background; each leaves $B/status/VARIANT.WORKLOAD (0 = ok).
-rm -rf "$B/status"; mkdir -p "$B/status"
-start_build() { # VARIANT WORKLOAD
-    while [[ $(jobs -rp | wc -l) -ge $JOBS ]]; do wait -n || true; done
-    rm -f "$B/status/$1.$2"
-    (
-        rc=0
-        build_workload "$B" "$1" "$2" "$CFLAGS" "$FORCE" || rc=$?
-        echo "$rc" >"$B/status/$1.$2"
-    ) &
-}
-built_ok() { # VARIANT WORKLOAD: waits for the build, true if it succeeded
-    while [[ ! -s $B/status/$1.$2 ]] && [[ -n $(jobs -rp) ]]; do wait -n || true; done
-    [[ $(cat "$B/status/$1.$2" 2>/dev/null) == 0 ]]
-}
+rm -rf "$B/status"
 
 # Variants other than ppp (which needs the bl run's profile): all workloads, longest builds first.
 VARIANTS=(native)

@@ -68,7 +68,8 @@ setup_wpp() {
         WPP=$td/$dir/wpp
         export WPP_RT_LIB=${WPP_RT_LIB:-$td/$dir/libwpp_rt.a}
     fi
-    [[ $WPP == */* ]] && WPP=$(cd "$(dirname "$WPP")" && pwd)/$(basename "$WPP")
+    if [[ $WPP != */* ]]; then WPP=$(command -v "$WPP" || echo "$WPP"); fi
+    if [[ -e $WPP ]]; then WPP=$(cd "$(dirname "$WPP")" && pwd)/$(basename "$WPP"); fi
     [[ -x $WPP ]] || { echo "no wpp executable at $WPP" >&2; return 1; }
     if [[ -z ${WPP_RT_LIB:-} ]]; then
         local d cand
@@ -185,3 +186,22 @@ check_output() {
     bl | ppp) err=$("$WPP" profile show "$f" 2>&1 >/dev/null) || { echo "wpp profile show $f: $err" >&2; return 1; } ;;
     esac
 }
+
+# start_build VARIANT WORKLOAD: build_workload in the background, at most $JOBS at a time, with
+# $B, $CFLAGS, $FORCE of the caller; leaves $B/status/VARIANT.WORKLOAD (0 = ok). Clear
+# $B/status before the first build.
+start_build() { # VARIANT WORKLOAD
+    while [[ $(jobs -rp | wc -l) -ge $JOBS ]]; do wait -n || true; done
+    mkdir -p "$B/status"
+    rm -f "$B/status/$1.$2"
+    (
+        rc=0
+        build_workload "$B" "$1" "$2" "$CFLAGS" "$FORCE" || rc=$?
+        echo "$rc" >"$B/status/$1.$2"
+    ) &
+}
+built_ok() { # VARIANT WORKLOAD: waits for the build, true if it succeeded
+    while [[ ! -s $B/status/$1.$2 ]] && [[ -n $(jobs -rp) ]]; do wait -n || true; done
+    [[ $(cat "$B/status/$1.$2" 2>/dev/null) == 0 ]]
+}
+

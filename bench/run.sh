@@ -4,7 +4,7 @@
 # online .wpp. Built on bench/workloads/{build,run,compare}.sh (see bench/README.md).
 #
 # Usage: bench/run.sh [--size small|full] [--modes "M..."] [--reps N] [--cflags F]
-#                     [--wpp PATH] [--profile P] [--force] [--no-save] [WORKLOAD...]
+#                     [--wpp PATH] [--profile P] [--force] [--no-save] [-j N] [WORKLOAD...]
 #
 #   WORKLOAD...   any of lua sqlite bzip2 zlib (default: all four)
 #   --size S      full (default; about 1 s natively per workload) or small
@@ -19,6 +19,8 @@
 #   --force       rebuild every executable (default: when older than wpp, its runtime, the
 #                 workload's driver or build.sh, or built with other flags)
 #   --no-save     print the report only (default: also append it to bench/results/DATE.md)
+#   -j N          builds at a time (default: nproc); they all finish before anything is timed,
+#                 except ppp's, which is built alone after the bl run
 #
 # Builds and run results: bench/build/bench/ (WPP_BENCH_BUILD): cc-VARIANT/WORKLOAD/ (one build
 # per `wpp cc --mode`, and cc-native/), native/ and MODE/ (the runs of each mode, see
@@ -35,6 +37,7 @@ CFLAGS=-O2
 PROFILE=release
 FORCE=0
 SAVE=1
+JOBS=$(nproc 2>/dev/null || echo 2)
 WORKLOADS=()
 ARGS="$*"
 usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -48,13 +51,14 @@ while [[ $# -gt 0 ]]; do
     --profile) PROFILE=$2; shift 2 ;;
     --force) FORCE=1; shift ;;
     --no-save) SAVE=0; shift ;;
+    -j) JOBS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     lua | sqlite | bzip2 | zlib) WORKLOADS+=("$1"); shift ;;
     *) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
 done
 [[ ${#WORKLOADS[@]} -gt 0 ]] || WORKLOADS=("${ALL_WORKLOADS[@]}")
-[[ -n $REPS ]] || { [[ $SIZE == full ]] && REPS=3 || REPS=1; }
+if [[ -z $REPS ]]; then if [[ $SIZE == full ]]; then REPS=3; else REPS=1; fi; fi
 read -ra MODES <<<"$MODES"
 for m in "${MODES[@]}"; do valid_mode "$m" || { echo "run.sh: unknown mode $m" >&2; exit 2; }; done
 ORDER=()
@@ -68,9 +72,23 @@ setup_wpp "$PROFILE"
 status=0
 # status of each workload/mode: ok | DIFF | build failed | run failed | (absent: not run)
 declare -A ST
+# Build everything but ppp first, $JOBS at a time (nothing is timed meanwhile), longest first.
+"$WL/fetch.sh"
+rm -rf "$B/status"
+VARIANTS=(native)
+for m in "${ORDER[@]}"; do
+    v=$(mode_variant "$m")
+    [[ $v == ppp || " ${VARIANTS[*]} " == *" $v "* ]] || VARIANTS+=("$v")
+done
+for w in sqlite lua bzip2 zlib; do
+    [[ " ${WORKLOADS[*]} " == *" $w "* ]] || continue
+    for v in "${VARIANTS[@]}"; do start_build "$v" "$w"; done
+done
+wait
+# Then run, one at a time; ppp is built (alone) after the bl run that gives its profile.
 for w in "${WORKLOADS[@]}"; do
     echo "== $w" >&2
-    if ! build_workload "$B" native "$w" "$CFLAGS" "$FORCE" || ! run_mode "$B" native "$SIZE" "$REPS" "$w"; then
+    if ! built_ok native "$w" || ! run_mode "$B" native "$SIZE" "$REPS" "$w"; then
         ST[$w/native]="failed"
         status=1
         continue
@@ -78,7 +96,13 @@ for w in "${WORKLOADS[@]}"; do
     ST[$w/native]=ok
     for m in "${ORDER[@]}"; do
         v=$(mode_variant "$m")
-        if ! build_workload "$B" "$v" "$w" "$CFLAGS" "$FORCE"; then
+        if [[ $v == ppp ]]; then
+            if [[ ${ST[$w/bl]:-} == ok ]] && save_interesting "$B" "$SIZE" "$w"; then
+                start_build ppp "$w"
+                wait
+            fi
+        fi
+        if ! built_ok "$v" "$w"; then
             ST[$w/$m]="build failed"; status=1; continue
         fi
         if ! run_mode "$B" "$m" "$SIZE" "$REPS" "$w"; then
@@ -89,7 +113,6 @@ for w in "${WORKLOADS[@]}"; do
         else
             ST[$w/$m]=DIFF; status=1
         fi
-        if [[ $m == bl ]]; then save_interesting "$B" "$SIZE" "$w" || true; fi
     done
 done
 

@@ -13,7 +13,12 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features
 echo "== bench/check.sh (real workloads: every recording mode, output identical to native)"
-# Reuses the test profile's build (`cargo test` just compiled wpp with --features llvm there, so
-# this `cargo build --profile test` adds at most the uplifted wpp and libwpp_rt.a). sqlite is not
-# in the default set (its instrumented builds take ~4 min per mode): `bench/check.sh sqlite`.
-bench/check.sh --profile test
+# Uses the `wpp` (built with --features llvm) and runtime library that `cargo test` just built
+# in the test profile, found exactly in cargo's artifact list (a no-op rebuild). A separate
+# `cargo build -p wpp --features llvm` would rebuild inkwell, wpp-instrument and wpp: without the
+# dev-dependencies, features unify differently (bitflags without `std`). sqlite is not in the
+# default set (its instrumented builds take ~4 min per mode): `bench/check.sh sqlite`.
+json=$(cargo test --workspace --all-features --no-run --message-format=json 2>/dev/null)
+wpp_exe=$(grep -o '"executable":"[^"]*/wpp"' <<<"$json" | tail -n1 | cut -d'"' -f4 || true)
+wpp_rt=$(grep -o '"[^"]*/libwpp_rt[^"/]*\.a"' <<<"$json" | tail -n1 | tr -d '"' || true)
+WPP=$wpp_exe WPP_RT_LIB=$wpp_rt bench/check.sh --profile test
