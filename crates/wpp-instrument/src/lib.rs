@@ -224,33 +224,58 @@ pub(crate) fn instrument_bl<'m>(
             probes += paths::place(m, sites, model, fp, plan, &record);
         }
     }
+    let db = (db_global, db_len);
+    hand_table_to_runtime(
+        m,
+        "__wpp_bl_table",
+        slot_ty,
+        &slots,
+        abi::SYM_BL_INIT,
+        targets,
+        all_sites,
+        db,
+    );
+    Ok(probes)
+}
+
+/// Stores a profile's per-function slots as a constant global and, at the start of `main`, calls
+/// the runtime's `init(table, functions, db, db_len)` with it; shared by `bl` and `ppp`. Programs
+/// without a `main` (libraries) get the table but no call, so they record nothing.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn hand_table_to_runtime<'m>(
+    m: Mod<'m>,
+    name: &str,
+    slot_ty: ir::Type<'m>,
+    slots: &[ir::Value<'m>],
+    init_symbol: &str,
+    targets: &[ir::Value<'m>],
+    all_sites: &[blocks::Sites<'m>],
+    (db_global, db_len): (ir::Value<'m>, usize),
+) {
+    let (i32t, i64t, ptr) = (m.int(32), m.int(64), m.ptr());
     let table_ty = m.array(slot_ty, slots.len() as u64);
     let table = m.add_global(
-        "__wpp_bl_table",
+        name,
         table_ty,
-        m.const_array(slot_ty, &slots),
+        m.const_array(slot_ty, slots),
         true,
         true,
         false,
     );
-    let init_ty = m.fn_type(void, &[ptr, i32t, ptr, i64t]);
-    let init = m.declare(abi::SYM_BL_INIT, init_ty);
+    let init_ty = m.fn_type(m.void(), &[ptr, i32t, ptr, i64t]);
+    let init = m.declare(init_symbol, init_ty);
     m.add_fn_attr(init, "nounwind");
     if let Some(main) = targets.iter().position(|f| f.name() == "main") {
         let b = m.builder();
         b.before(all_sites[main].start[0]);
-        b.call(
-            init_ty,
-            init,
-            &[
-                table,
-                m.const_int(i32t, targets.len() as u64),
-                db_global,
-                m.const_int(i64t, db_len as u64),
-            ],
-        );
+        let args = [
+            table,
+            m.const_int(i32t, targets.len() as u64),
+            db_global,
+            m.const_int(i64t, db_len as u64),
+        ];
+        b.call(init_ty, init, &args);
     }
-    Ok(probes)
 }
 
 /// The CFG and path numbering of every function `instrument_module` would instrument, in

@@ -34,8 +34,6 @@ pub(crate) fn instrument<'m>(
     db_global: Value<'m>,
     db_len: usize,
 ) -> Result<usize, Error> {
-    let i1 = m.int(1);
-    let _ = i1;
     let i32t = m.int(32);
     let i64t = m.int(64);
     let ptr = m.ptr();
@@ -118,32 +116,17 @@ pub(crate) fn instrument<'m>(
         };
         records += crate::paths::place_registers(m, sites, model, fp, &[bl_plan, &q_plan], &record);
     }
-    let table_ty = m.array(slot_ty, slots.len() as u64);
-    let table = m.add_global(
+    let db = (db_global, db_len);
+    crate::hand_table_to_runtime(
+        m,
         "__wpp_ppp_table",
-        table_ty,
-        m.const_array(slot_ty, &slots),
-        true,
-        true,
-        false,
+        slot_ty,
+        &slots,
+        abi::SYM_PPP_INIT,
+        targets,
+        all_sites,
+        db,
     );
-    let init_ty = m.fn_type(void, &[ptr, i32t, ptr, i64t]);
-    let init = m.declare(abi::SYM_PPP_INIT, init_ty);
-    m.add_fn_attr(init, "nounwind");
-    if let Some(main) = targets.iter().position(|f| f.name() == "main") {
-        let b = m.builder();
-        b.before(all_sites[main].start[0]);
-        b.call(
-            init_ty,
-            init,
-            &[
-                table,
-                m.const_int(i32t, targets.len() as u64),
-                db_global,
-                m.const_int(i64t, db_len as u64),
-            ],
-        );
-    }
     Ok(records)
 }
 

@@ -324,7 +324,15 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
     ok(&["compress", &trace, "-o", &wpp_file, "--index"]);
     let commands: [&[&str]; 2] = [
         &["trace", "cat", &trace],
-        &["hot", &wpp_file, "--max-length", "4", "--min-cost", "1", "--json"],
+        &[
+            "hot",
+            &wpp_file,
+            "--max-length",
+            "4",
+            "--min-cost",
+            "1",
+            "--json",
+        ],
     ];
     for args in commands {
         let mut child = Command::new(env!("CARGO_BIN_EXE_wpp"))

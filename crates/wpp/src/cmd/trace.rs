@@ -1,5 +1,6 @@
 //! `wpp trace …`: convert, print and chunk trace files.
 
+use super::compress::{open_trace as open, warn_truncated};
 use anyhow::Context;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -54,25 +55,6 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// Opens a trace, accepting a truncated one (its valid prefix is used, with a warning).
-fn open(path: &Path) -> anyhow::Result<TraceReader> {
-    let reader = file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(reader.allow_truncated(true))
-}
-
-/// Warns if `reader` stopped at a truncation.
-fn warn_truncated(reader: &TraceReader, path: &Path) {
-    if let Some(t) = reader.truncation() {
-        eprintln!(
-            "wpp: warning: {} is truncated at byte offset {} (a recording cut short?); \
-             using the {} events before it",
-            path.display(),
-            t.offset,
-            t.events
-        );
-    }
-}
-
 /// A failure while copying events: reading the input or writing the output.
 enum CopyError {
     Read(TraceError),
@@ -117,7 +99,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<()> {
     writer
         .finish()
         .with_context(|| format!("cannot write {}", output.display()))?;
-    warn_truncated(&reader, input);
+    warn_truncated(input, reader.truncation());
     Ok(())
 }
 
@@ -137,6 +119,6 @@ fn cat(args: CatArgs) -> anyhow::Result<()> {
         }
     }
     copy_context(copied, input, "standard output")?;
-    warn_truncated(&reader, input);
+    warn_truncated(input, reader.truncation());
     Ok(())
 }
