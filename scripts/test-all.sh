@@ -12,6 +12,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features
+echo "== cargo test --release -- --ignored (the 10^7-event round trips of the acceptance criteria)"
+cargo test --release -p wpp-grammar -p wpp-trace -- --ignored
 echo "== bench/check.sh (real workloads: every recording mode, output identical to native)"
 # Uses the `wpp` (built with --features llvm) and runtime library that `cargo test` just built
 # in the test profile, found exactly in cargo's artifact list (a no-op rebuild). A separate
