@@ -94,9 +94,6 @@ pub enum Error {
     /// The instrumented module failed LLVM's verifier (a bug in the instrumenter).
     #[error("instrumented module fails the LLVM verifier: {0}")]
     Verify(String),
-    /// The mode is not implemented yet.
-    #[error("mode {0} is not implemented yet")]
-    ModeNotImplemented(&'static str),
     /// The program database could not be encoded.
     #[error("cannot encode the program database: {0}")]
     Encode(String),
