@@ -190,7 +190,7 @@ fn tag(t: &[u8; 4]) -> TagName {
 #[non_exhaustive]
 pub enum WppError {
     /// The file system failed.
-    #[error("{}: {source}", path.display())]
+    #[error("I/O error on {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         CodecName::Gzip => Codec::Gzip(args.level.unwrap_or(6).clamp(0, 9) as u32),
     };
     let out = File::create(&args.output)
-        .with_context(|| format!("creating {}", args.output.display()))?;
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
     let db = reader.program().clone();
     let mut w = ChunkWriter::new(BufWriter::new(out), &db, codec, args.chunk_size)?;
     let mut failed = None;
@@ -76,14 +76,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         })
-        .with_context(|| format!("reading {}", args.trace.display()))?;
+        .with_context(|| format!("cannot read {}", args.trace.display()))?;
     if let Some(err) = failed {
-        return Err(err).with_context(|| format!("writing {}", args.output.display()));
+        return Err(err).with_context(|| format!("cannot write {}", args.output.display()));
     }
     super::compress::warn_truncated(&args.trace, reader.truncation());
     let (_, index_bytes) = w
         .finish()
-        .with_context(|| format!("writing {}", args.output.display()))?;
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     eprintln!(
         "wrote {} (index {} bytes)",
         args.output.display(),

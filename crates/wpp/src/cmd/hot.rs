@@ -42,7 +42,7 @@ pub struct Args {
 /// Reads `TERMINAL COST` lines into a cost table over `n` terminals (default cost 1).
 fn read_costs(path: &PathBuf, n: usize) -> anyhow::Result<Vec<u64>> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut costs = vec![1u64; n];
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -66,8 +66,8 @@ fn read_costs(path: &PathBuf, n: usize) -> anyhow::Result<Vec<u64>> {
 
 /// Runs `wpp hot`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp =
-        WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let wpp = WppFile::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let cfg = HotConfig {
         min_length: args.min_length,
         max_length: args.max_length,
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let reports = decode_hot(&wpp.grammar, &wpp.alphabet, &wpp.program, &hot);
     let folded: Vec<String> = reports.iter().map(folded_line).collect();
     if let Some(svg) = &args.svg {
-        let out = File::create(svg).with_context(|| format!("creating {}", svg.display()))?;
+        let out = File::create(svg).with_context(|| format!("cannot create {}", svg.display()))?;
         let mut opt = inferno::flamegraph::Options::default();
         opt.title = format!("hot subpaths of {}", args.file.display());
         opt.count_name = "cost".into();
@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             folded.iter().map(|s| s.as_str()),
             BufWriter::new(out),
         )
-        .with_context(|| format!("writing {}", svg.display()))?;
+        .with_context(|| format!("cannot write {}", svg.display()))?;
     }
     if args.json {
         return crate::util::print_json(&reports);

@@ -62,9 +62,9 @@ pub fn read_interesting(
     path: &std::path::Path,
 ) -> anyhow::Result<std::collections::BTreeMap<String, Vec<u64>>> {
     use anyhow::Context as _;
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = wpp_rt::profile::ProfileFile::from_bytes(&bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
+        .with_context(|| format!("cannot read {}", path.display()))?;
     Ok(wpp_instrument::interesting_from_profile(&file))
 }
 

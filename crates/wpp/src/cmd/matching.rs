@@ -74,7 +74,7 @@ fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::R
 
 fn is_chunked(path: &Path) -> anyhow::Result<bool> {
     let mut magic = [0u8; 4];
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut f = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let n = f.read(&mut magic)?;
     Ok(n == 4 && &magic == b"WPPC")
 }
@@ -133,22 +133,22 @@ fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Str
     }
     let f = File::open(&args.file)?;
     let mut trace = ChunkedTrace::open(BufReader::new(f))
-        .with_context(|| format!("reading {}", args.file.display()))?;
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let function = resolve(&args.function, |n| trace.function(n))?;
     let qs = queries(args, function);
     let (answers, _) = chunked::run_many(&mut trace, &qs, mode)
-        .with_context(|| format!("reading {}", args.file.display()))?;
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     Ok((Scheme::Chunked, answers))
 }
 
 /// Schemes 1, 2 and 4 on a `.wpp` file.
 fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
-    let wpp =
-        WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let wpp = WppFile::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let function = resolve(&args.function, |n| wpp.program.find(n))?;
     let qs = queries(args, function);
     let index = partition::find_index(&wpp.extra, &wpp.grammar)
-        .with_context(|| format!("reading the scheme 4 index of {}", args.file.display()))?;
+        .with_context(|| format!("cannot read the scheme 4 index of {}", args.file.display()))?;
     let (g, alphabet) = (&wpp.grammar, &wpp.alphabet);
     match (args.scheme.as_str(), index) {
         ("1", _) => Ok((Scheme::Expand, scheme1::run_many(g, alphabet, &qs, mode)?)),

@@ -107,7 +107,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 /// Reads and validates every function of a JSON CFG file.
 pub fn load_cfgs(path: &Path) -> anyhow::Result<Vec<Cfg>> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     CfgFile::parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
@@ -148,7 +148,7 @@ impl Numbered {
     /// The PPP plan for this function's entry in an interesting-path file.
     pub fn plan(&self, paths_file: &Path) -> anyhow::Result<PppPlan> {
         let text = std::fs::read_to_string(paths_file)
-            .with_context(|| format!("reading {}", paths_file.display()))?;
+            .with_context(|| format!("cannot read {}", paths_file.display()))?;
         let file: InterestingFile =
             serde_json::from_str(&text).with_context(|| format!("in {}", paths_file.display()))?;
         let Some(entry) = file.functions.iter().find(|f| f.name == self.cfg.name) else {

@@ -63,8 +63,8 @@ struct ShownFunction {
 }
 
 fn read(path: &Path) -> anyhow::Result<ProfileFile> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    ProfileFile::from_bytes(&bytes).with_context(|| format!("reading {}", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    ProfileFile::from_bytes(&bytes).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Numberings of every function of a profile, by name.

@@ -25,8 +25,8 @@ pub struct Args {
 
 /// Runs `wpp subpath`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp =
-        WppFile::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let wpp = WppFile::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let q: Vec<Terminal> = args.terminals.iter().map(|&t| Terminal(t)).collect();
     if let Some(t) = q.iter().find(|t| !wpp.grammar.has_terminal(**t)) {
         anyhow::bail!(
