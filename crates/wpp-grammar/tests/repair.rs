@@ -63,6 +63,31 @@ fn max_digram_repeats(g: &Grammar) -> usize {
     counts.into_values().max().unwrap_or(0)
 }
 
+/// Rules are numbered in depth-first post-order from the start rules (what lets the `.wpp`
+/// writer define rules inline): a recursive walk visits exactly rules 0, 1, 2, … in order.
+fn assert_post_order_from_starts(g: &Grammar) {
+    fn walk(g: &Grammar, r: RuleId, seen: &mut Vec<bool>, order: &mut Vec<u32>) {
+        seen[r.0 as usize] = true;
+        for s in g.body(r) {
+            if let SymbolKind::Rule(q) = s.kind() {
+                if !seen[q.0 as usize] {
+                    walk(g, q, seen, order);
+                }
+            }
+        }
+        order.push(r.0);
+    }
+    let (mut seen, mut order) = (vec![false; g.num_rules()], Vec::new());
+    for s in g.starts() {
+        walk(g, s.rule, &mut seen, &mut order);
+    }
+    assert_eq!(
+        order,
+        (0..g.num_rules() as u32).collect::<Vec<_>>(),
+        "numbering"
+    );
+}
+
 fn compress_windowed(streams: &[Vec<u32>], window: usize) -> Grammar {
     let mut c = Windowed::new(window);
     for (k, s) in streams.iter().enumerate() {
@@ -78,6 +103,7 @@ fn assert_good_windowed(streams: &[Vec<u32>], window: usize) -> Grammar {
     assert_eq!(expand_all(&g), streams, "round trip");
     assert!(max_digram_repeats(&g) <= 1, "a digram repeats: {g:?}");
     check::check(&g).unwrap();
+    assert_post_order_from_starts(&g);
     g
 }
 
@@ -87,6 +113,7 @@ fn assert_good(streams: &[Vec<u32>]) -> Grammar {
     assert_eq!(expand_all(&g), streams, "round trip");
     assert!(max_digram_repeats(&g) <= 1, "a digram repeats: {g:?}");
     check::check(&g).unwrap();
+    assert_post_order_from_starts(&g);
     assert_eq!(compress(streams), g, "deterministic");
     g
 }

