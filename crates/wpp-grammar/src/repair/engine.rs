@@ -9,13 +9,19 @@
 //!   `NIL` when the position starts no counted pair. A run of holes keeps, at its first slot, the
 //!   index of the next live position (in `next`) and at its last slot the previous live position
 //!   (in `prev`), so neighbours are found in O(1);
-//! * the pair records (24 bytes per distinct pair present), found by an [`FxHashMap`] from the
-//!   packed pair (a hand-written linear-probing table with backward-shift deletion measured no
-//!   faster on the 10^7-event benchmark, so the standard one stays);
+//! * the pair records (24 bytes per distinct pair present; the arena grows by a quarter at a
+//!   time, not by doubling), found through a `hashbrown` [`HashTable`] of record ids hashed by
+//!   their pair (5 bytes per slot; a map from the packed pair to the id took 17, and on
+//!   high-entropy path traces, where the distinct pairs approach a tenth of the events late in
+//!   the run, that table and the records' doubling are what pushed the peak above 16 bytes per
+//!   event);
 //! * the frequency queue, threaded through the records: buckets `2..=B` (`B ≈ √n`) as FIFO lists
 //!   plus one unsorted list for counts above `B`, scanned for its maximum.
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 /// An absent index.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -72,6 +78,24 @@ pub(crate) fn key(a: u32, b: u32) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
 }
 
+/// The hash of digram `ab` in [`Engine::index`].
+#[inline]
+fn hash(a: u32, b: u32) -> u64 {
+    FxBuildHasher.hash_one(key(a, b))
+}
+
+impl Record {
+    #[inline]
+    fn is(&self, a: u32, b: u32) -> bool {
+        self.a == a && self.b == b
+    }
+
+    #[inline]
+    fn hash(&self) -> u64 {
+        hash(self.a, self.b)
+    }
+}
+
 /// The sequence being compressed plus every structure the replacement loop updates.
 pub(crate) struct Engine {
     nodes: Vec<Node>,
@@ -81,7 +105,9 @@ pub(crate) struct Engine {
     open: u32,
     recs: Vec<Record>,
     free: u32,
-    index: FxHashMap<u64, u32>,
+    /// Live records by pair: ids only, the keys are in the records (5 bytes per slot where a
+    /// map from the packed pair would take 17).
+    index: HashTable<u32>,
     /// `buckets[f]` for counts `2..=top_from - 1`, `buckets[top_from]` for all larger counts.
     buckets: Vec<u32>,
     top_from: u32,
@@ -101,7 +127,7 @@ impl Engine {
             open: 1,
             recs: Vec::new(),
             free: NIL,
-            index: FxHashMap::default(),
+            index: HashTable::new(),
             buckets: Vec::new(),
             top_from: 2,
             cursor: 0,
@@ -179,7 +205,7 @@ impl Engine {
 
     /// All live pair records.
     pub(crate) fn live_pairs(&self) -> impl Iterator<Item = u32> + '_ {
-        self.index.values().copied()
+        self.index.iter().copied()
     }
 
     /// The pair and count of record `r`.
@@ -190,7 +216,10 @@ impl Engine {
 
     /// The record of pair `ab`, if it has a counted occurrence.
     pub(crate) fn find(&self, a: u32, b: u32) -> Option<u32> {
-        self.index.get(&key(a, b)).copied()
+        let recs = &self.recs;
+        self.index
+            .find(hash(a, b), |&r| recs[r as usize].is(a, b))
+            .copied()
     }
 
     /// The most frequent pair with at least two counted occurrences: among equal counts, the one
@@ -290,7 +319,7 @@ impl Engine {
     }
 
     fn remove_pair_at(&mut self, t: u32, a: u32, b: u32) {
-        let r = self.index[&key(a, b)];
+        let r = self.find(a, b).expect("a counted occurrence has a record");
         self.remove_occurrence(r, t);
     }
 
@@ -375,37 +404,46 @@ impl Engine {
 
     /// The record of pair `ab`, created empty if absent.
     fn record(&mut self, a: u32, b: u32) -> u32 {
-        let next_id = if self.free != NIL {
-            self.free
-        } else {
-            self.recs.len() as u32
+        if let Some(r) = self.find(a, b) {
+            return r;
+        }
+        let rec = Record {
+            a,
+            b,
+            count: 0,
+            head: NIL,
+            qprev: NIL,
+            qnext: NIL,
         };
-        let r = *self.index.entry(key(a, b)).or_insert(next_id);
-        if r == next_id {
-            let rec = Record {
-                a,
-                b,
-                count: 0,
-                head: NIL,
-                qprev: NIL,
-                qnext: NIL,
-            };
-            if self.free != NIL {
-                self.free = self.recs[r as usize].qnext;
-                self.recs[r as usize] = rec;
-            } else {
-                self.recs.push(rec);
+        let r = if self.free != NIL {
+            let r = self.free;
+            self.free = self.recs[r as usize].qnext;
+            self.recs[r as usize] = rec;
+            r
+        } else {
+            if self.recs.len() == self.recs.capacity() {
+                // Grow by a quarter, not double: on high-entropy traces the records are the
+                // largest table after the sequence, and doubling leaves up to half unused.
+                self.recs.reserve_exact((self.recs.len() / 4).max(1024));
             }
-            if let Some(log) = &mut self.new_pairs {
-                log.push(r);
-            }
+            self.recs.push(rec);
+            self.recs.len() as u32 - 1
+        };
+        let recs = &self.recs;
+        self.index
+            .insert_unique(hash(a, b), r, |&q| recs[q as usize].hash());
+        if let Some(log) = &mut self.new_pairs {
+            log.push(r);
         }
         r
     }
 
     fn free_record(&mut self, r: u32) {
+        let h = self.recs[r as usize].hash();
+        if let Ok(entry) = self.index.find_entry(h, |&q| q == r) {
+            entry.remove();
+        }
         let rec = &mut self.recs[r as usize];
-        self.index.remove(&key(rec.a, rec.b));
         rec.head = NIL;
         rec.qnext = self.free;
         self.free = r;
@@ -544,6 +582,18 @@ impl Engine {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rustc_hash::FxHashMap;
+
+    /// Every live record by its packed pair.
+    fn index(e: &Engine) -> FxHashMap<u64, u32> {
+        let map: FxHashMap<u64, u32> = e
+            .index
+            .iter()
+            .map(|&r| (key(e.recs[r as usize].a, e.recs[r as usize].b), r))
+            .collect();
+        assert_eq!(map.len(), e.index.len(), "a pair has two records");
+        map
+    }
 
     fn engine(streams: &[Vec<u32>]) -> Engine {
         let mut e = Engine::new(0);
@@ -584,8 +634,7 @@ mod tests {
                 *want.entry(k).or_default() += n;
             }
         }
-        let got: FxHashMap<u64, u32> = e
-            .index
+        let got: FxHashMap<u64, u32> = index(e)
             .iter()
             .map(|(&k, &r)| (k, e.recs[r as usize].count))
             .collect();
@@ -604,7 +653,7 @@ mod tests {
             }
         }
         assert_eq!(queued, want.values().filter(|&&f| f >= 2).count());
-        for (&k, &r) in &e.index {
+        for (&k, &r) in &index(e) {
             let rec = &e.recs[r as usize];
             let (mut t, mut n) = (rec.head, 0);
             loop {
@@ -629,7 +678,7 @@ mod tests {
         let mut next_rule = RULE_BIT_FOR_TESTS;
         while let Some(r) = e.most_frequent() {
             let max = e.recs[r as usize].count;
-            assert!(e.index.values().all(|&o| e.recs[o as usize].count <= max));
+            assert!(e.index.iter().all(|&o| e.recs[o as usize].count <= max));
             e.replace_all(r, next_rule);
             next_rule += 1;
             validate(&e);

@@ -19,7 +19,8 @@
 //! `by` and adds `xA` and `Ay`, each in O(1) expected time; the emptied slot joins a run of holes
 //! whose ends point past it. No digram's count ever exceeds the count just replaced, so the
 //! bucket scan only moves down, and the whole run is O(n) expected time. Memory: 12 bytes per
-//! event for the array and its links, plus 24 bytes per distinct digram present.
+//! event for the array and its links, plus about 30–40 bytes per distinct digram present (a
+//! 24-byte record, 5-byte hash slots, arena slack).
 //!
 //! When no digram occurs twice, each stream's remaining sequence becomes its start rule, every
 //! rule used only once is inlined into its user, and the rules are numbered bottom-up (see
