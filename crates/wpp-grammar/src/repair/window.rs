@@ -41,8 +41,9 @@
 //! 10^4, 1.245 M at 10^5, 1.209 M at 10^6, against 1.221 M offline (a window of 10^6 is 1 %
 //! *smaller*: local frequencies happen to suit it) and 1.374 M for SEQUITUR; peak heap
 //! 4.8 B/event, mostly the growing grammar. Lua's block trace (23.9 M events, 7.3 k symbols
-//! offline): 12.2 k at 10^4, 8.6 k at 10^5, 7.7 k at 10^6 (SEQUITUR 9.6 k), because a rule
-//! found late in a window is applied to earlier windows only by the final pass.
+//! offline): 12.2 k at 10^4, 8.6 k at 10^5, 7.7 k at 10^6 (SEQUITUR 9.6 k), because rules
+//! found in later windows reach earlier ones only through the final pass, after those windows'
+//! own choices have broken up their digrams.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
