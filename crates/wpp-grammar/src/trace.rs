@@ -141,6 +141,7 @@ impl Engine {
             Engine::Offline { streams } => {
                 let mut c = RePair::new();
                 c.reserve_terminals(num_terminals);
+                c.reserve(streams.iter().map(|(_, b)| b.len() + 1).sum());
                 // Each buffer is freed as soon as the engine has copied it.
                 for (thread, buffer) in streams {
                     buffer.add_to(&mut c, thread)?;
@@ -189,6 +190,14 @@ impl Buffer {
             wide => wide,
         };
         self.push(t);
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Buffer::U8(v) => v.len(),
+            Buffer::U16(v) => v.len(),
+            Buffer::U32(v) => v.len(),
+        }
     }
 
     fn heap_bytes(&self) -> usize {

@@ -331,6 +331,18 @@ proptest! {
         prop_assert_eq!(check::check(&g), Ok(()));
     }
 
+    /// Reserving room (exactly, too little or too much) only changes the allocation.
+    #[test]
+    fn reserving_does_not_change_the_grammar(s in streams(0u32..4, 100), extra in 0usize..50) {
+        let total: usize = s.iter().map(|x| x.len() + 1).sum();
+        let mut c = RePair::new();
+        c.reserve((total + extra).saturating_sub(25));
+        for (k, x) in s.iter().enumerate() {
+            c.add_stream(ThreadId(k as u32), x.iter().map(|&t| Terminal(t))).unwrap();
+        }
+        prop_assert_eq!(c.finish().unwrap(), compress(&s));
+    }
+
     #[test]
     fn same_answer_through_the_algorithm_enum(s in streams(0u32..4, 100)) {
         let threads: Vec<Vec<Terminal>> =

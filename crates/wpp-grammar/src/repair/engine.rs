@@ -145,6 +145,11 @@ impl Engine {
         self.nodes.reserve(additional);
     }
 
+    /// Makes room for exactly `additional` more symbols.
+    pub(crate) fn reserve_exact(&mut self, additional: usize) {
+        self.nodes.reserve_exact(additional);
+    }
+
     /// Appends one symbol to the current stream. Must be below [`SEP`].
     #[inline]
     pub(crate) fn push(&mut self, s: u32) {

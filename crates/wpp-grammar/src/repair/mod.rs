@@ -132,6 +132,13 @@ impl RePair {
         self.num_terminals = self.num_terminals.max(n);
     }
 
+    /// Makes room for `slots` more positions: the terminals of the streams still to be added
+    /// plus one per stream (its end). The sequence (12 bytes per slot) is then allocated once at
+    /// its exact size instead of growing stream by stream with up to half of it unused.
+    pub fn reserve(&mut self, slots: usize) {
+        self.engine.reserve_exact(slots);
+    }
+
     /// Adds a whole stream (one thread's terminals), which gets its own start rule.
     pub fn add_stream<I>(&mut self, thread: ThreadId, terminals: I) -> Result<(), RePairError>
     where
