@@ -83,6 +83,27 @@ setup_wpp() {
     echo "== runtime: $WPP_RT_LIB" >&2
 }
 
+# Sets WPP_QUERY_CHECK (the brute-force query cross-check, crates/wpp-query/src/bin/
+# wpp-query-check.rs): $WPP_QUERY_CHECK if set, else wpp-query-check next to $WPP, else
+# `cargo build --profile $1 -p wpp-query --bin wpp-query-check` in ${CARGO_TARGET_DIR:-target}.
+# Call after setup_wpp.
+setup_query_check() {
+    local profile=$1 td dir
+    if [[ -z ${WPP_QUERY_CHECK:-} ]]; then
+        WPP_QUERY_CHECK=$(dirname "$WPP")/wpp-query-check
+    fi
+    if [[ ! -x $WPP_QUERY_CHECK ]]; then
+        td=${CARGO_TARGET_DIR:-$ROOT/target}
+        [[ $td == /* ]] || td=$ROOT/$td
+        case $profile in dev | test) dir=debug ;; *) dir=$profile ;; esac
+        echo "== cargo build --profile $profile -p wpp-query --bin wpp-query-check" >&2
+        (cd "$ROOT" && cargo build -q --profile "$profile" -p wpp-query --bin wpp-query-check) || return 1
+        WPP_QUERY_CHECK=$td/$dir/wpp-query-check
+    fi
+    [[ -x $WPP_QUERY_CHECK ]] || { echo "no wpp-query-check at $WPP_QUERY_CHECK" >&2; return 1; }
+    echo "== query check: $WPP_QUERY_CHECK" >&2
+}
+
 # needs_build EXE DEPS...: true if EXE is missing or older than any DEP (files or directories'
 # files).
 needs_build() {

@@ -122,9 +122,18 @@ mod tests {
         let (f, g) = (Event::Enter(FunctionId(0)), Event::Enter(FunctionId(1)));
         // f: B1, g: B2 (not f's), f: B2 B1 B2 → f's own blocks 1 2 1 2.
         let t = [f, b(1), g, b(2), Event::Leave, b(2), b(1), b(2)];
-        assert_eq!(path_occurrences(&t, FunctionId(0), &[BlockId(1), BlockId(2)]), (Some(5), 2));
-        assert_eq!(path_occurrences(&t, FunctionId(1), &[BlockId(2)]), (Some(3), 1));
-        assert_eq!(path_occurrences(&t, FunctionId(2), &[BlockId(2)]), (None, 0));
+        assert_eq!(
+            path_occurrences(&t, FunctionId(0), &[BlockId(1), BlockId(2)]),
+            (Some(5), 2)
+        );
+        assert_eq!(
+            path_occurrences(&t, FunctionId(1), &[BlockId(2)]),
+            (Some(3), 1)
+        );
+        assert_eq!(
+            path_occurrences(&t, FunctionId(2), &[BlockId(2)]),
+            (None, 0)
+        );
         let grams = most_frequent_paths::<2>(&t);
         assert_eq!(grams[&FunctionId(0)], ([BlockId(1), BlockId(2)], 2));
         assert_eq!(own_ngrams::<3>(&t).len(), 2);

@@ -7,6 +7,9 @@
 //! wpp-query-bench --trace FILE [--events N] [--chunks C]   the first N events of a recording
 //! ```
 //!
+//! `--partitions P` sets scheme 4's number of start-rule partitions (default
+//! [`DEFAULT_PARTITIONS`]).
+//!
 //! Defaults: 10^7 synthetic events, seed 1; for `--trace`, the first 10^8 events (or the whole
 //! trace if shorter) of its first thread; chunk size chosen so the trace makes about `C = 128`
 //! chunks, as the paper's 512 MB in 4 MB chunks, and 128 start-rule partitions for scheme 4.
@@ -65,6 +68,7 @@ struct Args {
     events: u64,
     seed: u64,
     chunks: usize,
+    partitions: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -73,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
         events: 0,
         seed: 1,
         chunks: 128,
+        partitions: DEFAULT_PARTITIONS,
     };
     let mut positional = Vec::new();
     let mut it = std::env::args().skip(1);
@@ -86,12 +91,13 @@ fn parse_args() -> Result<Args, String> {
             "--trace" => a.trace = Some(it.next().ok_or("--trace needs a file")?.into()),
             "--events" => a.events = num(it.next(), "--events")?,
             "--chunks" => a.chunks = num(it.next(), "--chunks")? as usize,
+            "--partitions" => a.partitions = num(it.next(), "--partitions")? as usize,
             _ => positional.push(num(Some(arg), "a positional argument")?),
         }
     }
     match (&a.trace, positional.as_slice()) {
         (Some(_), []) => {}
-        (None, [rest @ ..]) if rest.len() <= 3 => {
+        (None, rest) if rest.len() <= 3 => {
             if let Some(&n) = rest.first() {
                 a.events = n;
             }
@@ -102,10 +108,14 @@ fn parse_args() -> Result<Args, String> {
                 a.chunks = c as usize;
             }
         }
-        _ => return Err("usage: wpp-query-bench [EVENTS [SEED [CHUNKS]]] | --trace FILE [--events N] [--chunks C]".into()),
+        _ => return Err("usage: wpp-query-bench [EVENTS [SEED [CHUNKS]]] | --trace FILE [--events N] [--chunks C] [--partitions P]".into()),
     }
     if a.events == 0 {
-        a.events = if a.trace.is_some() { 100_000_000 } else { 10_000_000 };
+        a.events = if a.trace.is_some() {
+            100_000_000
+        } else {
+            10_000_000
+        };
     }
     Ok(a)
 }
@@ -312,10 +322,20 @@ fn row(
     let f2 = only(compressed::run(g, alphabet, q, Mode::First).expect("scheme 2")).0;
     let t2 = secs(t);
     let t = Instant::now();
-    let f3 = only(chunked::run(&mut containers[0].1, q, Mode::First).expect("scheme 3").0).0;
+    let f3 = only(
+        chunked::run(&mut containers[0].1, q, Mode::First)
+            .expect("scheme 3")
+            .0,
+    )
+    .0;
     let t3 = secs(t);
     let t = Instant::now();
-    let f4 = only(partition::run(g, alphabet, index, q, Mode::First).expect("scheme 4").0).0;
+    let f4 = only(
+        partition::run(g, alphabet, index, q, Mode::First)
+            .expect("scheme 4")
+            .0,
+    )
+    .0;
     let t4 = secs(t);
     assert!(
         [f1, f2, f3, f4].iter().all(|&f| f == a1.0),
@@ -417,7 +437,7 @@ fn main() {
     );
     let (alphabet, g) = grammar_of(&events);
     let t = Instant::now();
-    let index = PartitionIndex::build(&g, &alphabet, DEFAULT_PARTITIONS).expect("index");
+    let index = PartitionIndex::build(&g, &alphabet, args.partitions).expect("index");
     println!(
         "scheme 4 index: {} bytes, {} partitions ({:.1} s)",
         index.size_bytes(),
