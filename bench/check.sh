@@ -19,7 +19,7 @@
 #   --force       rebuild every executable (default: rebuild when older than wpp, its runtime,
 #                 the workload's driver or build.sh, or built with other flags)
 #   -j N          builds at a time (default: nproc); runs are sequential
-#   --query-events N  events of the blocks-raw trace the query check reads (default 1000000;
+#   --query-events N  events of the blocks-raw trace the query check reads (default 500000;
 #                 0: no query check)
 #
 # Per workload: build natively (clang-19) and with `wpp cc --mode M` for each variant
@@ -46,7 +46,7 @@ CFLAGS=-O2
 PROFILE=release
 FORCE=0
 JOBS=$(nproc 2>/dev/null || echo 2)
-QUERY_EVENTS=1000000
+QUERY_EVENTS=500000
 WORKLOADS=()
 usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do

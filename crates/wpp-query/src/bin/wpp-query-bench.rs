@@ -21,6 +21,9 @@
 //! row. Every scheme must report the same count and
 //! first position, or the benchmark panics. Counting all occurrences scans the whole trace
 //! (Figure 13); "first occurrence" is the paper's query, which stops at the first match.
+//! Every time is the best of several runs (3 for scheme 1's decompression and matching and for
+//! scheme 3 counting, 5 for schemes 2 and 4; first occurrences of schemes 1 and 3 run once):
+//! the machine is shared, and single timings mostly measure the neighbours.
 //!
 //! # Real recordings (2026-11-21, release, 2 shared cores)
 //!
@@ -285,23 +288,25 @@ fn row(
     index: &PartitionIndex,
     containers: &mut [(Codec, ChunkedTrace<Cursor<Vec<u8>>>)],
 ) -> String {
-    let t = Instant::now();
     let mut expanded = Vec::new();
-    wpp_grammar::expand::expand_into(g, g.starts()[0].rule, &mut expanded);
-    let dec = secs(t);
+    let ((), dec) = best_of(3, || {
+        expanded.clear();
+        wpp_grammar::expand::expand_into(g, g.starts()[0].rule, &mut expanded);
+    });
     let pattern = Pattern::new(&q.path).expect("short path");
     let kinds = classify(alphabet, q.function, &pattern);
-    let t = Instant::now();
-    let a1 = scheme1::match_terminals(&pattern, &kinds, &expanded, Mode::Count);
-    let m1 = secs(t);
+    let (a1, m1) = best_of(3, || {
+        scheme1::match_terminals(&pattern, &kinds, &expanded, Mode::Count)
+    });
     drop(expanded);
-    let t = Instant::now();
-    let a2 = only(compressed::run(g, alphabet, q, Mode::Count).expect("scheme 2"));
-    let s2 = secs(t);
+    let (a2, s2) = best_of(5, || {
+        only(compressed::run(g, alphabet, q, Mode::Count).expect("scheme 2"))
+    });
+    let (_, setup) = best_of(5, || compressed::Matcher::new(g, alphabet, q).map(|_| ()));
     assert_eq!(a2, a1, "scheme 2 disagrees with scheme 1");
     let mut s3 = Vec::new();
     for (codec, c) in containers.iter_mut() {
-        let (r, st) = chunked::run(c, q, Mode::Count).expect("scheme 3");
+        let ((r, st), _) = best_of(3, || chunked::run(c, q, Mode::Count).expect("scheme 3"));
         assert_eq!(only(r), a1, "scheme 3 ({codec:?}) disagrees with scheme 1");
         s3.push(format!(
             "{:.3} + {:.3} s",
@@ -309,34 +314,26 @@ fn row(
             st.matching.as_secs_f64()
         ));
     }
-    let t = Instant::now();
-    let (r4, st4) = partition::run(g, alphabet, index, q, Mode::Count).expect("scheme 4");
-    let s4 = secs(t);
+    let ((r4, st4), s4) = best_of(5, || {
+        partition::run(g, alphabet, index, q, Mode::Count).expect("scheme 4")
+    });
     assert_eq!(only(r4), a1, "scheme 4 disagrees with scheme 1");
 
     // First occurrence: each scheme stops at the first match.
     let t = Instant::now();
     let f1 = only(scheme1::run(g, alphabet, q, Mode::First).expect("scheme 1")).0;
     let t1 = secs(t);
+    let (f2, t2) = best_of(5, || {
+        only(compressed::run(g, alphabet, q, Mode::First).expect("scheme 2")).0
+    });
     let t = Instant::now();
-    let f2 = only(compressed::run(g, alphabet, q, Mode::First).expect("scheme 2")).0;
-    let t2 = secs(t);
-    let t = Instant::now();
-    let f3 = only(
-        chunked::run(&mut containers[0].1, q, Mode::First)
-            .expect("scheme 3")
-            .0,
-    )
-    .0;
+    let (r3, _) = chunked::run(&mut containers[0].1, q, Mode::First).expect("scheme 3");
+    let f3 = only(r3).0;
     let t3 = secs(t);
-    let t = Instant::now();
-    let f4 = only(
-        partition::run(g, alphabet, index, q, Mode::First)
-            .expect("scheme 4")
-            .0,
-    )
-    .0;
-    let t4 = secs(t);
+    let (f4, t4) = best_of(5, || {
+        let (r, _) = partition::run(g, alphabet, index, q, Mode::First).expect("scheme 4");
+        only(r).0
+    });
     assert!(
         [f1, f2, f3, f4].iter().all(|&f| f == a1.0),
         "first occurrences disagree: {a1:?} {f1:?} {f2:?} {f3:?} {f4:?}"
@@ -358,11 +355,27 @@ fn row(
         dur(t4),
     );
     format!(
-        "{label}: s1 (decompress + match) / s4 = {:.0}×, s1 match / s2 = {:.1}×, s1 (decompress + match) / s2 = {:.1}×",
+        "{label}: s1 (decompress + match) / s4 = {:.0}×, s1 match / s2 = {:.1}×, s1 (decompress + match) / s2 = {:.1}×; scheme 2/4 set-up (per-rule table) {}",
         (dec + m1) / s4,
         m1 / s2,
-        (dec + m1) / s2
+        (dec + m1) / s2,
+        dur(setup)
     )
+}
+
+/// The result and time of the fastest of `n` runs of `f`: the machine is shared, and timings
+/// would otherwise mostly measure the neighbours.
+fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (T, f64) {
+    let mut best: Option<(T, f64)> = None;
+    for _ in 0..n.max(1) {
+        let t = Instant::now();
+        let out = f();
+        let s = secs(t);
+        if best.as_ref().is_none_or(|b| s < b.1) {
+            best = Some((out, s));
+        }
+    }
+    best.expect("ran at least once")
 }
 
 /// A duration in the unit that suits it.

@@ -223,6 +223,13 @@ fn queries(
             .collect();
         out.push(PathQuery { function: *f, path });
     }
+    let mut unique: Vec<PathQuery> = Vec::with_capacity(out.len());
+    for q in out {
+        if !unique.contains(&q) {
+            unique.push(q);
+        }
+    }
+    let mut out = unique;
     if let Some(q) = out.first().cloned() {
         let foreign = funcs
             .iter()
