@@ -33,7 +33,8 @@
 #     --query-events events of the workload's largest trace (wpp-query-check: path matching
 #     schemes 1-4, hot subpaths and subpath frequency on SEQUITUR, SEQUITUR(1) and frequency
 #     grammars; one check per grammar and one for scheme 3, named "WORKLOAD query ...").
-#     wpp-query-check is $WPP_QUERY_CHECK, else the one next to wpp, else built by cargo.
+#     wpp-query-check is $WPP_QUERY_CHECK, else built by cargo like wpp (with --wpp or $WPP:
+#     the one next to wpp, if any).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
 # `N passed, M failed` (one check = one workload in one mode, or one query check); exit status
 # 1 if M > 0.
@@ -48,7 +49,7 @@ FORCE=0
 JOBS=$(nproc 2>/dev/null || echo 2)
 QUERY_EVENTS=500000
 WORKLOADS=()
-usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case $1 in
     --size) SIZE=$2; shift 2 ;;

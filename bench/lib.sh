@@ -66,6 +66,7 @@ setup_wpp() {
         echo "== cargo build --profile $profile -p wpp --features llvm -p wpp-rt" >&2
         (cd "$ROOT" && cargo build -q --profile "$profile" -p wpp --features llvm -p wpp-rt) || return 1
         WPP=$td/$dir/wpp
+        WPP_FROM_CARGO=1
         export WPP_RT_LIB=${WPP_RT_LIB:-$td/$dir/libwpp_rt.a}
     fi
     if [[ $WPP != */* ]]; then WPP=$(command -v "$WPP" || echo "$WPP"); fi
@@ -84,15 +85,16 @@ setup_wpp() {
 }
 
 # Sets WPP_QUERY_CHECK (the brute-force query cross-check, crates/wpp-query/src/bin/
-# wpp-query-check.rs): $WPP_QUERY_CHECK if set, else wpp-query-check next to $WPP, else
-# `cargo build --profile $1 -p wpp-query --bin wpp-query-check` in ${CARGO_TARGET_DIR:-target}.
+# wpp-query-check.rs): $WPP_QUERY_CHECK if set; else, when setup_wpp built wpp, `cargo build
+# --profile $1 -p wpp-query --bin wpp-query-check` in ${CARGO_TARGET_DIR:-target}; else (wpp
+# given) the wpp-query-check next to $WPP, built by cargo as above if there is none.
 # Call after setup_wpp.
 setup_query_check() {
     local profile=$1 td dir
-    if [[ -z ${WPP_QUERY_CHECK:-} ]]; then
+    if [[ -z ${WPP_QUERY_CHECK:-} && -z ${WPP_FROM_CARGO:-} ]]; then
         WPP_QUERY_CHECK=$(dirname "$WPP")/wpp-query-check
     fi
-    if [[ ! -x $WPP_QUERY_CHECK ]]; then
+    if [[ -z ${WPP_QUERY_CHECK:-} || ! -x $WPP_QUERY_CHECK ]]; then
         td=${CARGO_TARGET_DIR:-$ROOT/target}
         [[ $td == /* ]] || td=$ROOT/$td
         case $profile in dev | test) dir=debug ;; *) dir=$profile ;; esac
