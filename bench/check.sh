@@ -81,7 +81,7 @@ mkdir -p "$B"
 T0=$SECONDS
 setup_wpp "$PROFILE"
 if [[ $QUERY_EVENTS != 0 && " ${MODES[*]} " == *" blocks-raw "* ]]; then
-    setup_query_check "$PROFILE"
+    setup_query_check "$PROFILE" || WPP_QUERY_CHECK=
 fi
 "$WL/fetch.sh"
 
@@ -145,6 +145,10 @@ check() {
 query_check() {
     local w=$1 f out rc line n=0 nf=0 t0=$SECONDS
     shift
+    if [[ -z $WPP_QUERY_CHECK ]]; then
+        fail "$w query" "no wpp-query-check (see the cargo error above)"
+        return
+    fi
     f=$(ls -S "$@" | head -n1)
     out=$("$WPP_QUERY_CHECK" --events "$QUERY_EVENTS" --name "$w" "$f" 2>&1) && rc=0 || rc=$?
     while IFS= read -r line; do
