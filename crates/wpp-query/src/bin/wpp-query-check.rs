@@ -40,6 +40,7 @@ use wpp_query::dag::Subpaths;
 use wpp_query::expand::expand_range;
 use wpp_query::hot::{hot_subpaths, HotConfig};
 use wpp_query::matching::chunked::{self, ChunkWriter, ChunkedTrace, Codec};
+use wpp_query::matching::levels::LevelIndex;
 use wpp_query::matching::partition::{self, PartitionIndex};
 use wpp_query::matching::{compressed, scheme1, Mode, PathQuery, StreamMatch};
 use wpp_query::oracle;
@@ -140,8 +141,9 @@ fn read(path: &Path, n: u64) -> Result<(ProgramDb, Vec<Event>, Alphabet, Vec<Str
     Ok((db, all, alphabet, streams))
 }
 
-/// The queries: rare, medium and frequent by chunk coverage, random invocation windows, random
-/// block sequences and a path that cannot occur.
+/// The queries, without duplicates: rare, medium and frequent by chunk coverage, windows of
+/// random invocations, random block sequences and a path that cannot occur. Chosen on the
+/// longest thread.
 fn queries(
     streams: &[Stream],
     container: &ChunkedTrace<Cursor<Vec<u8>>>,
@@ -154,56 +156,89 @@ fn queries(
     else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    // Rare, medium, frequent: the most frequent 3-block path of the function whose chunk
-    // coverage is closest to 1, half and all of the thread's chunks.
-    let levels = &container.per_thread[ti].1;
-    let paths = oracle::most_frequent_paths::<3>(&main.events);
+    let mut out = coverage_queries(&main.events, &container.per_thread[ti].1);
+    let (windows, own) = window_queries(&main.events, rng);
+    out.extend(windows);
+    out.extend(random_queries(&own, rng));
+    let mut unique: Vec<PathQuery> = Vec::with_capacity(out.len());
+    for q in out {
+        if !unique.contains(&q) {
+            unique.push(q);
+        }
+    }
+    if let Some(q) = unique.first() {
+        // The first path followed by a block the function never ran: it cannot occur.
+        let foreign = own
+            .iter()
+            .find(|(f, _)| *f == q.function)
+            .and_then(|(_, b)| b.last())
+            .map_or(0, |b| b.0 + 1);
+        let mut path = q.path.clone();
+        path.push(BlockId(foreign));
+        unique.push(PathQuery {
+            function: q.function,
+            path,
+        });
+    }
+    unique
+}
+
+/// Rare, medium, frequent: the most frequent 3-block path of the function whose chunk
+/// coverage is closest to 1, half and all of the thread's chunks.
+fn coverage_queries(events: &[Event], levels: &LevelIndex) -> Vec<PathQuery> {
+    let paths = oracle::most_frequent_paths::<3>(events);
     let mut by_cov: Vec<(usize, FunctionId)> =
         paths.keys().map(|&f| (levels.coverage(f), f)).collect();
     by_cov.sort();
-    for target in [1, levels.len() / 2, levels.len()] {
-        if let Some(&(_, f)) = by_cov.iter().min_by_key(|(c, _)| c.abs_diff(target)) {
-            out.push(PathQuery {
-                function: f,
-                path: paths[&f].0.to_vec(),
-            });
-        }
-    }
-    // Windows of own blocks ending at random blocks of the trace, and the blocks each
-    // function was seen to run.
+    [1, levels.len() / 2, levels.len()]
+        .into_iter()
+        .filter_map(|target| by_cov.iter().min_by_key(|(c, _)| c.abs_diff(target)))
+        .map(|&(_, f)| PathQuery {
+            function: f,
+            path: paths[&f].0.to_vec(),
+        })
+        .collect()
+}
+
+/// The own blocks (1 to 12 of them) of the invocation running at 10 random blocks of the
+/// trace, up to that block; and each function's blocks seen, sorted.
+fn window_queries(
+    events: &[Event],
+    rng: &mut Rng,
+) -> (Vec<PathQuery>, Vec<(FunctionId, Vec<BlockId>)>) {
     let mut cut_at: Vec<usize> = (0..10)
-        .map(|_| rng.below(main.events.len().max(1) as u64) as usize)
+        .map(|_| rng.below(events.len().max(1) as u64) as usize)
         .collect();
     cut_at.sort_unstable();
+    let mut next = cut_at.iter().peekable();
+    let mut out = Vec::new();
     let mut own: FxHashMap<FunctionId, FxHashSet<BlockId>> = FxHashMap::default();
     let mut stack: Vec<(FunctionId, Vec<BlockId>)> = Vec::new();
-    let mut next = cut_at.iter().peekable();
-    for (i, &e) in main.events.iter().enumerate() {
+    for (i, &e) in events.iter().enumerate() {
         match e {
             Event::Enter(f) => stack.push((f, Vec::new())),
             Event::Leave => {
                 stack.pop();
             }
             Event::Block(b) => {
-                if let Some((f, blocks)) = stack.last_mut() {
-                    blocks.push(b);
-                    own.entry(*f).or_default().insert(b);
-                    while next.peek().is_some_and(|&&c| c <= i) {
-                        next.next();
-                        let len = 1 + rng.below(12.min(blocks.len() as u64)) as usize;
-                        out.push(PathQuery {
-                            function: *f,
-                            path: blocks[blocks.len() - len..].to_vec(),
-                        });
-                    }
+                let Some((f, blocks)) = stack.last_mut() else {
+                    continue;
+                };
+                blocks.push(b);
+                own.entry(*f).or_default().insert(b);
+                while next.peek().is_some_and(|&&c| c <= i) {
+                    next.next();
+                    let len = 1 + rng.below(12.min(blocks.len() as u64)) as usize;
+                    out.push(PathQuery {
+                        function: *f,
+                        path: blocks[blocks.len() - len..].to_vec(),
+                    });
                 }
             }
             Event::Path(_) | Event::Thread(_) => {}
         }
     }
-    // Random sequences of a function's own blocks, and a window extended by a foreign block.
-    let mut funcs: Vec<(FunctionId, Vec<BlockId>)> = own
+    let mut own: Vec<(FunctionId, Vec<BlockId>)> = own
         .into_iter()
         .map(|(f, s)| {
             let mut v: Vec<BlockId> = s.into_iter().collect();
@@ -211,39 +246,25 @@ fn queries(
             (f, v)
         })
         .collect();
-    funcs.sort_unstable();
-    for _ in 0..6 {
-        if funcs.is_empty() {
-            break;
-        }
-        let (f, blocks) = &funcs[rng.below(funcs.len() as u64) as usize];
-        let len = 1 + rng.below(8) as usize;
-        let path = (0..len)
-            .map(|_| blocks[rng.below(blocks.len() as u64) as usize])
-            .collect();
-        out.push(PathQuery { function: *f, path });
+    own.sort_unstable();
+    (out, own)
+}
+
+/// Six random sequences (1 to 8 blocks) of a random function's own blocks; most never occur.
+fn random_queries(own: &[(FunctionId, Vec<BlockId>)], rng: &mut Rng) -> Vec<PathQuery> {
+    if own.is_empty() {
+        return Vec::new();
     }
-    let mut unique: Vec<PathQuery> = Vec::with_capacity(out.len());
-    for q in out {
-        if !unique.contains(&q) {
-            unique.push(q);
-        }
-    }
-    let mut out = unique;
-    if let Some(q) = out.first().cloned() {
-        let foreign = funcs
-            .iter()
-            .find(|(f, _)| *f == q.function)
-            .and_then(|(_, b)| b.last())
-            .map_or(0, |b| b.0 + 1);
-        let mut path = q.path;
-        path.push(BlockId(foreign));
-        out.push(PathQuery {
-            function: q.function,
-            path,
-        });
-    }
-    out
+    (0..6)
+        .map(|_| {
+            let (f, blocks) = &own[rng.below(own.len() as u64) as usize];
+            let len = 1 + rng.below(8) as usize;
+            let path = (0..len)
+                .map(|_| blocks[rng.below(blocks.len() as u64) as usize])
+                .collect();
+            PathQuery { function: *f, path }
+        })
+        .collect()
 }
 
 /// Schemes 1, 2 and 4 on one grammar against the oracle; returns the number of (query, mode)
