@@ -31,18 +31,21 @@
 //! bzip2: one of its six processes). `|R| + |S|` = grammar symbols; ratios are best-of-n
 //! times (see above):
 //!
-//! | trace | rules | \|R\| + \|S\| | s1 / s4, rare | s1 / s4, medium | s1 / s4, frequent | s1 match / s2 (all paths) | hot L=100 |
+//! | trace | rules | \|R\| + \|S\| | s1 / s4, rare | s1 / s4, medium | s1 / s4, frequent | s1 match / s2 | hot L=100 |
 //! |---|---|---|---|---|---|---|---|
-//! | zlib | 219,724 | 2,028,183 | 2,680× | 44× | 19× | 4.6–5.1× | 0.68 s, 117 MiB |
-//! | bzip2 | 259,422 | 2,059,641 | 6,557× | 141× | 29× | 4.7–5.3× | 1.78 s, 140 MiB |
-//! | lua | 13,619 | 86,024 | 8,163× | 6,006× | 5,058× | 461–537× | 0.012 s, 28 MiB |
-//! | sqlite | 7,107 | 33,804 | 7,233× | 4,877× | 2,548× | 1,026–1,170× | 0.007 s, 23 MiB |
+//! | zlib | 219,724 | 2,028,183 | 2,442–2,680× | 36–44× | 19–25× | 4.0–5.1× | 0.52–0.68 s, 117 MiB |
+//! | bzip2 | 259,422 | 2,059,641 | 4,936–6,557× | 141–171× | 29–49× | 3.1–5.3× | 0.92–1.78 s, 140 MiB |
+//! | lua | 13,619 | 86,024 | 3,098–8,163× | 2,848–6,006× | 2,048–5,058× | 221–537× | ≤ 0.012 s, 28 MiB |
+//! | sqlite | 7,107 | 33,804 | 4,980–7,233× | 2,753–4,877× | 1,579–2,548× | 683–1,170× | 0.007 s, 23 MiB |
+//!
+//! (ranges: two runs, every path type; "hot" = L=100, C=10^6, peak RSS after the trace is
+//! dropped.)
 //!
 //! Every target holds: scheme 4 on the rare path ≥ 1000× faster than scheme 1 (decompression +
 //! matching), scheme 2 faster than scheme 1's matching alone on every path type, hot subpaths in
 //! seconds with memory that follows the grammar (the 10^8-event trace alone is 800 MB of
 //! events). zlib and bzip2 compress 25–50× less than the synthetic traces, so scheme 2 leads
-//! scheme 1 by only ~5× there (the paper's Figure 13 shape); the first 10^8 events of Lua and
+//! scheme 1 by only 3–5× there (the paper's Figure 13 shape); the first 10^8 events of Lua and
 //! SQLite are loops over a few hundred distinct paths and compress to a few thousand rules.
 
 use std::io::Cursor;
