@@ -19,6 +19,8 @@
 #   --force       rebuild every executable (default: rebuild when older than wpp, its runtime,
 #                 the workload's driver or build.sh, or built with other flags)
 #   -j N          builds at a time (default: nproc); runs are sequential
+#   --query-events N  events of the blocks-raw trace the query check reads (default 500000;
+#                 0: no query check)
 #
 # Per workload: build natively (clang-19) and with `wpp cc --mode M` for each variant
 # (trace-blocks, trace-paths, bl, ppp --interesting <the bl run's profile>), run the size with
@@ -26,9 +28,16 @@
 #   * the run succeeded and its outputs (stdout, exit statuses; bzip2: every file it wrote) are
 #     byte-identical to the native run's (bench/workloads/compare.sh), and
 #   * every process left its output file and wpp reads it: `wpp stats` (.wpp),
-#     `wpp trace cat` to the last event (raw .trace), `wpp profile show` (.blprof, .pppprof).
+#     `wpp trace cat` to the last event (raw .trace), `wpp profile show` (.blprof, .pppprof);
+#   * blocks-raw only: the queries on compressed traces agree with brute force on the first
+#     --query-events events of the workload's largest trace (wpp-query-check: path matching
+#     schemes 1-4, hot subpaths and subpath frequency on SEQUITUR, SEQUITUR(1) and frequency
+#     grammars; one check per grammar and one for scheme 3, named "WORKLOAD query ...").
+#     wpp-query-check is $WPP_QUERY_CHECK, else built by cargo like wpp (with --wpp or $WPP:
+#     the one next to wpp, if any).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
-# `N passed, M failed` (one check = one workload in one mode); exit status 1 if M > 0.
+# `N passed, M failed` (one check = one workload in one mode, or one query check); exit status
+# 1 if M > 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,8 +47,9 @@ CFLAGS=-O2
 PROFILE=release
 FORCE=0
 JOBS=$(nproc 2>/dev/null || echo 2)
+QUERY_EVENTS=500000
 WORKLOADS=()
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case $1 in
     --size) SIZE=$2; shift 2 ;;
@@ -49,6 +59,7 @@ while [[ $# -gt 0 ]]; do
     --profile) PROFILE=$2; shift 2 ;;
     --force) FORCE=1; shift ;;
     -j) JOBS=$2; shift 2 ;;
+    --query-events) QUERY_EVENTS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     lua | sqlite | bzip2 | zlib) WORKLOADS+=("$1"); shift ;;
     *) echo "check.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -69,6 +80,9 @@ B=${WPP_CHECK_BUILD:-$ROOT/bench/build/check}
 mkdir -p "$B"
 T0=$SECONDS
 setup_wpp "$PROFILE"
+if [[ $QUERY_EVENTS != 0 && " ${MODES[*]} " == *" blocks-raw "* ]]; then
+    setup_query_check "$PROFILE" || WPP_QUERY_CHECK=
+fi
 "$WL/fetch.sh"
 
 passed=0
@@ -123,6 +137,31 @@ check() {
     fi
     bytes=$(cat "${files[@]}" | wc -c)
     if counted "$m"; then pass "$w $m (${#files[@]} file(s), $bytes bytes, run ${t} s)"; fi
+    if [[ $m == blocks-raw && $QUERY_EVENTS != 0 ]]; then query_check "$w" "${files[@]}"; fi
+}
+
+# query_check WORKLOAD TRACE...: wpp-query-check on the largest trace; each of its PASS/FAIL
+# lines is one check.
+query_check() {
+    local w=$1 f out rc line n=0 nf=0 t0=$SECONDS
+    shift
+    if [[ -z $WPP_QUERY_CHECK ]]; then
+        fail "$w query" "no wpp-query-check (see the cargo error above)"
+        return
+    fi
+    f=$(ls -S "$@" | head -n1)
+    out=$("$WPP_QUERY_CHECK" --events "$QUERY_EVENTS" --name "$w" "$f" 2>&1) && rc=0 || rc=$?
+    while IFS= read -r line; do
+        case $line in
+        "PASS  "*) pass "${line#PASS  }"; n=$((n + 1)) ;;
+        "FAIL  "*) fail "${line#FAIL  }"; n=$((n + 1)); nf=$((nf + 1)) ;;
+        ?*) echo "$line" ;;
+        esac
+    done <<<"$out"
+    if [[ $n == 0 || ($rc != 0 && $nf == 0) ]]; then
+        fail "$w query" "wpp-query-check $f exited with status $rc"
+    fi
+    echo "      ($w query check: $((SECONDS - t0)) s on $(basename "$f"))"
 }
 
 for w in "${WORKLOADS[@]}"; do

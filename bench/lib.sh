@@ -66,6 +66,7 @@ setup_wpp() {
         echo "== cargo build --profile $profile -p wpp --features llvm -p wpp-rt" >&2
         (cd "$ROOT" && cargo build -q --profile "$profile" -p wpp --features llvm -p wpp-rt) || return 1
         WPP=$td/$dir/wpp
+        WPP_FROM_CARGO=1
         export WPP_RT_LIB=${WPP_RT_LIB:-$td/$dir/libwpp_rt.a}
     fi
     if [[ $WPP != */* ]]; then WPP=$(command -v "$WPP" || echo "$WPP"); fi
@@ -81,6 +82,28 @@ setup_wpp() {
     [[ -f $WPP_RT_LIB ]] || { echo "no runtime library at $WPP_RT_LIB" >&2; return 1; }
     echo "== wpp: $WPP" >&2
     echo "== runtime: $WPP_RT_LIB" >&2
+}
+
+# Sets WPP_QUERY_CHECK (the brute-force query cross-check, crates/wpp-query/src/bin/
+# wpp-query-check.rs): $WPP_QUERY_CHECK if set; else, when setup_wpp built wpp, `cargo build
+# --profile $1 -p wpp-query --bin wpp-query-check` in ${CARGO_TARGET_DIR:-target}; else (wpp
+# given) the wpp-query-check next to $WPP, built by cargo as above if there is none.
+# Call after setup_wpp.
+setup_query_check() {
+    local profile=$1 td dir
+    if [[ -z ${WPP_QUERY_CHECK:-} && -z ${WPP_FROM_CARGO:-} ]]; then
+        WPP_QUERY_CHECK=$(dirname "$WPP")/wpp-query-check
+    fi
+    if [[ -z ${WPP_QUERY_CHECK:-} || ! -x $WPP_QUERY_CHECK ]]; then
+        td=${CARGO_TARGET_DIR:-$ROOT/target}
+        [[ $td == /* ]] || td=$ROOT/$td
+        case $profile in dev | test) dir=debug ;; *) dir=$profile ;; esac
+        echo "== cargo build --profile $profile -p wpp-query --bin wpp-query-check" >&2
+        (cd "$ROOT" && cargo build -q --profile "$profile" -p wpp-query --bin wpp-query-check) || return 1
+        WPP_QUERY_CHECK=$td/$dir/wpp-query-check
+    fi
+    [[ -x $WPP_QUERY_CHECK ]] || { echo "no wpp-query-check at $WPP_QUERY_CHECK" >&2; return 1; }
+    echo "== query check: $WPP_QUERY_CHECK" >&2
 }
 
 # needs_build EXE DEPS...: true if EXE is missing or older than any DEP (files or directories'

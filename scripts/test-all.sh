@@ -14,7 +14,7 @@ echo "== cargo test"
 cargo test --workspace --all-features
 echo "== cargo test --release -- --ignored (the 10^7-event round trips of the acceptance criteria)"
 cargo test --release -p wpp-grammar -p wpp-trace -- --ignored
-echo "== bench/check.sh (real workloads: every recording mode, output identical to native)"
+echo "== bench/check.sh (real workloads: every recording mode, output identical to native; queries = brute force)"
 # Uses the `wpp` (built with --features llvm) and runtime library that `cargo test` just built
 # in the test profile, found exactly in cargo's artifact list (a no-op rebuild). A separate
 # `cargo build -p wpp --features llvm` would rebuild inkwell, wpp-instrument and wpp: without the
@@ -23,4 +23,5 @@ echo "== bench/check.sh (real workloads: every recording mode, output identical 
 json=$(cargo test --workspace --all-features --no-run --message-format=json 2>/dev/null)
 wpp_exe=$(grep -o '"executable":"[^"]*/wpp"' <<<"$json" | tail -n1 | cut -d'"' -f4 || true)
 wpp_rt=$(grep -o '"[^"]*/libwpp_rt[^"/]*\.a"' <<<"$json" | tail -n1 | tr -d '"' || true)
-WPP=$wpp_exe WPP_RT_LIB=$wpp_rt bench/check.sh --profile test
+wpp_query_check=$(grep -o '"executable":"[^"]*/wpp-query-check"' <<<"$json" | tail -n1 | cut -d'"' -f4 || true)
+WPP=$wpp_exe WPP_RT_LIB=$wpp_rt WPP_QUERY_CHECK=$wpp_query_check bench/check.sh --profile test

@@ -11,6 +11,7 @@
 //! * [`pattern`]: the compiled path and the prefix/suffix/internal segment algebra that scheme 2
 //!   is built on.
 //! * [`expand`]: the expansion helpers the queries need.
+//! * [`oracle`]: brute-force reference answers on the expanded trace, for tests and checks only.
 //!
 //! Every query works on any valid [`Grammar`](wpp_grammar::Grammar), whichever compressor
 //! built it; the tests run each query on SEQUITUR, SEQUITUR(1), the frequency compressor and a
@@ -32,6 +33,7 @@ pub mod error;
 pub mod expand;
 pub mod hot;
 pub mod matching;
+pub mod oracle;
 pub mod pattern;
 pub mod report;
 

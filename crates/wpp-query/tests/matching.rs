@@ -51,6 +51,26 @@ fn container(events: &[Event], codec: Codec, chunk: usize) -> ChunkedTrace<Curso
     ChunkedTrace::open(Cursor::new(bytes)).unwrap()
 }
 
+/// Number of distinct rules used by the start rules' bodies, directly or not.
+fn rules_below_starts(g: &wpp_grammar::Grammar) -> usize {
+    use wpp_grammar::symbol::SymbolKind;
+    let mut seen = vec![false; g.num_rules()];
+    let mut todo: Vec<wpp_grammar::RuleId> = g.starts().iter().map(|s| s.rule).collect();
+    let mut n = 0;
+    while let Some(r) = todo.pop() {
+        for sym in g.body(r) {
+            if let SymbolKind::Rule(c) = sym.kind() {
+                if !seen[c.index()] {
+                    seen[c.index()] = true;
+                    n += 1;
+                    todo.push(c);
+                }
+            }
+        }
+    }
+    n
+}
+
 /// Runs every scheme on every grammar in both modes and compares with the oracle.
 fn check_all(streams: &[Vec<Event>], query: &PathQuery, chunk: usize, parts: usize) {
     let oracle: Answers = streams
@@ -72,7 +92,11 @@ fn check_all(streams: &[Vec<Event>], query: &PathQuery, chunk: usize, parts: usi
             let index = PartitionIndex::build(&g, &alphabet, parts).unwrap();
             let index = PartitionIndex::from_bytes(&index.to_bytes(), 0).unwrap();
             index.validate(&g).unwrap();
-            let (s4, _) = partition::run(&g, &alphabet, &index, query, mode).unwrap();
+            let (s4, st) = partition::run(&g, &alphabet, &index, query, mode).unwrap();
+            if mode == Mode::Count && st.skipped == 0 {
+                // Every partition scanned: every rule below a start rule was summarized once.
+                assert_eq!(st.rules_summarized, rules_below_starts(&g), "on {name}");
+            }
             if mode == Mode::Count {
                 assert_eq!(answers(s1), oracle, "scheme 1 on {name}");
                 assert_eq!(answers(s2), oracle, "scheme 2 on {name}");

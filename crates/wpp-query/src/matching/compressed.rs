@@ -153,6 +153,7 @@ pub struct Matcher<'g> {
     pattern: Pattern,
     kinds: Vec<Kind>,
     sums: Vec<RuleSum>,
+    summarized: usize,
     segs: Vec<Seg>,
     acc: Acc,
     work: Vec<(RuleId, usize)>,
@@ -182,6 +183,7 @@ impl<'g> Matcher<'g> {
                 };
                 g.num_rules()
             ],
+            summarized: 0,
             segs: Vec::new(),
             acc: Acc::default(),
             work: Vec::new(),
@@ -191,7 +193,7 @@ impl<'g> Matcher<'g> {
 
     /// Number of rules summarized so far (scheme 4 summarizes fewer).
     pub fn rules_summarized(&self) -> usize {
-        self.sums.iter().filter(|s| s.start != UNCOMPUTED).count()
+        self.summarized
     }
 
     /// Summarizes `rule` and every rule below it that is not yet summarized, post-order.
@@ -244,6 +246,8 @@ impl<'g> Matcher<'g> {
                 }
             }
         }
+        debug_assert_eq!(self.sums[r.index()].start, UNCOMPUTED, "summarized once");
+        self.summarized += 1;
         self.sums[r.index()] = RuleSum {
             start: self.segs.len() as u64,
             k: acc.d.len() as u64,

@@ -107,36 +107,12 @@ pub fn grammars(a: &Alphabet, streams: &[Vec<Terminal>]) -> Vec<(&'static str, G
     out
 }
 
-/// Brute force path matching: every invocation keeps its own block list; an occurrence ends
-/// wherever the list of an invocation of `f` ends with `path`.
+/// Brute force path matching (the shared oracle, [`wpp_query::oracle::path_occurrences`]).
 pub fn brute_match(events: &[Event], f: FunctionId, path: &[BlockId]) -> (Option<u64>, u64) {
-    let mut stack: Vec<(FunctionId, Vec<BlockId>)> = Vec::new();
-    let (mut first, mut count) = (None, 0u64);
-    for (i, e) in events.iter().enumerate() {
-        match *e {
-            Event::Enter(g) => stack.push((g, Vec::new())),
-            Event::Leave => {
-                stack.pop();
-            }
-            Event::Block(b) => {
-                if let Some((g, own)) = stack.last_mut() {
-                    own.push(b);
-                    if *g == f && own.ends_with(path) {
-                        count += 1;
-                        first.get_or_insert(i as u64);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    (first, count)
+    wpp_query::oracle::path_occurrences(events, f, path)
 }
 
-/// Occurrences (overlapping) of `q` in `s`.
+/// Occurrences (overlapping) of `q` in `s` (the shared oracle).
 pub fn brute_count(s: &[Terminal], q: &[Terminal]) -> u64 {
-    if q.is_empty() || q.len() > s.len() {
-        return 0;
-    }
-    s.windows(q.len()).filter(|w| *w == q).count() as u64
+    wpp_query::oracle::subpath_occurrences(s, q).0
 }
