@@ -14,15 +14,36 @@
 //! runtime, which counts them exactly by Ball–Larus id (the residual paths). A function with no
 //! interesting path, or whose interval exceeds [`abi::PPP_ARRAY_MAX`], sends every path end to
 //! the runtime.
+//!
+//! # Array policy (PPP §5, "hash table usage policy")
+//!
+//! PPP numbering pays where Ball–Larus ids are too sparse for an array. A function with at most
+//! [`Options::ppp_bl_array_max`](crate::Options) Ball–Larus paths (by default the limit under
+//! which `bl` uses an array as well) keeps only `r` and counts `counts[r] += 1` in an array
+//! indexed by the Ball–Larus id, exactly like `bl`: no second register, no check, no miss.
+//! `ids[r]` is `r` for interesting paths and all ones otherwise, and the runtime splits the
+//! counts into interesting and uninteresting ones at exit, so the profile is the same.
+//!
+//! # Placement (PPP §5; Ball–Larus 1996)
+//!
+//! The interesting set comes with the counts of the `bl` run it was taken from. Every DAG edge
+//! gets the summed count of the interesting paths through it, and the spanning tree that
+//! decides which edges carry increments is a maximum one for those weights, so the hot edges
+//! carry none. Both registers use this one tree (§5: both counters are updated on the same
+//! edges). Without counts the tree is the loop-depth estimate of `wpp_paths::chords`.
 
 use crate::blocks::Sites;
 use crate::ir::{self, Mod, Value};
 use crate::paths::{FunctionPaths, Model};
-use crate::Error;
-use std::collections::BTreeMap;
+use crate::{Error, Options};
 use wpp_paths::chords::{Instrumentation, SpanningTree};
-use wpp_paths::{PathId, PppPlan};
+use wpp_paths::{DagPath, PathId, PppPlan};
 use wpp_rt::abi;
+
+/// The index kinds of a function's counter array (the `bl_indexed` field of the runtime's
+/// `PppSlot`).
+const PPP_INDEXED: u64 = 0;
+const BL_INDEXED: u64 = 1;
 
 /// Instruments every function for `ppp`; returns the number of record sites.
 pub(crate) fn instrument<'m>(
@@ -30,7 +51,7 @@ pub(crate) fn instrument<'m>(
     targets: &[Value<'m>],
     all_sites: &[Sites<'m>],
     all_paths: &[(Model<'m>, FunctionPaths, Instrumentation)],
-    interesting: &BTreeMap<String, Vec<u64>>,
+    opts: &Options,
     db_global: Value<'m>,
     db_len: usize,
 ) -> Result<usize, Error> {
@@ -43,78 +64,89 @@ pub(crate) fn instrument<'m>(
     m.add_fn_attr(miss, "nounwind");
     let count_ty = m.fn_type(void, &[ptr, ptr, i64t, i32t, i64t, i64t]);
     let count = build_count_helper(m, count_ty, miss, miss_ty);
-    let slot_ty = m.struct_type(&[ptr, ptr, i64t]);
+    let slot_ty = m.struct_type(&[ptr, ptr, i64t, i64t]);
     let mut slots = Vec::with_capacity(targets.len());
     let mut records = 0;
+    let no_paths = Default::default();
     for (fid, sites) in all_sites.iter().enumerate() {
-        let (model, fp, bl_plan) = &all_paths[fid];
-        let ids: Vec<u64> = interesting
+        let (model, fp, _) = &all_paths[fid];
+        let unsupported = |e: wpp_paths::Error| Error::Unsupported {
+            function: fp.cfg.name.clone(),
+            what: e.to_string(),
+        };
+        let (ids, freq): (Vec<u64>, Vec<u64>) = opts
+            .interesting
             .get(&fp.cfg.name)
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|&id| id < fp.bl.path_count())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .unwrap_or(&no_paths)
+            .range(..fp.bl.path_count())
+            .map(|(&id, &c)| (id, c))
+            .unzip();
         let paths = ids
             .iter()
             .map(|&id| fp.bl.decode(&fp.dag, PathId(id)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::Unsupported {
-                function: fp.cfg.name.clone(),
-                what: e.to_string(),
-            })?;
-        let plan = PppPlan::compute(&fp.dag, &fp.bl, &paths).map_err(|e| Error::Unsupported {
-            function: fp.cfg.name.clone(),
-            what: e.to_string(),
-        })?;
-        let tree = SpanningTree::build(&fp.dag, &fp.cfg, fp.bl.increments());
-        let q_inc = tree.increments(&fp.dag, &plan.values());
-        let q_plan = Instrumentation::plan(&fp.dag, &fp.cfg, &q_inc);
+            .map_err(unsupported)?;
+        let tree = placement_tree(fp, &paths, &freq);
+        let bl_plan = Instrumentation::plan(
+            &fp.dag,
+            &fp.cfg,
+            &tree.increments(&fp.dag, fp.bl.increments()),
+        );
         let fidv = m.const_int(i32t, fid as u64);
+        let n = fp.bl.path_count();
+        if n <= opts.ppp_bl_array_max {
+            let mut stored = vec![u64::MAX; n as usize];
+            ids.iter().for_each(|&id| stored[id as usize] = id);
+            let (counts, id_arr, arr_ty) = counter_arrays(m, fid, &stored);
+            slots.push(m.const_struct(&[
+                counts,
+                id_arr,
+                m.const_int(i64t, n),
+                m.const_int(i64t, BL_INDEXED),
+            ]));
+            let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
+                let p = b.gep(arr_ty, counts, &[m.const_int(i64t, 0), v[0]]);
+                let c = b.load(i64t, p);
+                b.store(b.add(c, m.const_int(i64t, 1)), p);
+            };
+            records += crate::paths::place_registers(m, sites, model, fp, &[&bl_plan], &record);
+            continue;
+        }
+        let plan = PppPlan::compute(&fp.dag, &fp.bl, &paths).map_err(unsupported)?;
+        let q_plan =
+            Instrumentation::plan(&fp.dag, &fp.cfg, &tree.increments(&fp.dag, &plan.values()));
         if ids.is_empty() || plan.interval > abi::PPP_ARRAY_MAX {
             slots.push(m.const_struct(&[
                 m.const_null(ptr),
                 m.const_null(ptr),
                 m.const_int(i64t, 0),
+                m.const_int(i64t, PPP_INDEXED),
             ]));
             let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
                 b.call(miss_ty, miss, &[fidv, v[0]]);
             };
             records +=
-                crate::paths::place_registers(m, sites, model, fp, &[bl_plan, &q_plan], &record);
+                crate::paths::place_registers(m, sites, model, fp, &[&bl_plan, &q_plan], &record);
             continue;
         }
         let n = plan.interval;
-        let arr_ty = m.array(i64t, n);
-        let counts = m.add_global(
-            &format!("__wpp_ppp_counts.{fid}"),
-            arr_ty,
-            m.const_null(arr_ty),
-            true,
-            false,
-            false,
-        );
         let mut stored = vec![u64::MAX; n as usize];
         for &(q, i) in &plan.slots {
             stored[q as usize] = plan.bl_ids[i as usize];
         }
-        let stored: Vec<Value<'m>> = stored.iter().map(|&v| m.const_int(i64t, v)).collect();
-        let id_arr = m.add_global(
-            &format!("__wpp_ppp_ids.{fid}"),
-            arr_ty,
-            m.const_array(i64t, &stored),
-            true,
-            true,
-            false,
-        );
-        slots.push(m.const_struct(&[counts, id_arr, m.const_int(i64t, n)]));
+        let (counts, id_arr, _) = counter_arrays(m, fid, &stored);
+        slots.push(m.const_struct(&[
+            counts,
+            id_arr,
+            m.const_int(i64t, n),
+            m.const_int(i64t, PPP_INDEXED),
+        ]));
         let nv = m.const_int(i64t, n);
         let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
             b.call(count_ty, count, &[counts, id_arr, nv, fidv, v[0], v[1]]);
         };
-        records += crate::paths::place_registers(m, sites, model, fp, &[bl_plan, &q_plan], &record);
+        records +=
+            crate::paths::place_registers(m, sites, model, fp, &[&bl_plan, &q_plan], &record);
     }
     let db = (db_global, db_len);
     crate::hand_table_to_runtime(
@@ -128,6 +160,59 @@ pub(crate) fn instrument<'m>(
         db,
     );
     Ok(records)
+}
+
+/// The zeroed counter array and the constant id array (`stored`) of function `fid`, and
+/// their type.
+fn counter_arrays<'m>(
+    m: Mod<'m>,
+    fid: usize,
+    stored: &[u64],
+) -> (Value<'m>, Value<'m>, ir::Type<'m>) {
+    let i64t = m.int(64);
+    let arr_ty = m.array(i64t, stored.len() as u64);
+    let counts = m.add_global(
+        &format!("__wpp_ppp_counts.{fid}"),
+        arr_ty,
+        m.const_null(arr_ty),
+        true,
+        false,
+        false,
+    );
+    let stored: Vec<Value<'m>> = stored.iter().map(|&v| m.const_int(i64t, v)).collect();
+    let ids = m.add_global(
+        &format!("__wpp_ppp_ids.{fid}"),
+        arr_ty,
+        m.const_array(i64t, &stored),
+        true,
+        true,
+        false,
+    );
+    (counts, ids, arr_ty)
+}
+
+/// The spanning tree of the module docs' placement: DAG edges weighted by the counts `freq`
+/// of the interesting `paths` through them; the loop-depth tree when nothing ran.
+pub(crate) fn placement_tree(fp: &FunctionPaths, paths: &[DagPath], freq: &[u64]) -> SpanningTree {
+    let weights = edge_frequencies(fp.dag.edge_count(), paths, freq);
+    if weights.iter().all(|&w| w == 0) {
+        return SpanningTree::build(&fp.dag, &fp.cfg, fp.bl.increments());
+    }
+    let mut tree = SpanningTree::default();
+    tree.compute(&fp.dag, &weights, fp.bl.increments());
+    tree
+}
+
+/// Per DAG edge: the summed count of the paths through it (an edge profile derived from a
+/// path profile; saturating).
+fn edge_frequencies(edges: usize, paths: &[DagPath], freq: &[u64]) -> Vec<u64> {
+    let mut w = vec![0u64; edges];
+    for (p, &c) in paths.iter().zip(freq) {
+        for e in &p.edges {
+            w[e.index()] = w[e.index()].saturating_add(c);
+        }
+    }
+    w
 }
 
 /// `void count(ptr counts, ptr ids, i64 interval, i32 f, i64 r, i64 q)`, always inlined:
