@@ -255,3 +255,58 @@ fn build_count_helper<'m>(
     b.ret_void();
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wpp_paths::random::{structured_cfg, Rng};
+
+    /// The sum of `weights` over the chords of `tree`: the executions of increments it costs.
+    fn chord_weight(tree: &SpanningTree, weights: &[u64]) -> u64 {
+        (0..weights.len())
+            .filter(|&i| tree.is_chord(wpp_paths::DagEdgeId(i as u32)))
+            .map(|i| weights[i])
+            .sum()
+    }
+
+    /// On random structured CFGs with random path counts: the profile-weighted tree still
+    /// gives every path its Ball–Larus id (checked on every path), and its chords carry no more
+    /// executed increments than those of the loop-depth tree or of trees of random weights (a
+    /// maximum spanning tree minimizes the chords' total weight).
+    #[test]
+    fn profile_placement_keeps_ids_and_moves_increments_off_hot_edges() {
+        let mut rng = Rng::new(7);
+        for round in 0..300 {
+            let mut cfg = structured_cfg(&mut rng, "f", 4 + round % 20);
+            let (dag, bl) = wpp_paths::number_with_cuts(&mut cfg).unwrap();
+            let n = bl.path_count().min(200);
+            let ids: Vec<u64> = (0..n).filter(|_| rng.chance(50)).collect();
+            let freq: Vec<u64> = ids.iter().map(|_| rng.below(1000) as u64).collect();
+            let paths: Vec<DagPath> = ids
+                .iter()
+                .map(|&id| bl.decode(&dag, PathId(id)).unwrap())
+                .collect();
+            let fp = FunctionPaths { cfg, dag, bl };
+            let tree = placement_tree(&fp, &paths, &freq);
+            let inc = tree.increments(&fp.dag, fp.bl.increments());
+            for id in 0..n {
+                let p = fp.bl.decode(&fp.dag, PathId(id)).unwrap();
+                let sum = p
+                    .edges
+                    .iter()
+                    .fold(0u64, |a, e| a.wrapping_add(inc[e.index()]));
+                assert_eq!(sum, id, "round {round}: path {id}");
+            }
+            let weights = edge_frequencies(fp.dag.edge_count(), &paths, &freq);
+            let best = chord_weight(&tree, &weights);
+            let depth_tree = SpanningTree::build(&fp.dag, &fp.cfg, fp.bl.increments());
+            assert!(best <= chord_weight(&depth_tree, &weights), "round {round}");
+            for _ in 0..5 {
+                let random: Vec<u64> = weights.iter().map(|_| rng.next_u64()).collect();
+                let mut other = SpanningTree::default();
+                other.compute(&fp.dag, &random, fp.bl.increments());
+                assert!(best <= chord_weight(&other, &weights), "round {round}");
+            }
+        }
+    }
+}
