@@ -30,8 +30,8 @@
 //! of the CFG gets the summed count of the interesting paths through it, and the spanning tree
 //! that decides which edges carry increments is a maximum one for those weights, so the hot
 //! edges carry none. Edges where paths start or end weigh 0: their increments merge into the
-//! register's initial value or the counter's address. (Measured with callgrind on zlib, bzip2
-//! and lua: 1–7 % fewer instructions than counting those edges' executions as well.) Both registers use this one tree (§5: both counters are updated on the same
+//! register's initial value or the counter's address. (Callgrind instruction counts against
+//! weighing those edges by their executions as well: zlib −7 %, lua −1 %, bzip2 +2 %.) Both registers use this one tree (§5: both counters are updated on the same
 //! edges). Without counts the tree is the loop-depth estimate of `wpp_paths::chords`.
 
 use crate::blocks::Sites;
