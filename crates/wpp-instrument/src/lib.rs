@@ -8,7 +8,7 @@
 //! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | a buffer append per block, function entry and exit | [`blocks`] |
 //! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
 //! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths) or a runtime hash-table call | `instrument_bl` (this file) |
-//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords; range + stored-id check, array increment, runtime call on a miss | [`ppp`] |
+//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment, runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
 //!
 //! # Design
 //!

@@ -116,8 +116,6 @@ pub(crate) fn instrument<'m>(
             continue;
         }
         let plan = PppPlan::compute(&fp.dag, &fp.bl, &paths).map_err(unsupported)?;
-        let q_plan =
-            Instrumentation::plan(&fp.dag, &fp.cfg, &tree.increments(&fp.dag, &plan.values()));
         if ids.is_empty() || plan.interval > abi::PPP_ARRAY_MAX {
             slots.push(m.const_struct(&[
                 m.const_null(ptr),
@@ -128,10 +126,12 @@ pub(crate) fn instrument<'m>(
             let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
                 b.call(miss_ty, miss, &[fidv, v[0]]);
             };
-            records +=
-                crate::paths::place_registers(m, sites, model, fp, &[&bl_plan, &q_plan], &record);
+            // Every path end is a miss: the Ball–Larus register is all the runtime needs.
+            records += crate::paths::place_registers(m, sites, model, fp, &[&bl_plan], &record);
             continue;
         }
+        let q_plan =
+            Instrumentation::plan(&fp.dag, &fp.cfg, &tree.increments(&fp.dag, &plan.values()));
         let n = plan.interval;
         let mut stored = vec![u64::MAX; n as usize];
         for &(q, i) in &plan.slots {
