@@ -12,7 +12,7 @@
 #   ppp         ppp --interesting P                              PROGRAM.PID.pppprof
 # P is the bl profile of the same workload and size (PPP §5: every path that ran in the BL run
 # is interesting), so `bl` runs before `ppp`. bzip2 runs its program six times and leaves six
-# profiles; P is the largest of them (see bench/README.md).
+# profiles; P is their sum (`wpp profile merge`, see bench/README.md).
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
@@ -184,14 +184,23 @@ outputs() {
     ls -1 "$b/$mode/results/$size/$w/work/"*."$(mode_ext "$mode")" 2>/dev/null || true
 }
 
-# save_interesting B SIZE WORKLOAD: the largest bl profile of the bl run becomes the interesting
-# set of ppp (copied only when its contents changed, so ppp is not rebuilt needlessly).
+# save_interesting B SIZE WORKLOAD: the bl profiles of the bl run, one per process, merged
+# (`wpp profile merge`: counts summed) become the interesting set of ppp (replaced only when its
+# contents changed, so ppp is not rebuilt needlessly).
 save_interesting() {
-    local b=$1 size=$2 w=$3 p
-    p=$(ls -S "$b/bl/results/$size/$w/work/"*.blprof 2>/dev/null | head -n1 || true)
-    [[ -n $p ]] || { echo "bl run of $w left no profile" >&2; return 1; }
+    local b=$1 size=$2 w=$3 ps
+    mapfile -t ps < <(ls -1 "$b/bl/results/$size/$w/work/"*.blprof 2>/dev/null || true)
+    [[ ${#ps[@]} -gt 0 ]] || { echo "bl run of $w left no profile" >&2; return 1; }
     mkdir -p "$b/interesting"
-    cmp -s "$p" "$b/interesting/$w.blprof" || cp "$p" "$b/interesting/$w.blprof"
+    "$WPP" profile merge "${ps[@]}" -o "$b/interesting/$w.blprof.new" || {
+        echo "cannot merge the bl profiles of $w" >&2
+        return 1
+    }
+    if cmp -s "$b/interesting/$w.blprof.new" "$b/interesting/$w.blprof"; then
+        rm -f "$b/interesting/$w.blprof.new"
+    else
+        mv "$b/interesting/$w.blprof.new" "$b/interesting/$w.blprof"
+    fi
 }
 
 # check_output MODE FILE: the recorder's output is complete and readable by wpp.

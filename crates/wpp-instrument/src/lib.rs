@@ -8,7 +8,7 @@
 //! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | a buffer append per block, function entry and exit | [`blocks`] |
 //! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
 //! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths) or a runtime hash-table call | `instrument_bl` (this file) |
-//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords; range + stored-id check, array increment, runtime call on a miss | [`ppp`] |
+//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment, runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
 //!
 //! # Design
 //!
@@ -104,9 +104,16 @@ pub enum Error {
 pub struct Options {
     /// What to record.
     pub mode: Mode,
-    /// `ppp` mode: the interesting paths, as Ball–Larus ids per function name (PPP §5 takes
-    /// every path that ran in a BL profile; see [`interesting_from_profile`]).
-    pub interesting: std::collections::BTreeMap<String, Vec<u64>>,
+    /// `ppp` mode: the interesting paths, as Ball–Larus id → execution count per function
+    /// name (PPP §5 takes every path that ran in a BL profile; see
+    /// [`interesting_from_profile`]). The counts only guide the placement of increments (hot
+    /// edges get none); 0 is fine.
+    pub interesting: std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>>,
+    /// `ppp` mode: functions with at most this many Ball–Larus paths count them like `bl`, in
+    /// an array indexed by the Ball–Larus id (one register, no check; the runtime tells
+    /// interesting from uninteresting paths at exit). Default [`abi::BL_ARRAY_MAX`], the
+    /// limit under which `bl` uses arrays too; 0 gives every function PPP numbering.
+    pub ppp_bl_array_max: u64,
 }
 
 impl Options {
@@ -115,20 +122,16 @@ impl Options {
         Options {
             mode,
             interesting: Default::default(),
+            ppp_bl_array_max: abi::BL_ARRAY_MAX,
         }
     }
 }
 
-/// The interesting set PPP §5 uses: every path that ran in a `bl` profile.
+/// The interesting set PPP §5 uses: every path that ran in a `bl` profile, with its count.
 pub fn interesting_from_profile(
     profile: &wpp_rt::profile::ProfileFile,
-) -> std::collections::BTreeMap<String, Vec<u64>> {
-    profile
-        .bl
-        .functions
-        .iter()
-        .map(|(f, paths)| (f.clone(), paths.keys().copied().collect()))
-        .collect()
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> {
+    profile.bl.functions.clone()
 }
 
 /// What an instrumentation run did.
@@ -397,7 +400,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             &targets,
             &all_sites,
             &all_paths,
-            &opts.interesting,
+            opts,
             db_global,
             bytes.len(),
         )?;

@@ -184,8 +184,17 @@ fn bl_hash_table_counts_equal_path_trace_frequencies() {
 
 /// `ppp` with an interesting set of every other path that ran under `bl`: interesting paths
 /// are counted exactly as `bl` counted them, and every other executed path is reported as
-/// uninteresting with its exact `bl` count (PPP §2.3's two-counter check, §5).
+/// uninteresting with its exact `bl` count (PPP §2.3's two-counter check, §5). Checked with
+/// PPP numbering in every function, and with the default array policy (functions with few
+/// paths counted by Ball–Larus id). The interesting paths' `bl` counts place the increments.
 fn ppp_matches_bl(src: &str, flags: &[&str]) {
+    for bl_array_max in [0, wpp_rt::abi::BL_ARRAY_MAX] {
+        ppp_matches_bl_with(src, flags, bl_array_max);
+    }
+}
+
+fn ppp_matches_bl_with(src: &str, flags: &[&str], bl_array_max: u64) {
+    let flags_shown = format!("{flags:?} ppp_bl_array_max={bl_array_max}");
     let dir = Scratch::new();
     let (bl_exe, ppp_exe) = (dir.path("bl"), dir.path("ppp"));
     build_instrumented(src, flags, InstrumentMode::Bl, &bl_exe);
@@ -194,11 +203,13 @@ fn ppp_matches_bl(src: &str, flags: &[&str]) {
     let bl = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&bl_prof).unwrap()).unwrap();
     let mut interesting = std::collections::BTreeMap::new();
     for (f, paths) in &bl.bl.functions {
-        let ids: Vec<u64> = paths.keys().copied().step_by(2).collect();
+        let ids: std::collections::BTreeMap<u64, u64> =
+            paths.iter().map(|(&id, &c)| (id, c)).step_by(2).collect();
         interesting.insert(f.clone(), ids);
     }
     let mut opts = wpp_instrument::Options::new(InstrumentMode::Ppp);
     opts.interesting = interesting.clone();
+    opts.ppp_bl_array_max = bl_array_max;
     build_with_options(src, flags, opts, &ppp_exe, None);
     let ppp_prof = dir.path("ppp.prof");
     let b = run(&ppp_exe, &[], Some(&ppp_prof));
@@ -212,30 +223,30 @@ fn ppp_matches_bl(src: &str, flags: &[&str]) {
             .get(f)
             .unwrap_or_else(|| panic!("{src}: {f} missing"));
         for (&id, &count) in paths {
-            if interesting[f].contains(&id) {
+            if interesting[f].contains_key(&id) {
                 let i = fp
                     .interesting
                     .iter()
                     .position(|&x| x == id)
                     .unwrap_or_else(|| {
-                        panic!("{src} {flags:?}: {f}: interesting path {id} has no counter")
+                        panic!("{src} {flags_shown}: {f}: interesting path {id} has no counter")
                     });
                 assert_eq!(
                     fp.counts[i], count,
-                    "{src} {flags:?}: {f} interesting path {id}"
+                    "{src} {flags_shown}: {f} interesting path {id}"
                 );
             } else {
                 uninteresting_seen += 1;
                 assert_eq!(
                     fp.uninteresting.get(&id).copied(),
                     Some(count),
-                    "{src} {flags:?}: {f} uninteresting path {id}"
+                    "{src} {flags_shown}: {f} uninteresting path {id}"
                 );
             }
         }
         let ran: u64 = paths.values().sum();
         let counted: u64 = fp.counts.iter().sum::<u64>() + fp.uninteresting.values().sum::<u64>();
-        assert_eq!(counted, ran, "{src} {flags:?}: {f}: executions");
+        assert_eq!(counted, ran, "{src} {flags_shown}: {f}: executions");
     }
     assert!(
         uninteresting_seen > 0,

@@ -172,9 +172,11 @@ pub const BL_ARRAY_MAX: u64 = 4096;
 /// `bl` mode. `counters` is null for a function whose paths are counted in the hash table.
 pub const SYM_BL_INIT: &str = "__wpp_rt_bl_init";
 /// `void __wpp_rt_ppp_init(const struct { uint64_t *counts; const uint64_t *ids;
-/// uint64_t interval; } *table, uint32_t functions, const uint8_t *db, uint64_t db_len)`,
-/// called at the top of `main` in `ppp` mode; `ids[q]` is the Ball–Larus id of the interesting
-/// path with PPP id `q` (`u64::MAX` in holes); null arrays for functions counted only by misses.
+/// uint64_t interval; uint64_t bl_indexed; } *table, uint32_t functions, const uint8_t *db,
+/// uint64_t db_len)`, called at the top of `main` in `ppp` mode; `ids[q]` is the Ball–Larus id
+/// of the interesting path with PPP id `q` (`u64::MAX` in holes); null arrays for functions
+/// counted only by misses. With `bl_indexed` = 1 the arrays are indexed by the Ball–Larus id
+/// and hold every path of the function (`ids[r]` = `r` if interesting, else `u64::MAX`).
 pub const SYM_PPP_INIT: &str = "__wpp_rt_ppp_init";
 /// `void __wpp_rt_ppp_miss(uint32_t function, uint64_t bl_path)`: an uninteresting path ran.
 pub const SYM_PPP_MISS: &str = "__wpp_rt_ppp_miss";

@@ -350,3 +350,68 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
         assert_eq!(out.status.code(), Some(0), "wpp {args:?}: {stderr}");
     }
 }
+
+/// A `bl` profile of a program with functions `names`, with `(function, path id, count)`.
+fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
+    use wpp_rt::abi::{EmbeddedProgram, Mode, EMBEDDED_VERSION};
+    let functions = names
+        .iter()
+        .map(|n| wpp_trace::Function {
+            name: (*n).into(),
+            file: None,
+            line: None,
+            block_lines: Vec::new(),
+        })
+        .collect();
+    let mut bl = wpp_paths::BlProfile::default();
+    for &(f, id, c) in counts {
+        bl.record(f, wpp_paths::PathId(id), c);
+    }
+    let file = wpp_rt::profile::ProfileFile {
+        program: EmbeddedProgram {
+            version: EMBEDDED_VERSION,
+            mode: Mode::Bl,
+            program: wpp_trace::ProgramDb { functions },
+            cfgs: Vec::new(),
+        },
+        bl,
+        ppp: None,
+    };
+    std::fs::write(path, file.to_bytes()).unwrap();
+}
+
+#[test]
+fn profile_merge_sums_counts_and_refuses_other_programs() {
+    let dir = Dir::new();
+    let (a, b, c, out) = (
+        dir.path("a.blprof"),
+        dir.path("b.blprof"),
+        dir.path("c.blprof"),
+        dir.path("out.blprof"),
+    );
+    write_bl_profile(&a, &["main", "f"], &[("main", 0, 1), ("f", 3, 10)]);
+    write_bl_profile(
+        &b,
+        &["main", "f"],
+        &[("main", 0, 1), ("f", 3, 5), ("f", 7, 2)],
+    );
+    ok(&["profile", "merge", &a, &b, &b, "-o", &out]);
+    let merged = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&out).unwrap()).unwrap();
+    let want: std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> = [
+        ("main".to_string(), [(0, 3)].into()),
+        ("f".to_string(), [(3, 20), (7, 4)].into()),
+    ]
+    .into();
+    assert_eq!(merged.bl.functions, want);
+
+    write_bl_profile(&c, &["main", "g"], &[("main", 0, 1)]);
+    let err = fails(&["profile", "merge", &a, &c, "-o", &out]);
+    assert!(err.contains(&format!("cannot merge {c} into {a}")), "{err}");
+    assert!(
+        err.contains("function 1 is `f` in one, `g` in the other"),
+        "{err}"
+    );
+    std::fs::write(&c, b"WPPRPROF\x01garbage").unwrap();
+    let err = fails(&["profile", "merge", &a, &c, "-o", &out]);
+    assert!(err.contains(&format!("cannot read {c}")), "{err}");
+}

@@ -60,7 +60,7 @@ impl Mode {
 #[cfg(feature = "llvm")]
 pub fn read_interesting(
     path: &std::path::Path,
-) -> anyhow::Result<std::collections::BTreeMap<String, Vec<u64>>> {
+) -> anyhow::Result<std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>>> {
     use anyhow::Context as _;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = wpp_rt::profile::ProfileFile::from_bytes(&bytes)

@@ -40,6 +40,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Sum the profiles of one program (e.g. the files its processes left, one per PID) into
+    /// one: every path's count is the sum of its counts. The profiles must come from the same
+    /// instrumented program and mode.
+    Merge {
+        /// The profiles to add up.
+        #[arg(required = true)]
+        profiles: Vec<PathBuf>,
+        /// The merged profile to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
 }
 
 #[derive(Serialize)]
@@ -96,9 +107,25 @@ fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
         .collect()
 }
 
+/// `wpp profile merge`: the first profile plus each of the others, in order.
+fn merge(profiles: &[PathBuf], output: &Path) -> anyhow::Result<()> {
+    let (first, rest) = profiles
+        .split_first()
+        .context("wpp profile merge needs at least one profile")?;
+    let mut merged = read(first)?;
+    for p in rest {
+        merged
+            .merge(&read(p)?)
+            .with_context(|| format!("cannot merge {} into {}", p.display(), first.display()))?;
+    }
+    std::fs::write(output, merged.to_bytes())
+        .with_context(|| format!("cannot write {}", output.display()))
+}
+
 /// Runs a `wpp profile` subcommand.
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
+        Command::Merge { profiles, output } => merge(&profiles, output.as_path()),
         Command::Show { profile, json, top } => {
             let mut file = read(&profile)?;
             if let Some(ppp) = &file.ppp {
