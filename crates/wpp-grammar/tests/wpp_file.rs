@@ -778,9 +778,9 @@ fn version_1_files_still_read() {
         let back = WppFile::from_bytes(&v1).unwrap();
         assert_eq!(back, file);
         assert_eq!(expand_all(&back), streams);
-        let v2 = file.to_bytes().unwrap();
-        assert_eq!(&v2[4..8], &[2, 0, 0, 0]);
-        assert!(v2.len() < v1.len(), "v2 {} vs v1 {}", v2.len(), v1.len());
+        let v3 = file.to_bytes().unwrap();
+        assert_eq!(&v3[4..8], &[3, 0, 0, 0]);
+        assert!(v3.len() < v1.len(), "v3 {} vs v1 {}", v3.len(), v1.len());
     }
 }
 
@@ -818,4 +818,40 @@ fn version_2_multi_byte_distances_read_back() {
     };
     let bytes = file.to_bytes().unwrap();
     assert_eq!(WppFile::from_bytes(&bytes).unwrap(), file);
+}
+
+/// A CFG table that names a block past the function's end is reported in `PROG` with the
+/// offset of the bad successor, behind a valid checksum; version 2 files have no table.
+#[test]
+fn a_bad_cfg_table_is_a_program_database_error() {
+    let (mut file, _) = synthetic(Variant::Sequitur, 2_000);
+    file.program.functions[0].cfg = Some(wpp_trace::FunctionCfg {
+        successors: vec![vec![1], vec![]],
+        exits: vec![1],
+        ..Default::default()
+    });
+    let good = file.to_bytes().unwrap();
+    assert_eq!(WppFile::from_bytes(&good).unwrap(), file);
+    // PROG's payload ends with main's table entry and the `None`s of the other functions; the
+    // successor byte (zigzag +1 = 2) is the first `01 02` after the table's `01 02 00` head.
+    let n = file.program.functions.len();
+    let prog_at = 8 + good[8..].windows(4).position(|w| w == b"PROG").unwrap();
+    let names = postcard::to_allocvec(&file.program).unwrap().len();
+    let count_len = wpp_trace::wire::varint_len(n as u64);
+    let payload_len = names + count_len + 10 + (n - 1);
+    let start = prog_at + 4 + wpp_trace::wire::varint_len(payload_len as u64);
+    let succ = start + names + count_len + 4;
+    assert_eq!(good[succ], 2, "successor byte");
+    let mut bad = good.clone();
+    bad[succ] = 4; // block 2 of 2
+    let payload = start..start + payload_len;
+    let crc = crc32fast::hash(&bad[payload.clone()]);
+    bad[payload.end..payload.end + 4].copy_from_slice(&crc.to_le_bytes());
+    let e = WppFile::from_bytes(&bad).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, WppError::ProgramDb { offset, .. } if offset == succ as u64),
+        "{msg}"
+    );
+    assert!(msg.contains("successor block 2 is out of range"), "{msg}");
 }

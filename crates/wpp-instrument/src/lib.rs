@@ -354,6 +354,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             file,
             line,
             block_lines,
+            cfg: None,
         });
         report.blocks += sites.blocks.len();
         if matches!(opts.mode, Mode::TracePaths | Mode::Bl | Mode::Ppp) {
