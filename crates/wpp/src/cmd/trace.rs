@@ -15,6 +15,8 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Print a trace in the text format on standard output.
     Cat(CatArgs),
+    /// Decode a path trace into the equivalent block trace through the CFGs it carries.
+    Blocks(BlocksArgs),
 }
 
 /// A trace format, as named on the command line.
@@ -46,12 +48,26 @@ pub struct CatArgs {
     input: PathBuf,
 }
 
+/// Arguments of `wpp trace blocks`.
+#[derive(clap::Args)]
+pub struct BlocksArgs {
+    /// A `trace-paths` recording (binary; text traces carry no CFGs).
+    input: PathBuf,
+    /// Output: the block trace, with the same program database.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "binary")]
+    to: To,
+}
+
 /// Runs a `wpp trace` subcommand.
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Chunk(a) => super::chunk::run(a),
         Command::Convert(a) => convert(a),
         Command::Cat(a) => cat(a),
+        Command::Blocks(a) => blocks(a),
     }
 }
 
@@ -85,13 +101,50 @@ fn copy_context(r: Result<(), CopyError>, input: &Path, output: &str) -> anyhow:
     }
 }
 
+fn format(to: To) -> Format {
+    match to {
+        To::Text => Format::Text,
+        To::Binary => Format::Binary,
+    }
+}
+
+/// `wpp trace blocks`: every `Path` becomes its blocks (`wpp_paths::trace`), so on a
+/// deterministic run the output equals the `trace-blocks` recording.
+fn blocks(args: BlocksArgs) -> anyhow::Result<()> {
+    let (input, output) = (&args.input, &args.output);
+    let mut reader = open(input)?;
+    let db = reader.program().clone();
+    let mut stream = wpp_paths::BlockStream::new(&db)
+        .with_context(|| format!("cannot decode {}", input.display()))?;
+    let mut writer = file::create(output, format(args.to), &db)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    let mut decoded = Vec::new();
+    while let Some(batch) = reader
+        .next_batch()
+        .with_context(|| format!("cannot read {}", input.display()))?
+    {
+        decoded.clear();
+        for &e in batch {
+            stream
+                .push(e, |b| decoded.push(b))
+                .with_context(|| format!("cannot decode {}", input.display()))?;
+        }
+        decoded
+            .iter()
+            .try_for_each(|&b| writer.push(b))
+            .with_context(|| format!("cannot write {}", output.display()))?;
+    }
+    writer
+        .finish()
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    warn_truncated(input, reader.truncation());
+    Ok(())
+}
+
 fn convert(args: ConvertArgs) -> anyhow::Result<()> {
     let (input, output) = (&args.input, &args.output);
     let mut reader = open(input)?;
-    let format = match args.to {
-        To::Text => Format::Text,
-        To::Binary => Format::Binary,
-    };
+    let format = format(args.to);
     let mut writer = file::create(output, format, reader.program())
         .with_context(|| format!("cannot create {}", output.display()))?;
     let copied = copy(&mut reader, |e| writer.push(e));
