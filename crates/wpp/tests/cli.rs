@@ -451,6 +451,26 @@ fn trace_blocks_decodes_paths_through_the_file_cfgs() {
         got_db, db,
         "the output keeps the program database, CFGs included"
     );
+    // --compare: equal per thread, and the first difference named when not.
+    let same = ok(&["trace", "blocks", &paths, "--compare", &blocks]);
+    assert!(
+        same.starts_with(&format!("identical: {} ", want.len())),
+        "{same}"
+    );
+    let mut other = want.clone();
+    let i = other
+        .iter()
+        .rposition(|e| matches!(e, Event::Block(_)))
+        .unwrap();
+    other[i] = Event::Block(BlockId(999));
+    let differs = dir.path("differs.trace");
+    std::fs::write(&differs, to_binary(&db, &other).unwrap()).unwrap();
+    let err = fails(&["trace", "blocks", &paths, "--compare", &differs]);
+    assert!(err.contains("recorded Block(BlockId(999))"), "{err}");
+    other.truncate(i);
+    std::fs::write(&differs, to_binary(&db, &other).unwrap()).unwrap();
+    let err = fails(&["trace", "blocks", &paths, "--compare", &differs]);
+    assert!(err.contains("the decoded trace goes on"), "{err}");
     // The same events without CFGs (a version 1 trace, say): nothing to decode with.
     let mut bare = db.clone();
     bare.functions.iter_mut().for_each(|f| f.cfg = None);
