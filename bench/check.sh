@@ -26,7 +26,11 @@
 #   * the run succeeded and its outputs (stdout, exit statuses; bzip2: every file it wrote) are
 #     byte-identical to the native run's (bench/workloads/compare.sh), and
 #   * every process left its output file and wpp reads it: `wpp stats` (.wpp),
-#     `wpp trace cat` to the last event (raw .trace), `wpp profile show` (.blprof, .pppprof).
+#     `wpp trace cat` to the last event (raw .trace), `wpp profile show` (.blprof, .pppprof);
+# and, when both blocks-raw and paths-raw passed, one more check per workload ("decode"): each
+# process's trace-paths recording, decoded through the CFGs it carries, equals its trace-blocks
+# recording (`wpp trace blocks --compare`; the runs are deterministic and single-threaded;
+# bzip2's six processes are paired in pid order, which is the order run.sh starts them).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
 # `N passed, M failed` (one check = one workload in one mode); exit status 1 if M > 0.
 set -euo pipefail
@@ -77,6 +81,7 @@ failures=()
 pass() { passed=$((passed + 1)); echo "PASS  $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL  $1${2:+: $2}"; }
 counted() { [[ $1 != bl || $COUNT_BL == 1 ]]; }
+declare -A PASSED # "WORKLOAD MODE" -> 1 for each passed check
 
 rm -rf "$B/status"
 
@@ -122,7 +127,39 @@ check() {
         return 1
     fi
     bytes=$(cat "${files[@]}" | wc -c)
+    PASSED["$w $m"]=1
     if counted "$m"; then pass "$w $m (${#files[@]} file(s), $bytes bytes, run ${t} s)"; fi
+}
+
+# by_pid FILE...: the files PROGRAM.PID.EXT in the order their processes started.
+by_pid() {
+    local f b
+    for f in "$@"; do
+        b=${f##*/}
+        b=${b%.*}
+        echo "${b##*.} $f"
+    done | sort -n | cut -d' ' -f2-
+}
+
+# decode_check WORKLOAD: every trace-paths recording decodes to its trace-blocks twin.
+decode_check() {
+    local w=$1 t0 i out
+    local -a paths blocks
+    [[ -n ${PASSED["$w paths-raw"]:-} && -n ${PASSED["$w blocks-raw"]:-} ]] || return 0
+    t0=$SECONDS
+    mapfile -t paths < <(by_pid $(outputs "$B" paths-raw "$SIZE" "$w"))
+    mapfile -t blocks < <(by_pid $(outputs "$B" blocks-raw "$SIZE" "$w"))
+    if [[ ${#paths[@]} -ne ${#blocks[@]} ]]; then
+        fail "$w decode" "${#paths[@]} path traces but ${#blocks[@]} block traces"
+        return 0
+    fi
+    for i in "${!paths[@]}"; do
+        if ! out=$("$WPP" trace blocks "${paths[$i]}" --compare "${blocks[$i]}" 2>&1); then
+            fail "$w decode" "${paths[$i]##*/} vs ${blocks[$i]##*/}: $out"
+            return 0
+        fi
+    done
+    pass "$w decode (${#paths[@]} path trace(s) = block traces, $((SECONDS - t0)) s)"
 }
 
 for w in "${WORKLOADS[@]}"; do
@@ -152,6 +189,7 @@ for w in "${WORKLOADS[@]}"; do
             fail "$w ppp" "no bl profile"
         fi
     fi
+    decode_check "$w"
 done
 wait
 
