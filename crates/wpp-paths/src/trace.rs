@@ -115,6 +115,10 @@ impl Cfg {
     }
 }
 
+/// Block ids the path cache holds at most (64 MiB); past it the cache starts over, so memory
+/// stays bounded whatever a (hostile) trace's paths are.
+const CACHE_BLOCKS: usize = 1 << 24;
+
 /// A function's numbering, built on first use.
 struct Numbered {
     dag: Dag,
@@ -189,6 +193,10 @@ impl<'db> PathDecoder<'db> {
                 event,
                 message: e.to_string(),
             })?;
+        if self.blocks.len() + path.edges.len() > CACHE_BLOCKS {
+            self.blocks.clear();
+            self.cache.clear();
+        }
         let start = self.blocks.len();
         for e in path.edges {
             if let DagNodeKind::Block(n) = numbered.dag.node(numbered.dag.edge(e).dst) {
