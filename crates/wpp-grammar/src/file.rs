@@ -17,7 +17,7 @@
 //! | section | payload |
 //! |---|---|
 //! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency), trace events, threads |
-//! | `PROG` | the [`ProgramDb`]: postcard of names and locations, then the CFG table ([`wpp_trace::program`]) |
+//! | `PROG` | one stream (below) holding the [`ProgramDb`]: postcard of names and locations, then the CFG table ([`wpp_trace::program`]); at most 64 MiB decompressed |
 //! | `ALPH` | event count, then per event a kind byte and its operand: 0 `Enter(f)`, 1 `Leave` (no operand), 2 `Block(b)`, 3 `Path(p)`, 4 `Thread(t)`; terminal `i` is the `i`-th event |
 //! | `RULE` | rule count, symbol count, then four streams `LENS`, `KINDS`, `TERMS`, `REFS` (below) |
 //! | `STRT` | start-rule count; per start rule its thread id and rule id |
@@ -58,25 +58,28 @@
 //!
 //! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
 //! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
-//! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol); the writer stores a stream as is
-//! when zstd (level 19) would not make it smaller or would exceed the ratio, and always for
-//! streams of at most 32 bytes.
+//! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol; `PROG`'s stream 64 MiB); the
+//! writer stores a stream as is when zstd (level 19) would not make it smaller or would exceed
+//! the ratio, and always for streams of at most 32 bytes. (The program database is a stream
+//! because its CFG table is a third of a small recording's `.wpp` stored, and zstd takes a
+//! third of that.)
 //!
 //! # Worked example
 //!
 //! The block trace `B0 B1 B0 B1` of one function `main` with CFG block 0 → 1 → 0 (block 1
 //! returns), compressed by SEQUITUR to `R1 → R0 R0`, `R0 → t0 t1` (thread 0 starts at `R1`),
-//! is these 113 bytes:
+//! is these 115 bytes:
 //!
 //! ```text
 //! 57 50 50 47  03 00 00 00                       "WPPG", version 3
 //! 4d 45 54 41  03  00 04 01  80 2c 2a ec         META: sequitur, 4 events, 1 thread
-//! 50 52 4f 47  15  01 04 6d 61 69 6e 00 00 00    PROG: 1 function: "main", file None,
+//! 50 52 4f 47  17  00 15                         PROG: stored stream of 21 bytes:
+//!              01 04 6d 61 69 6e 00 00 00          1 function: "main", file None,
 //!                                                      line None, no block lines;
 //!              01 01 02 00  01 02  01 01           CFG table: 1 entry, present, 2 blocks,
 //!                                                      entry 0; block 0 → +1, block 1 → −1
 //!              01 02  00  00                       exits [1], no cut nodes or edges
-//!              3a 6a 72 87                         checksum
+//!              74 36 a8 56                         checksum
 //! 41 4c 50 48  05  02 02 00 02 01  e2 3e da 53   ALPH: 2 events: Block(0), Block(1)
 //! 52 55 4c 45  13  02 04                         RULE: 2 rules, 4 symbols
 //!              00 02  02 02                         LENS stored, 2 bytes: R1 has 2 symbols,
@@ -97,7 +100,8 @@
 //! # Versions 1 and 2
 //!
 //! Files of both still read (users hold them); this build writes version 3 only. Version 2
-//! differs only in `PROG`, which holds the postcard part alone (no CFG table): the example
+//! differs only in `PROG`, which holds the postcard part alone, as is (no stream header, no
+//! CFG table): the example
 //! above in version 2 is 101 bytes, with `PROG` = `50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00
 //! c1 6a 2a 13` (test `version_2_worked_example_still_reads`). Version 1 is version 2 but
 //! for `RULE`: rule count; per rule, bottom-up: body length, expanded length, body
@@ -469,12 +473,14 @@ impl WppFile {
         write_varint(&mut payload, self.events);
         write_varint(&mut payload, self.grammar.starts().len() as u64);
         put_section(&mut out, META, &payload);
+        let serialize = |e: postcard::Error| WppError::Serialize(e.to_string());
         let prog = if version >= 3 {
-            self.program.to_bytes()
+            let mut stream = Vec::new();
+            rules::put_stream(&mut stream, &self.program.to_bytes().map_err(serialize)?);
+            stream
         } else {
-            postcard::to_allocvec(&self.program)
+            postcard::to_allocvec(&self.program).map_err(serialize)?
         };
-        let prog = prog.map_err(|e| WppError::Serialize(e.to_string()))?;
         put_section(&mut out, PROG, &prog);
         put_section(&mut out, ALPH, &encode_alphabet(&self.alphabet));
         let rules = if version == 1 {
@@ -504,12 +510,7 @@ impl WppFile {
         let mut meta = section(&mut r, META)?;
         let (algorithm, events, threads) = decode_meta(&mut meta)?;
         let prog = section(&mut r, PROG)?;
-        let layout = if version >= 3 {
-            DbLayout::WithCfgs
-        } else {
-            DbLayout::WithoutCfgs
-        };
-        let program = decode_program(prog, layout)?;
+        let program = decode_program(prog, version)?;
         let mut alph = section(&mut r, ALPH)?;
         let alphabet = decode_alphabet(&mut alph)?;
         let mut rules = section(&mut r, RULE)?;
@@ -651,12 +652,37 @@ fn decode_meta(r: &mut Reader<'_>) -> Result<(Algorithm, u64, u64), WppError> {
     Ok((algorithm, events, threads))
 }
 
-fn decode_program(mut r: Reader<'_>, layout: DbLayout) -> Result<ProgramDb, WppError> {
+/// The largest program database a reader accepts (64 MiB, as in the trace format).
+const MAX_PROGRAM_BYTES: u64 = 64 << 20;
+
+fn decode_program(mut r: Reader<'_>, version: u32) -> Result<ProgramDb, WppError> {
     let offset = r.offset();
-    let bytes = r.bytes(r.remaining(), "program database")?;
-    ProgramDb::from_bytes(bytes, offset, layout).map_err(|e| WppError::ProgramDb {
+    let db_error = |e: wpp_trace::ProgramDbError| WppError::ProgramDb {
         offset: e.offset,
         message: e.message,
+    };
+    if version < 3 {
+        let bytes = r.bytes(r.remaining(), "program database")?;
+        return ProgramDb::from_bytes(bytes, offset, DbLayout::WithoutCfgs).map_err(db_error);
+    }
+    let stream = rules::read_stream(&mut r, "PROG", MAX_PROGRAM_BYTES).map_err(|e| match e {
+        WppError::Stream {
+            offset, message, ..
+        } => WppError::ProgramDb { offset, message },
+        e => e,
+    })?;
+    finished(&r, PROG)?;
+    // Inside a compressed stream, bytes have no file offset: errors name the stream's.
+    ProgramDb::from_bytes(&stream.data, stream.offset, DbLayout::WithCfgs).map_err(|e| {
+        let offset = if stream.compressed {
+            stream.offset
+        } else {
+            e.offset
+        };
+        WppError::ProgramDb {
+            offset,
+            message: e.message,
+        }
     })
 }
 
@@ -970,14 +996,14 @@ mod tests {
     #[test]
     fn worked_example_bytes() {
         let bytes = example().to_bytes().unwrap();
-        assert_eq!(bytes.len(), 113);
+        assert_eq!(bytes.len(), 115);
         let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(
             hex.join(" "),
             "57 50 50 47 03 00 00 00 \
              4d 45 54 41 03 00 04 01 80 2c 2a ec \
-             50 52 4f 47 15 01 04 6d 61 69 6e 00 00 00 \
-             01 01 02 00 01 02 01 01 01 02 00 00 3a 6a 72 87 \
+             50 52 4f 47 17 00 15 01 04 6d 61 69 6e 00 00 00 \
+             01 01 02 00 01 02 01 01 01 02 00 00 74 36 a8 56 \
              41 4c 50 48 05 02 02 00 02 01 e2 3e da 53 \
              52 55 4c 45 13 02 04 00 02 02 02 00 04 00 01 01 02 00 02 00 01 00 01 00 \
              97 fc a9 3e \
