@@ -32,7 +32,7 @@
 //!
 //! Example: `main` with blocks 0 → 1, 1 returning, no cut points is the table
 //! `01  01 02 00  01 02  00  01 02  00  00` (one function; present, 2 blocks, entry 0; block 0
-//! has 1 successor at +1; block 1 none; exits [1]; no cut nodes or edges).
+//! has 1 successor at +1; block 1 none; exits `[1]`; no cut nodes or edges).
 //!
 //! Reading checks every count against the bytes left before allocating (each block, edge and
 //! list item takes at least one byte) and every id against its range, and reports the first
