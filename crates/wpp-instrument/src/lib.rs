@@ -24,7 +24,9 @@
 //!   whole-program module so that function ids are global ([`driver`] does).
 //! * **Program database.** Names, source locations (from `DISubprogram` and each block's first
 //!   debug location) and, for the path modes, each function's CFG with its cut points are
-//!   embedded as `__wpp_program_db` so every output is self-contained.
+//!   embedded as `__wpp_program_db`; the runtime copies the CFGs into the program database of
+//!   every trace and `.wpp` it writes (`wpp_rt::abi::EmbeddedProgram::attach_cfgs`), so a path
+//!   trace decodes to blocks from the file alone (`wpp_paths::trace`).
 //! * **No stale purity.** Attributes the optimizer inferred before instrumentation, such as
 //!   `memory(read)` or `nosync`, are dropped from instrumented functions and their call sites:
 //!   the final `-O2` compile would otherwise hoist, merge or delete calls — and their events.
