@@ -59,9 +59,16 @@ fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
     let mut db = p.program().clone();
     db.functions.truncate(3);
     out.push((db, threads));
-    // Large and escaped ids.
+    // Large and escaped ids, and a CFG (the first paths decode; the escaped ones are errors).
     let mut db = ProgramDb::default();
     db.intern("main");
+    db.functions[0].cfg = Some(wpp_trace::FunctionCfg {
+        successors: vec![vec![1, 2], vec![1, 2], vec![]],
+        entry: 0,
+        exits: vec![2],
+        cut_nodes: vec![1],
+        cut_edges: vec![],
+    });
     out.push((
         db,
         vec![

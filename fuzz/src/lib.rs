@@ -209,6 +209,8 @@ pub fn trace_binary(data: &[u8]) {
     }
     if let (Some(db), None) = (&whole.program, &whole.error) {
         round_trip(db, &whole.events);
+        // Decoding paths through hostile CFGs gives blocks or an error, never a panic.
+        let _ = wpp_paths::trace::decode_trace(db, &whole.events);
     }
 }
 

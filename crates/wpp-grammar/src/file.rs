@@ -1,6 +1,6 @@
 //! The `.wpp` file: a whole program path — grammar, alphabet and program database — on disk.
 //!
-//! # Layout (version 2)
+//! # Layout (version 3)
 //!
 //! All integers are unsigned LEB128 varints ([`wpp_trace::wire`]) unless marked `u32le`/`u8`.
 //!
@@ -17,7 +17,7 @@
 //! | section | payload |
 //! |---|---|
 //! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency), trace events, threads |
-//! | `PROG` | the [`ProgramDb`], postcard-serialized |
+//! | `PROG` | one stream (below) holding the [`ProgramDb`]: postcard of names and locations, then the CFG table ([`wpp_trace::program`]); at most 64 MiB decompressed |
 //! | `ALPH` | event count, then per event a kind byte and its operand: 0 `Enter(f)`, 1 `Leave` (no operand), 2 `Block(b)`, 3 `Path(p)`, 4 `Thread(t)`; terminal `i` is the `i`-th event |
 //! | `RULE` | rule count, symbol count, then four streams `LENS`, `KINDS`, `TERMS`, `REFS` (below) |
 //! | `STRT` | start-rule count; per start rule its thread id and rule id |
@@ -58,20 +58,28 @@
 //!
 //! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
 //! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
-//! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol); the writer stores a stream as is
-//! when zstd (level 19) would not make it smaller or would exceed the ratio, and always for
-//! streams of at most 32 bytes.
+//! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol; `PROG`'s stream 64 MiB); the
+//! writer stores a stream as is when zstd (level 19) would not make it smaller or would exceed
+//! the ratio, and always for streams of at most 32 bytes. (The program database is a stream
+//! because its CFG table is a third of a small recording's `.wpp` stored, and zstd takes a
+//! third of that.)
 //!
 //! # Worked example
 //!
-//! The block trace `B0 B1 B0 B1` of one function `main`, compressed by SEQUITUR to
-//! `R1 → R0 R0`, `R0 → t0 t1` (thread 0 starts at `R1`), is these 101 bytes:
+//! The block trace `B0 B1 B0 B1` of one function `main` with CFG block 0 → 1 → 0 (block 1
+//! returns), compressed by SEQUITUR to `R1 → R0 R0`, `R0 → t0 t1` (thread 0 starts at `R1`),
+//! is these 115 bytes:
 //!
 //! ```text
-//! 57 50 50 47  02 00 00 00                       "WPPG", version 2
+//! 57 50 50 47  03 00 00 00                       "WPPG", version 3
 //! 4d 45 54 41  03  00 04 01  80 2c 2a ec         META: sequitur, 4 events, 1 thread
-//! 50 52 4f 47  09  01 04 6d 61 69 6e 00 00 00    PROG: 1 function: "main", file None,
-//!              c1 6a 2a 13                             line None, no block lines
+//! 50 52 4f 47  17  00 15                         PROG: stored stream of 21 bytes:
+//!              01 04 6d 61 69 6e 00 00 00          1 function: "main", file None,
+//!                                                      line None, no block lines;
+//!              01 01 02 00  01 02  01 01           CFG table: 1 entry, present, 2 blocks,
+//!                                                      entry 0; block 0 → +1, block 1 → −1
+//!              01 02  00  00                       exits [1], no cut nodes or edges
+//!              74 36 a8 56                         checksum
 //! 41 4c 50 48  05  02 02 00 02 01  e2 3e da 53   ALPH: 2 events: Block(0), Block(1)
 //! 52 55 4c 45  13  02 04                         RULE: 2 rules, 4 symbols
 //!              00 02  02 02                         LENS stored, 2 bytes: R1 has 2 symbols,
@@ -89,13 +97,17 @@
 //! R0's definition ends first, so it is rule 0; R1 is rule 1. The test `worked_example_bytes`
 //! pins these bytes; a layout change must bump [`VERSION`].
 //!
-//! # Version 1
+//! # Versions 1 and 2
 //!
-//! Version 1 files still read (users hold them); this build writes version 2 only. Version 1
-//! differs only in `RULE`: rule count; per rule, bottom-up: body length, expanded length, body
+//! Files of both still read (users hold them); this build writes version 3 only. Version 2
+//! differs only in `PROG`, which holds the postcard part alone, as is (no stream header, no
+//! CFG table): the example
+//! above in version 2 is 101 bytes, with `PROG` = `50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00
+//! c1 6a 2a 13` (test `version_2_worked_example_still_reads`). Version 1 is version 2 but
+//! for `RULE`: rule count; per rule, bottom-up: body length, expanded length, body
 //! symbols (`2t` for terminal `t`, `2r + 1` for rule `r`); then one use count per rule. The
-//! reader checks the stored lengths and counts against the recomputed ones. The example above
-//! in version 1 is 93 bytes, with `RULE` = `52 55 4c 45 0b 02 02 02 00 02 02 04 01 01 02 00
+//! reader checks the stored lengths and counts against the recomputed ones. The version 2
+//! example in version 1 is 93 bytes, with `RULE` = `52 55 4c 45 0b 02 02 02 00 02 02 04 01 01 02 00
 //! a4 89 77 bd` (test `version_1_worked_example_still_reads`).
 //!
 //! # Validation
@@ -120,7 +132,9 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashSet;
 use wpp_trace::wire::{write_varint, Reader, WireError, WireErrorKind};
-use wpp_trace::{Alphabet, BlockId, Event, FunctionId, PathId, ProgramDb, Terminal, ThreadId};
+use wpp_trace::{
+    Alphabet, BlockId, DbLayout, Event, FunctionId, PathId, ProgramDb, Terminal, ThreadId,
+};
 
 use crate::algorithm::Algorithm;
 use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
@@ -130,8 +144,8 @@ mod rules;
 
 /// The first four bytes of every `.wpp` file.
 pub const MAGIC: [u8; 4] = *b"WPPG";
-/// The layout version this build writes and reads.
-pub const VERSION: u32 = 2;
+/// The layout version this build writes (and the newest it reads).
+pub const VERSION: u32 = 3;
 /// The oldest layout version this build reads.
 pub const OLDEST_VERSION: u32 = 1;
 
@@ -435,7 +449,8 @@ impl WppFile {
     }
 
     /// Encodes the file in the version 1 layout, which builds before version 2 read; larger
-    /// (rule bodies are plain varints) but quick to write.
+    /// (rule bodies are plain varints) but quick to write. It has no CFG table, so the CFGs
+    /// of the program database are left out.
     pub fn to_bytes_v1(&self) -> Result<Vec<u8>, WppError> {
         self.encode(1)
     }
@@ -458,8 +473,14 @@ impl WppFile {
         write_varint(&mut payload, self.events);
         write_varint(&mut payload, self.grammar.starts().len() as u64);
         put_section(&mut out, META, &payload);
-        let prog =
-            postcard::to_allocvec(&self.program).map_err(|e| WppError::Serialize(e.to_string()))?;
+        let serialize = |e: postcard::Error| WppError::Serialize(e.to_string());
+        let prog = if version >= 3 {
+            let mut stream = Vec::new();
+            rules::put_stream(&mut stream, &self.program.to_bytes().map_err(serialize)?);
+            stream
+        } else {
+            postcard::to_allocvec(&self.program).map_err(serialize)?
+        };
         put_section(&mut out, PROG, &prog);
         put_section(&mut out, ALPH, &encode_alphabet(&self.alphabet));
         let rules = if version == 1 {
@@ -489,7 +510,7 @@ impl WppFile {
         let mut meta = section(&mut r, META)?;
         let (algorithm, events, threads) = decode_meta(&mut meta)?;
         let prog = section(&mut r, PROG)?;
-        let program = decode_program(prog)?;
+        let program = decode_program(prog, version)?;
         let mut alph = section(&mut r, ALPH)?;
         let alphabet = decode_alphabet(&mut alph)?;
         let mut rules = section(&mut r, RULE)?;
@@ -631,20 +652,38 @@ fn decode_meta(r: &mut Reader<'_>) -> Result<(Algorithm, u64, u64), WppError> {
     Ok((algorithm, events, threads))
 }
 
-fn decode_program(mut r: Reader<'_>) -> Result<ProgramDb, WppError> {
+/// The largest program database a reader accepts (64 MiB, as in the trace format).
+const MAX_PROGRAM_BYTES: u64 = 64 << 20;
+
+fn decode_program(mut r: Reader<'_>, version: u32) -> Result<ProgramDb, WppError> {
     let offset = r.offset();
-    let bytes = r.bytes(r.remaining(), "program database")?;
-    let (db, rest) = postcard::take_from_bytes(bytes).map_err(|e| WppError::ProgramDb {
-        offset,
-        message: e.to_string(),
-    })?;
-    if !rest.is_empty() {
-        return Err(WppError::SectionTooLong {
-            section: PROG,
-            offset: offset + (bytes.len() - rest.len()) as u64,
-        });
+    let db_error = |e: wpp_trace::ProgramDbError| WppError::ProgramDb {
+        offset: e.offset,
+        message: e.message,
+    };
+    if version < 3 {
+        let bytes = r.bytes(r.remaining(), "program database")?;
+        return ProgramDb::from_bytes(bytes, offset, DbLayout::WithoutCfgs).map_err(db_error);
     }
-    Ok(db)
+    let stream = rules::read_stream(&mut r, "PROG", MAX_PROGRAM_BYTES).map_err(|e| match e {
+        WppError::Stream {
+            offset, message, ..
+        } => WppError::ProgramDb { offset, message },
+        e => e,
+    })?;
+    finished(&r, PROG)?;
+    // Inside a compressed stream, bytes have no file offset: errors name the stream's.
+    ProgramDb::from_bytes(&stream.data, stream.offset, DbLayout::WithCfgs).map_err(|e| {
+        let offset = if stream.compressed {
+            stream.offset
+        } else {
+            e.offset
+        };
+        WppError::ProgramDb {
+            offset,
+            message: e.message,
+        }
+    })
 }
 
 fn encode_alphabet(a: &Alphabet) -> Vec<u8> {
@@ -916,6 +955,12 @@ mod tests {
     fn example() -> WppFile {
         let mut program = ProgramDb::default();
         program.intern("main");
+        program.functions[0].cfg = Some(wpp_trace::FunctionCfg {
+            successors: vec![vec![1], vec![0]],
+            entry: 0,
+            exits: vec![1],
+            ..Default::default()
+        });
         let alphabet =
             Alphabet::from_events(vec![Event::Block(BlockId(0)), Event::Block(BlockId(1))])
                 .unwrap();
@@ -935,16 +980,30 @@ mod tests {
         }
     }
 
+    /// The example as a version 1 or 2 file reads it: without the CFG.
+    fn example_without_cfgs() -> WppFile {
+        let mut f = example();
+        f.program.functions[0].cfg = None;
+        f
+    }
+
+    fn unhex(hex: &str) -> Vec<u8> {
+        hex.split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect()
+    }
+
     #[test]
     fn worked_example_bytes() {
         let bytes = example().to_bytes().unwrap();
-        assert_eq!(bytes.len(), 101);
+        assert_eq!(bytes.len(), 115);
         let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(
             hex.join(" "),
-            "57 50 50 47 02 00 00 00 \
+            "57 50 50 47 03 00 00 00 \
              4d 45 54 41 03 00 04 01 80 2c 2a ec \
-             50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00 c1 6a 2a 13 \
+             50 52 4f 47 17 00 15 01 04 6d 61 69 6e 00 00 00 \
+             01 01 02 00 01 02 01 01 01 02 00 00 74 36 a8 56 \
              41 4c 50 48 05 02 02 00 02 01 e2 3e da 53 \
              52 55 4c 45 13 02 04 00 02 02 02 00 04 00 01 01 02 00 02 00 01 00 01 00 \
              97 fc a9 3e \
@@ -954,7 +1013,24 @@ mod tests {
         assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example());
     }
 
-    /// The version 1 worked example (the layout this module documents under "Version 1")
+    /// The version 2 worked example (the same file without the CFG table) still reads.
+    #[test]
+    fn version_2_worked_example_still_reads() {
+        let bytes = unhex(
+            "57 50 50 47 02 00 00 00 \
+             4d 45 54 41 03 00 04 01 80 2c 2a ec \
+             50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00 c1 6a 2a 13 \
+             41 4c 50 48 05 02 02 00 02 01 e2 3e da 53 \
+             52 55 4c 45 13 02 04 00 02 02 02 00 04 00 01 01 02 00 02 00 01 00 01 00 \
+             97 fc a9 3e \
+             53 54 52 54 03 01 00 01 b3 83 84 89 \
+             45 4e 44 20 00 00 00 00 00",
+        );
+        assert_eq!(bytes.len(), 101);
+        assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example_without_cfgs());
+    }
+
+    /// The version 1 worked example (the layout this module documents under "Versions 1 and 2")
     /// still reads as the same file.
     #[test]
     fn version_1_worked_example_still_reads() {
@@ -965,12 +1041,9 @@ mod tests {
              52 55 4c 45 0b 02 02 02 00 02 02 04 01 01 02 00 a4 89 77 bd \
              53 54 52 54 03 01 00 01 b3 83 84 89 \
              45 4e 44 20 00 00 00 00 00";
-        let bytes: Vec<u8> = hex
-            .split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect();
+        let bytes = unhex(hex);
         assert_eq!(bytes.len(), 93);
         assert_eq!(example().to_bytes_v1().unwrap(), bytes);
-        assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example());
+        assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example_without_cfgs());
     }
 }

@@ -778,9 +778,9 @@ fn version_1_files_still_read() {
         let back = WppFile::from_bytes(&v1).unwrap();
         assert_eq!(back, file);
         assert_eq!(expand_all(&back), streams);
-        let v2 = file.to_bytes().unwrap();
-        assert_eq!(&v2[4..8], &[2, 0, 0, 0]);
-        assert!(v2.len() < v1.len(), "v2 {} vs v1 {}", v2.len(), v1.len());
+        let v3 = file.to_bytes().unwrap();
+        assert_eq!(&v3[4..8], &[3, 0, 0, 0]);
+        assert!(v3.len() < v1.len(), "v3 {} vs v1 {}", v3.len(), v1.len());
     }
 }
 
@@ -818,4 +818,42 @@ fn version_2_multi_byte_distances_read_back() {
     };
     let bytes = file.to_bytes().unwrap();
     assert_eq!(WppFile::from_bytes(&bytes).unwrap(), file);
+}
+
+/// A CFG table that names a block past the function's end is a `PROG` error naming the bad
+/// successor, at its exact offset in a stored stream and at the stream's offset in a zstd one;
+/// the writer does not check CFGs, so it makes such files.
+#[test]
+fn a_bad_cfg_table_is_a_program_database_error() {
+    let bad = wpp_trace::FunctionCfg {
+        successors: vec![vec![2], vec![]], // block 2 of 2
+        exits: vec![1],
+        ..Default::default()
+    };
+    let (mut big, _) = synthetic(Variant::Sequitur, 2_000);
+    let mut small = big.clone();
+    small.program = wpp_trace::ProgramDb::default();
+    small.program.intern("main");
+    for (file, stored) in [(&mut small, true), (&mut big, false)] {
+        file.program.functions[0].cfg = Some(bad.clone());
+        let bytes = file.to_bytes().unwrap();
+        let prog = bytes.windows(4).position(|w| w == b"PROG").unwrap();
+        let alph = bytes.windows(4).position(|w| w == b"ALPH").unwrap();
+        let e = WppFile::from_bytes(&bytes).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("successor block 2 is out of range"), "{msg}");
+        let WppError::ProgramDb { offset, .. } = e else {
+            panic!("{msg}")
+        };
+        if stored {
+            // tag, section length, codec, stream length, 9 postcard bytes, table count,
+            // presence, blocks, entry, degree: the successor.
+            assert_eq!(offset as usize, prog + 4 + 1 + 1 + 1 + 9 + 5, "{msg}");
+            assert_eq!(bytes[offset as usize], 4, "zigzag(+2)");
+        } else {
+            let codec = prog + 4 + if bytes[prog + 4] & 0x80 != 0 { 2 } else { 1 };
+            assert_eq!(bytes[codec], 1, "the synthetic database is zstd-compressed");
+            assert!((codec..alph).contains(&(offset as usize)), "{msg}");
+        }
+    }
 }

@@ -240,6 +240,24 @@ impl<'m> Mod<'m> {
         }
     }
 
+    /// Removes an enum function attribute (by name) from a function, if it has it.
+    pub fn remove_fn_attr(self, f: Value<'m>, attr: &str) {
+        // SAFETY: `f` is a live function; the name is read for its length only.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(attr.as_ptr().cast(), attr.len());
+            c::LLVMRemoveEnumAttributeAtIndex(f.0, u32::MAX, kind);
+        }
+    }
+
+    /// Removes an enum function attribute (by name) from a call site, if it has it.
+    pub fn remove_call_attr(self, call: Value<'m>, attr: &str) {
+        // SAFETY: `call` is a live call or invoke instruction.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(attr.as_ptr().cast(), attr.len());
+            c::LLVMRemoveCallSiteEnumAttribute(call.0, u32::MAX, kind);
+        }
+    }
+
     /// Whether a call site has an enum function attribute by name.
     pub fn call_has_attr(self, call: Value<'m>, attr: &str) -> bool {
         // SAFETY: `call` is a live call or invoke instruction.

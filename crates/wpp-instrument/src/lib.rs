@@ -24,7 +24,14 @@
 //!   whole-program module so that function ids are global ([`driver`] does).
 //! * **Program database.** Names, source locations (from `DISubprogram` and each block's first
 //!   debug location) and, for the path modes, each function's CFG with its cut points are
-//!   embedded as `__wpp_program_db` so every output is self-contained.
+//!   embedded as `__wpp_program_db`; the runtime copies the CFGs into the program database of
+//!   every trace and `.wpp` it writes (`wpp_rt::abi::EmbeddedProgram::attach_cfgs`), so a path
+//!   trace decodes to blocks from the file alone (`wpp_paths::trace`).
+//! * **No stale purity.** Attributes the optimizer inferred before instrumentation, such as
+//!   `memory(read)` or `nosync`, are dropped from instrumented functions and their call sites:
+//!   the final `-O2` compile would otherwise hoist, merge or delete calls — and their events.
+//!   (Found by the `trace-paths`/`trace-blocks` cross-check on zlib, where a `memory(read)`
+//!   `adler32` lost most of its calls from one of the two traces.)
 //! * **Exact `Leave`s.** Each function keeps the shadow-stack depth returned by its `Enter` probe;
 //!   after a `returns_twice` call and at every landing pad it restores the thread's depth to it,
 //!   the runtime appending one `Leave` per abandoned frame. `resume` counts as a return.
@@ -308,6 +315,46 @@ fn instrumentable(m: Mod<'_>, f: ir::Value<'_>) -> bool {
         && !m.fn_has_attr(f, "naked")
 }
 
+/// Function attributes that stop being true once a function records events: its probes write
+/// thread-local buffers and may call the runtime, which allocates, locks and writes files.
+/// Left in place, the optimizer that compiles the instrumented module would treat calls of,
+/// say, a `memory(read)` function (inferred before instrumentation) as removable, hoistable or
+/// mergeable, and the trace would lose or merge their events — the outputs stay right but the
+/// `trace-paths` and `trace-blocks` runs no longer record the same calls.
+const PURITY_ATTRIBUTES: [&str; 6] = [
+    "memory",
+    "readnone",
+    "readonly",
+    "nosync",
+    "nofree",
+    "speculatable",
+];
+
+/// Drops [`PURITY_ATTRIBUTES`] from every instrumented function and from every call site that
+/// may run instrumented code.
+fn drop_purity(m: Mod<'_>, targets: &[ir::Value<'_>]) {
+    for &f in targets {
+        for a in PURITY_ATTRIBUTES {
+            m.remove_fn_attr(f, a);
+        }
+    }
+    for f in m.functions().into_iter().filter(|f| !f.is_declaration()) {
+        for b in f.blocks() {
+            for i in b.instructions() {
+                let call = matches!(
+                    i.opcode(),
+                    ir::Opcode::LLVMCall | ir::Opcode::LLVMInvoke | ir::Opcode::LLVMCallBr
+                );
+                if call && !i.calls_nothing_instrumented() {
+                    for a in PURITY_ATTRIBUTES {
+                        m.remove_call_attr(i, a);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Instruments a module in place and verifies it.
 pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, Error> {
     let m = Mod::new(module);
@@ -322,6 +369,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
+    drop_purity(m, &targets);
     // Collect every site before inserting anything.
     let mut all_sites = Vec::with_capacity(targets.len());
     let mut all_paths = Vec::new();
@@ -357,6 +405,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             file,
             line,
             block_lines,
+            cfg: None,
         });
         report.blocks += sites.blocks.len();
         if matches!(opts.mode, Mode::TracePaths | Mode::Bl | Mode::Ppp) {

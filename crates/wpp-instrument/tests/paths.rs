@@ -1,49 +1,13 @@
 //! Cross-check of the two trace vocabularies on deterministic single-thread runs (issue 4's
-//! acceptance): decoding the `trace-paths` run through the path numbering gives exactly the
-//! block sequence of the `trace-blocks` run, with the same `Enter`/`Leave` structure.
+//! acceptance): decoding the `trace-paths` run through the CFGs its own file carries gives
+//! exactly the block sequence of the `trace-blocks` run, with the same `Enter`/`Leave`
+//! structure — for the raw trace and for the online `.wpp` alike.
 
 mod common;
 
 use common::*;
-use std::path::Path;
-use wpp_instrument::paths::FunctionPaths;
 use wpp_instrument::InstrumentMode;
-use wpp_paths::dag::DagNodeKind;
-use wpp_trace::{BlockId, Event, FunctionId};
-
-/// Expands `Path` events into the blocks they cover (the tail half of a cut node is not a new
-/// block: it continues the block whose call ended the previous path).
-fn decode(paths: &[FunctionPaths], events: &[Event]) -> Vec<Event> {
-    let mut out = Vec::new();
-    let mut stack: Vec<FunctionId> = Vec::new();
-    for &e in events {
-        match e {
-            Event::Enter(f) => {
-                stack.push(f);
-                out.push(e);
-            }
-            Event::Leave => {
-                stack.pop();
-                out.push(e);
-            }
-            Event::Path(p) => {
-                let f = *stack.last().expect("path inside a frame");
-                let fp = &paths[f.index()];
-                let dp = fp
-                    .bl
-                    .decode(&fp.dag, wpp_paths::PathId(p.0))
-                    .unwrap_or_else(|err| panic!("path {p} of {}: {err}", fp.cfg.name));
-                for edge in dp.edges {
-                    if let DagNodeKind::Block(n) = fp.dag.node(fp.dag.edge(edge).dst) {
-                        out.push(Event::Block(BlockId(n.0)));
-                    }
-                }
-            }
-            Event::Block(_) | Event::Thread(_) => out.push(e),
-        }
-    }
-    out
-}
+use wpp_trace::Event;
 
 fn cross_check(src: &str, flags: &[&str]) {
     let dir = Scratch::new();
@@ -65,7 +29,11 @@ fn cross_check(src: &str, flags: &[&str]) {
     let module = wpp_instrument::read_bitcode(&ctx, &keep.join("linked.bc")).unwrap();
     let paths = wpp_instrument::function_paths(&module).unwrap();
     let (_, block_events) = wpp_trace::file::read_events(&bt).unwrap();
-    let (_, path_events) = wpp_trace::file::read_events(&pt).unwrap();
+    let (db, path_events) = wpp_trace::file::read_events(&pt).unwrap();
+    // The file's CFGs are the instrumenter's, cut points included.
+    let stored: Vec<_> = db.functions.iter().map(|f| f.cfg.clone()).collect();
+    let expected_cfgs: Vec<_> = paths.iter().map(|fp| fp.cfg.to_record()).collect();
+    assert_eq!(stored, expected_cfgs, "{src}: CFGs in the trace");
     assert!(
         path_events.iter().any(|e| matches!(e, Event::Path(_))),
         "{src}: no paths"
@@ -75,7 +43,7 @@ fn cross_check(src: &str, flags: &[&str]) {
             .filter(|e| !matches!(e, Event::Thread(_)))
             .collect()
     };
-    let decoded = strip(decode(&paths, &path_events));
+    let decoded = strip(wpp_paths::trace::decode_trace(&db, &path_events).unwrap());
     let expected = strip(block_events);
     if decoded != expected {
         let i = decoded
@@ -98,7 +66,18 @@ fn cross_check(src: &str, flags: &[&str]) {
         path_events.len() < expected.len(),
         "{src}: path trace not shorter"
     );
-    let _ = Path::new(src);
+    // The online `.wpp` carries the same CFGs and decodes to the same blocks.
+    let pw = dir.path("p.wpp");
+    let c = run_env(&paths_exe, &[], Some(&pw), &[]);
+    assert_eq!(c.stdout, a.stdout, "{src}: outputs differ");
+    let (wdb, streams) = expand_wpp(&pw);
+    assert_eq!(wdb, db, "{src}: program database of the .wpp");
+    let [(_, stream)]: [_; 1] = streams.into_iter().collect::<Vec<_>>().try_into().unwrap();
+    let decoded = wpp_paths::trace::decode_trace(&wdb, &stream).unwrap();
+    assert!(
+        decoded == expected,
+        "{src} {flags:?}: decoded .wpp differs from the block trace"
+    );
 }
 
 #[test]

@@ -262,3 +262,30 @@ fn compile_only_then_link_bitcode_objects() {
     let r = replay(&db, &events);
     assert!(r.values().all(|t| t.balanced));
 }
+
+/// A function the optimizer infers to only read memory keeps every call once instrumented
+/// (the instrumenter drops such purity attributes): the loop's calls are not hoisted and the
+/// call with an unused result is not deleted, in both trace modes.
+#[test]
+fn calls_of_pure_functions_all_reach_the_trace() {
+    let dir = Scratch::new();
+    for mode in [InstrumentMode::TraceBlocks, InstrumentMode::TracePaths] {
+        let mut d = wpp_instrument::driver::Driver::from_env(wpp_instrument::Options::new(mode));
+        d.runtime = Some(runtime_lib());
+        let exe = dir.path("pure");
+        let src = |f: &str| programs_dir().join(f).display().to_string();
+        d.run(&[
+            "-O2".into(),
+            src("pure_main.c"),
+            src("pure_weight.c"),
+            "-o".into(),
+            exe.display().to_string(),
+        ])
+        .unwrap();
+        let trace = dir.path("t.trace");
+        let out = run(&exe, &[], Some(&trace));
+        let (db, events) = wpp_trace::file::read_events(&trace).unwrap();
+        let r = replay(&db, &events);
+        check_counts("pure_main.c", &r[&wpp_trace::ThreadId(0)], &out.stdout);
+    }
+}

@@ -17,6 +17,7 @@
 //! * [`profile`]: Ball–Larus and PPP profiles, merging and the residual report.
 //! * [`dot`]: Graphviz output in the style of PPP Figure 3.
 //! * [`random`]: seeded random CFGs for tests and benchmarks.
+//! * [`trace`]: path traces decoded to blocks through the CFGs of their program database.
 //!
 //! Ids are dense `u32` newtypes ([`NodeId`], [`EdgeId`] for the CFG, [`DagNodeId`],
 //! [`DagEdgeId`] for the DAG); path ids are [`PathId`]`(u64)`. [`Dag`], [`BallLarus`] and
@@ -53,6 +54,7 @@ pub mod ids;
 pub mod ppp;
 pub mod profile;
 pub mod random;
+pub mod trace;
 
 pub use ball_larus::{number_with_cuts, number_with_limit, BallLarus, DagPath};
 pub use cfg::{Cfg, CfgFile, Edge};
@@ -62,3 +64,4 @@ pub use error::{Error, Result};
 pub use ids::{DagEdgeId, DagNodeId, EdgeId, NodeId, PathId};
 pub use ppp::PppPlan;
 pub use profile::{BlProfile, PppProfile};
+pub use trace::{BlockStream, DecodeError, PathDecoder};

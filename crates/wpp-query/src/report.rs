@@ -1,5 +1,7 @@
 //! Decoding query results for people: hot subpaths as events, with the call stack and source
-//! location of their first occurrence, and as folded stacks for flame-graph tools.
+//! location of their first occurrence, and as folded stacks for flame-graph tools. Paths of a
+//! path recording are decoded to their blocks (and so to source lines) through the CFGs of
+//! the program database (`wpp_paths::trace`).
 
 use wpp_grammar::Grammar;
 use wpp_trace::{Alphabet, Event, FunctionId, ProgramDb, Terminal};
@@ -23,8 +25,11 @@ pub struct HotReport {
     pub events: Vec<String>,
     /// Function executing the subpath's first block or path, if any.
     pub function: Option<String>,
-    /// That function's blocks or paths in the subpath, at its own level.
+    /// That function's blocks in the subpath, at its own level: as recorded, or decoded from
+    /// its paths through the program database's CFG (empty if the function has none).
     pub blocks: Vec<u64>,
+    /// That function's paths in the subpath, at its own level (path recordings only).
+    pub paths: Vec<u64>,
     /// Source lines of those blocks, where the program database knows them.
     pub lines: Vec<u32>,
 }
@@ -56,6 +61,7 @@ pub fn decode_hot(
             (stream, base + h.offset)
         })
         .collect();
+    let mut decoder = wpp_paths::PathDecoder::new(db).ok();
     let mut stacks: Vec<Vec<FunctionId>> = vec![Vec::new(); hot.len()];
     for (s, start) in g.starts().iter().enumerate() {
         let mut idx: Vec<usize> = (0..hot.len()).filter(|&i| place[i].0 == s).collect();
@@ -77,7 +83,11 @@ pub fn decode_hot(
                 .iter()
                 .filter_map(|&t| alphabet.event(Terminal(t)))
                 .collect();
-            let (function, blocks) = own_items(&stack, &events);
+            let (function, items, are_paths) = own_items(&stack, &events);
+            let (blocks, paths) = match (are_paths, function) {
+                (true, Some(f)) => (decode_paths(decoder.as_mut(), f, &items), items),
+                _ => (items, Vec::new()),
+            };
             let lines = function
                 .and_then(|f| db.function(f))
                 .map(|f| {
@@ -95,22 +105,46 @@ pub fn decode_hot(
                 events: events.iter().map(|&e| event_text(e, db)).collect(),
                 function: function.map(|f| db.name(f)),
                 blocks,
+                paths,
                 lines,
             }
         })
         .collect()
 }
 
-/// The function running the first block or path of `events` (given the stack before them) and
-/// the ids of its blocks or paths at its own level.
-fn own_items(stack: &[FunctionId], events: &[Event]) -> (Option<FunctionId>, Vec<u64>) {
+/// The blocks of `f`'s paths `ids`, in order; empty when they cannot be decoded (no CFG).
+fn decode_paths(
+    decoder: Option<&mut wpp_paths::PathDecoder<'_>>,
+    f: FunctionId,
+    ids: &[u64],
+) -> Vec<u64> {
+    let Some(d) = decoder else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for &p in ids {
+        match d.blocks(f, wpp_trace::PathId(p), 0) {
+            Ok(bs) => out.extend(bs.iter().map(|b| u64::from(b.0))),
+            Err(_) => return Vec::new(),
+        }
+    }
+    out
+}
+
+/// The function running the first block or path of `events` (given the stack before them),
+/// the ids of its blocks or paths at its own level, and whether they are paths.
+fn own_items(stack: &[FunctionId], events: &[Event]) -> (Option<FunctionId>, Vec<u64>, bool) {
     let mut st = stack.to_vec();
     let mut owner: Option<(FunctionId, usize)> = None;
     let mut items = Vec::new();
+    let mut paths = false;
     for &e in events {
         let id = match e {
             Event::Block(b) => u64::from(b.0),
-            Event::Path(p) => p.0,
+            Event::Path(p) => {
+                paths = true;
+                p.0
+            }
             Event::Enter(f) => {
                 st.push(f);
                 continue;
@@ -132,7 +166,7 @@ fn own_items(stack: &[FunctionId], events: &[Event]) -> (Option<FunctionId>, Vec
             Some(_) => {}
         }
     }
-    (owner.map(|(f, _)| f), items)
+    (owner.map(|(f, _)| f), items, paths)
 }
 
 /// One line of folded stacks (`main;f;g label cost`), the input format of flame-graph tools:

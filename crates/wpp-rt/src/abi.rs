@@ -160,6 +160,17 @@ pub struct EmbeddedProgram {
     pub cfgs: Vec<wpp_paths::Cfg>,
 }
 
+impl EmbeddedProgram {
+    /// Copies each function's CFG into [`program`](Self::program)'s [`wpp_trace::Function::cfg`],
+    /// where every trace and `.wpp` the runtime writes carries it (the embedded encoding keeps
+    /// them in [`cfgs`](Self::cfgs) only, as profiles do).
+    pub fn attach_cfgs(&mut self) {
+        for (f, cfg) in self.program.functions.iter_mut().zip(&self.cfgs) {
+            f.cfg = cfg.to_record();
+        }
+    }
+}
+
 /// The largest path count per function (path ids must fit an event word beside the tag).
 pub const PATH_LIMIT: u64 = (1 << 61) - 1;
 

@@ -78,7 +78,10 @@ thread_local! {
 
 fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
     match postcard::from_bytes::<EmbeddedProgram>(bytes) {
-        Ok(p) if p.version == abi::EMBEDDED_VERSION => Some(p),
+        Ok(mut p) if p.version == abi::EMBEDDED_VERSION => {
+            p.attach_cfgs();
+            Some(p)
+        }
         Ok(p) => {
             eprintln!(
                 "wpp-rt: program database version {} (this runtime reads {}); not recording",

@@ -40,4 +40,4 @@ pub use event::Event;
 pub use file::threads::{same_per_thread, split_threads, ThreadDemux};
 pub use file::{open, read_events, Format, TraceError, TraceReader, TraceWriter};
 pub use ids::{BlockId, FunctionId, PathId, Terminal, ThreadId};
-pub use program::{Function, ProgramDb};
+pub use program::{DbLayout, Function, FunctionCfg, ProgramDb, ProgramDbError};

@@ -1,9 +1,45 @@
 //! The program database: what the ids in a trace refer to.
 //!
 //! Every trace, grammar and profile carries a copy so that it is self-contained. Functions are
-//! indexed densely by [`FunctionId`].
+//! indexed densely by [`FunctionId`]. Besides names and source locations, a function recorded
+//! by `wpp cc` in a path mode has its control-flow graph ([`FunctionCfg`]): the blocks, edges
+//! and cut points its `Path` ids are numbered on, so a path trace decodes to blocks without the
+//! program (`wpp_paths::decode` does; Larus §2 keeps the same information in the executable).
+//!
+//! # Encoding
+//!
+//! The trace format (`WPPT` version 2) and the `.wpp` format (version 3) store the database as
+//! the postcard serialization of [`ProgramDb`] (names, files, lines, block lines; the CFGs are
+//! not part of it) followed by the *CFG table* ([`ProgramDb::to_bytes`]). Older files (`WPPT`
+//! version 1, `.wpp` versions 1 and 2) hold the postcard part only. All integers of the table
+//! are unsigned LEB128 varints ([`crate::wire`]):
+//!
+//! ```text
+//! table = count                     0: no function has a CFG; else the number of functions
+//!         count × cfg               in function-id order
+//! cfg   = 0:u8                      this function has none
+//!       | 1:u8 blocks entry         blocks ≥ 1; entry < blocks
+//!         blocks × (degree, degree × zigzag(successor − block))
+//!         list(exits) list(cut_nodes) list(cut_edges)
+//! list  = n, n × zigzag(item − previous item)   (the first item's previous is 0)
+//! ```
+//!
+//! Block `i` is `BlockId(i)`, the id a block trace of the same program uses. Edges are the
+//! successor lists back to back: block 0's first successor is edge 0 (the order Ball–Larus
+//! numbering gives its increments in). `zigzag(d)` is `2d` for `d ≥ 0` and `−2d − 1` below, so
+//! the short backward and forward jumps of real CFGs take one byte. Successors, exits and cut
+//! nodes are below `blocks`; cut edges are below the number of edges.
+//!
+//! Example: `main` with blocks 0 → 1, 1 returning, no cut points is the table
+//! `01  01 02 00  01 02  00  01 02  00  00` (one function; present, 2 blocks, entry 0; block 0
+//! has 1 successor at +1; block 1 none; exits `[1]`; no cut nodes or edges).
+//!
+//! Reading checks every count against the bytes left before allocating (each block, edge and
+//! list item takes at least one byte) and every id against its range, and reports the first
+//! problem with the function and the absolute byte offset ([`ProgramDbError`]).
 
 use crate::ids::FunctionId;
+use crate::wire::{write_varint, Reader, WireError};
 use serde::{Deserialize, Serialize};
 
 /// Static facts about one function.
@@ -17,6 +53,35 @@ pub struct Function {
     pub line: Option<u32>,
     /// Source line of each block (indexed by block id), where known; may be empty.
     pub block_lines: Vec<u32>,
+    /// The CFG its path ids are numbered on, where the recording has one. Not part of the
+    /// postcard serialization: the file formats store it in the CFG table (module docs).
+    #[serde(skip)]
+    pub cfg: Option<FunctionCfg>,
+}
+
+/// The control-flow graph of one function as a trace stores it: blocks by id, each block's
+/// successors in terminator order, and the cut points of Larus §2's path numbering. It is the
+/// id-only form of `wpp_paths::Cfg`, which converts from and to it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionCfg {
+    /// Per block, its successors in order; edge ids number these lists back to back.
+    pub successors: Vec<Vec<u32>>,
+    /// The block where execution starts.
+    pub entry: u32,
+    /// Blocks that return.
+    pub exits: Vec<u32>,
+    /// Blocks split by a cut point (a call): a path ends at the call and the next starts after it.
+    pub cut_nodes: Vec<u32>,
+    /// Edges (by id) treated like loop backedges: a path ends at the source, the next starts at
+    /// the target.
+    pub cut_edges: Vec<u32>,
+}
+
+impl FunctionCfg {
+    /// The number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.successors.iter().map(Vec::len).sum()
+    }
 }
 
 /// The functions of a program, indexed by [`FunctionId`].
@@ -60,4 +125,213 @@ impl ProgramDb {
             None => format!("#{}", id.0),
         }
     }
+}
+
+/// Why a stored program database could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (byte offset {offset})")]
+pub struct ProgramDbError {
+    /// Absolute byte offset of the offending item.
+    pub offset: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl From<WireError> for ProgramDbError {
+    fn from(e: WireError) -> Self {
+        ProgramDbError {
+            offset: e.offset,
+            message: format!("{} while reading the {}", e.kind, e.what),
+        }
+    }
+}
+
+/// Which stored layout [`ProgramDb::from_bytes`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbLayout {
+    /// Postcard only (`WPPT` 1, `.wpp` 1 and 2).
+    WithoutCfgs,
+    /// Postcard, then the CFG table (`WPPT` 2, `.wpp` 3).
+    WithCfgs,
+}
+
+impl ProgramDb {
+    /// Whether any function has a CFG (so path ids can be decoded to blocks).
+    pub fn has_cfgs(&self) -> bool {
+        self.functions.iter().any(|f| f.cfg.is_some())
+    }
+
+    /// The stored form: postcard of the names and locations, then the CFG table (module docs).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, postcard::Error> {
+        let mut out = postcard::to_allocvec(self)?;
+        let with = self.has_cfgs();
+        write_varint(&mut out, if with { self.functions.len() as u64 } else { 0 });
+        for f in self.functions.iter().filter(|_| with) {
+            match &f.cfg {
+                None => out.push(0),
+                Some(c) => encode_cfg(&mut out, c),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the whole of `bytes` (which start at file offset `base`) as a stored database.
+    pub fn from_bytes(
+        bytes: &[u8],
+        base: u64,
+        layout: DbLayout,
+    ) -> Result<ProgramDb, ProgramDbError> {
+        let (mut db, rest) =
+            postcard::take_from_bytes::<ProgramDb>(bytes).map_err(|e| ProgramDbError {
+                offset: base,
+                message: e.to_string(),
+            })?;
+        let mut r = Reader::new(rest, base + (bytes.len() - rest.len()) as u64);
+        if layout == DbLayout::WithCfgs {
+            read_cfg_table(&mut r, &mut db)?;
+        }
+        if !r.is_empty() {
+            return Err(ProgramDbError {
+                offset: r.offset(),
+                message: "bytes after the program database".into(),
+            });
+        }
+        Ok(db)
+    }
+}
+
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
+fn encode_list(out: &mut Vec<u8>, items: &[u32]) {
+    write_varint(out, items.len() as u64);
+    let mut prev = 0i64;
+    for &x in items {
+        write_varint(out, zigzag(i64::from(x) - prev));
+        prev = i64::from(x);
+    }
+}
+
+fn encode_cfg(out: &mut Vec<u8>, c: &FunctionCfg) {
+    out.push(1);
+    write_varint(out, c.successors.len() as u64);
+    write_varint(out, u64::from(c.entry));
+    for (b, succ) in c.successors.iter().enumerate() {
+        write_varint(out, succ.len() as u64);
+        for &s in succ {
+            write_varint(out, zigzag(i64::from(s) - b as i64));
+        }
+    }
+    encode_list(out, &c.exits);
+    encode_list(out, &c.cut_nodes);
+    encode_list(out, &c.cut_edges);
+}
+
+fn read_cfg_table(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    let at = r.offset();
+    let n = r.varint("CFG count")?;
+    if n == 0 {
+        return Ok(());
+    }
+    if n != db.functions.len() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "the CFG table has {n} entries but the database {} functions",
+                db.functions.len()
+            ),
+        });
+    }
+    for (i, f) in db.functions.iter_mut().enumerate() {
+        let at = r.offset();
+        f.cfg = match r.u8("CFG presence byte")? {
+            0 => None,
+            1 => Some(read_cfg(r).map_err(|e| ProgramDbError {
+                offset: e.offset,
+                message: format!("CFG of function {i} (`{}`): {}", f.name, e.message),
+            })?),
+            b => {
+                return Err(ProgramDbError {
+                    offset: at,
+                    message: format!(
+                        "CFG of function {i} (`{}`): presence byte {b} is not 0 or 1",
+                        f.name
+                    ),
+                })
+            }
+        };
+    }
+    Ok(())
+}
+
+/// Reads an id stored as a zigzag delta from `prev`, checking it is below `limit`.
+fn read_id(
+    r: &mut Reader<'_>,
+    prev: i64,
+    limit: usize,
+    what: &'static str,
+) -> Result<u32, ProgramDbError> {
+    let at = r.offset();
+    let d = unzigzag(r.varint(what)?);
+    match prev.checked_add(d) {
+        Some(x) if (0..limit as i64).contains(&x) => Ok(x as u32),
+        x => Err(ProgramDbError {
+            offset: at,
+            message: match x {
+                Some(x) => format!("{what} {x} is out of range (there are {limit})"),
+                None => format!("{what} overflows"),
+            },
+        }),
+    }
+}
+
+fn read_list(
+    r: &mut Reader<'_>,
+    limit: usize,
+    what: &'static str,
+) -> Result<Vec<u32>, ProgramDbError> {
+    let n = r.count(1, what)?;
+    let mut out = Vec::with_capacity(n);
+    let mut prev = 0i64;
+    for _ in 0..n {
+        let x = read_id(r, prev, limit, what)?;
+        prev = i64::from(x);
+        out.push(x);
+    }
+    Ok(out)
+}
+
+fn read_cfg(r: &mut Reader<'_>) -> Result<FunctionCfg, ProgramDbError> {
+    let at = r.offset();
+    // Each block takes at least its degree byte, so the count never sizes more than the input.
+    let blocks = r.count(1, "block count")?;
+    if blocks == 0 || blocks > u32::MAX as usize {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!("block count {blocks} is not in 1 ..= 2^32 - 1"),
+        });
+    }
+    let entry = r.varint_max(blocks as u64 - 1, "entry block")? as u32;
+    let mut successors = Vec::with_capacity(blocks);
+    for b in 0..blocks {
+        let degree = r.count(1, "successor count")?;
+        let mut succ = Vec::with_capacity(degree);
+        for _ in 0..degree {
+            succ.push(read_id(r, b as i64, blocks, "successor block")?);
+        }
+        successors.push(succ);
+    }
+    let edges = successors.iter().map(Vec::len).sum();
+    Ok(FunctionCfg {
+        successors,
+        entry,
+        exits: read_list(r, blocks, "exit block")?,
+        cut_nodes: read_list(r, blocks, "cut block")?,
+        cut_edges: read_list(r, edges, "cut edge")?,
+    })
 }

@@ -621,6 +621,7 @@ fn database(blocks: &[u32]) -> ProgramDb {
                 file: Some("synth.c".to_owned()),
                 line: Some(line),
                 block_lines: (0..nb).map(|b| line + 1 + b).collect(),
+                cfg: None,
             };
             line += nb + 3;
             f

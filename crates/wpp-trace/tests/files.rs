@@ -34,6 +34,13 @@ fn db(names: &[&str]) -> ProgramDb {
             file: Some("a.c".into()),
             line: Some(3),
             block_lines: vec![4, 5],
+            cfg: Some(wpp_trace::FunctionCfg {
+                successors: vec![vec![1, 0], vec![]],
+                entry: 0,
+                exits: vec![1],
+                cut_nodes: vec![0],
+                cut_edges: vec![1],
+            }),
         });
     }
     db
@@ -241,7 +248,7 @@ fn preamble(version: u16, flags: u16, db_len: u32, db_crc: u32) -> Vec<u8> {
 
 /// A file with an empty program database followed by `rest`.
 fn with_empty_db(rest: &[u8]) -> Vec<u8> {
-    let body = postcard::to_allocvec(&ProgramDb::default()).unwrap();
+    let body = ProgramDb::default().to_bytes().unwrap();
     let mut f = preamble(VERSION, 0, body.len() as u32, crc32fast::hash(&body));
     f.extend_from_slice(&body);
     f.extend_from_slice(rest);
@@ -298,6 +305,62 @@ fn hostile_headers_are_rejected_without_allocating() {
     bad_magic_crc[19] ^= 1;
     let e = error_of(bad_magic_crc);
     assert!(matches!(e, TraceError::Checksum { offset: 0, .. }), "{e}");
+}
+
+/// A file whose database is one function `f` followed by the CFG table bytes `table`.
+fn with_cfg_table(table: &[u8]) -> Vec<u8> {
+    let mut body = postcard::to_allocvec(&db(&["f"])).unwrap();
+    body.extend_from_slice(table);
+    let mut f = preamble(VERSION, 0, body.len() as u32, crc32fast::hash(&body));
+    f.extend_from_slice(&body);
+    f.extend_from_slice(&chunk_header(0, 0, 0));
+    f
+}
+
+/// Hostile CFG tables: huge counts are rejected before anything is allocated, and every id is
+/// checked; each error names what and where.
+#[test]
+fn hostile_cfg_tables_are_rejected_with_their_offset() {
+    let names = postcard::to_allocvec(&db(&["f"])).unwrap().len() as u64;
+    let table_at = 20 + names;
+    let huge = [0xff, 0xff, 0xff, 0xff, 0x0f];
+    let cases: Vec<(Vec<u8>, u64, &str)> = vec![
+        (vec![2], 0, "2 entries but the database 1"),
+        (vec![1, 7], 1, "presence byte 7"),
+        ([&[1, 1][..], &huge].concat(), 2, "block count"),
+        (vec![1, 1, 0], 2, "block count 0"),
+        (vec![1, 1, 2, 2], 3, "entry block"),
+        ([&[1, 1, 1, 0][..], &huge].concat(), 4, "successor count"),
+        (
+            vec![1, 1, 2, 0, 1, 4, 0, 0, 0, 0],
+            5,
+            "successor block 2 is out of range",
+        ),
+        (vec![1, 1, 2, 0, 1, 1, 0, 0, 0, 0], 5, "successor block -1"),
+        (vec![1, 1, 2, 0, 1, 2, 0, 1, 4, 0, 0], 8, "exit block 2"),
+        (
+            vec![1, 1, 2, 0, 1, 2, 0, 0, 0, 1, 2],
+            10,
+            "cut edge 1 is out of range",
+        ),
+        (vec![1, 1, 2, 0, 1, 2, 0, 0, 0], 9, "unexpected end"),
+        (vec![1, 1, 2, 0, 1, 2, 0, 0, 0, 0, 9], 10, "bytes after"),
+    ];
+    for (table, at, what) in cases {
+        let e = error_of(with_cfg_table(&table));
+        let msg = e.to_string();
+        assert!(
+            matches!(e, TraceError::Header { offset, .. } if offset == table_at + at),
+            "{table:?}: {msg}"
+        );
+        assert!(msg.contains(what), "{table:?}: {msg}");
+    }
+    // The well-formed table these cases break reads back.
+    let good = with_cfg_table(&[1, 1, 2, 0, 1, 2, 0, 0, 0, 1, 0]);
+    let r = TraceReader::from_bytes(good).unwrap();
+    let cfg = r.program().functions[0].cfg.clone().unwrap();
+    assert_eq!(cfg.successors, [vec![1], vec![]]);
+    assert_eq!(cfg.cut_edges, [0]);
 }
 
 #[test]
@@ -459,8 +522,8 @@ fn open_detects_the_format_and_create_writes_either() {
 fn a_binary_file_pins_its_lengths() {
     assert_eq!((PREAMBLE_LEN, CHUNK_HEADER_LEN), (20, 16));
     let bytes = to_binary(&ProgramDb::default(), &[]).unwrap();
-    // Preamble, a one-byte empty database, the end marker.
-    assert_eq!(bytes.len(), PREAMBLE_LEN + 1 + CHUNK_HEADER_LEN);
+    // Preamble, a database of one byte (no functions) and one (no CFGs), the end marker.
+    assert_eq!(bytes.len(), PREAMBLE_LEN + 2 + CHUNK_HEADER_LEN);
 }
 
 #[test]

@@ -415,3 +415,248 @@ fn profile_merge_sums_counts_and_refuses_other_programs() {
     let err = fails(&["profile", "merge", &a, &c, "-o", &out]);
     assert!(err.contains(&format!("cannot read {c}")), "{err}");
 }
+
+/// A CFG with its edges stably grouped by source, as a program database stores CFGs.
+fn grouped(mut cfg: wpp_paths::Cfg) -> wpp_paths::Cfg {
+    let mut order: Vec<usize> = (0..cfg.edges.len()).collect();
+    order.sort_by_key(|&i| cfg.edges[i].src);
+    let mut new_id = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_id[old] = new as u32;
+    }
+    cfg.edges = order.iter().map(|&i| cfg.edges[i]).collect();
+    for e in &mut cfg.cut_edges {
+        *e = wpp_paths::EdgeId(new_id[e.index()]);
+    }
+    cfg
+}
+
+/// A two-thread path trace over random CFGs with cut points, stored with their CFGs, and the
+/// block trace it stands for, decoded from the original CFGs (the oracle).
+fn path_and_block_traces(dir: &Dir) -> (String, String, wpp_trace::ProgramDb) {
+    use wpp_paths::random::{structured_cfg, Rng};
+    use wpp_paths::{BallLarus, Dag};
+    use wpp_trace::{PathId, ThreadId};
+    let mut rng = Rng::new(11);
+    let mut db = wpp_trace::ProgramDb::default();
+    let mut numbered = Vec::new();
+    for name in ["main", "helper"] {
+        let mut cfg = grouped(structured_cfg(&mut rng, name, 30));
+        cfg.cut_nodes = (0..cfg.nodes.len() as u32)
+            .filter(|&i| i % 7 == 3)
+            .map(wpp_paths::NodeId)
+            .collect();
+        let dag = Dag::build(&cfg).unwrap();
+        let bl = BallLarus::number(&dag).unwrap();
+        let f = db.intern(name);
+        db.functions[f.index()].cfg = cfg.to_record();
+        db.functions[f.index()].block_lines =
+            (0..cfg.nodes.len() as u32).map(|b| 100 + b).collect();
+        numbered.push((dag, bl));
+    }
+    let blocks_of = |f: usize, id: u64| -> Vec<Event> {
+        let (dag, bl) = &numbered[f];
+        let path = bl.decode(dag, wpp_paths::PathId(id)).unwrap();
+        path.edges
+            .iter()
+            .filter_map(|&e| match dag.node(dag.edge(e).dst) {
+                wpp_paths::dag::DagNodeKind::Block(n) => Some(Event::Block(BlockId(n.0))),
+                _ => None,
+            })
+            .collect()
+    };
+    let (mut paths, mut blocks) = (Vec::new(), Vec::new());
+    let mut both = |e: Event, bs: Vec<Event>| {
+        paths.push(e);
+        blocks.extend(bs);
+    };
+    for t in 0..2u32 {
+        both(Event::Thread(ThreadId(t)), vec![Event::Thread(ThreadId(t))]);
+        both(
+            Event::Enter(wpp_trace::FunctionId(0)),
+            vec![Event::Enter(wpp_trace::FunctionId(0))],
+        );
+    }
+    for i in 0..3000u64 {
+        let t = ThreadId((i / 50 % 2) as u32);
+        both(Event::Thread(t), vec![Event::Thread(t)]);
+        // A few hot paths, repeated: what makes a grammar worth building.
+        let f = (i % 5 == 4) as usize;
+        if f == 1 {
+            both(
+                Event::Enter(wpp_trace::FunctionId(1)),
+                vec![Event::Enter(wpp_trace::FunctionId(1))],
+            );
+        }
+        let count = numbered[f].1.path_count();
+        let id = (i * i / 3 % 7 * 104_729) % count;
+        both(Event::Path(PathId(id)), blocks_of(f, id));
+        if f == 1 {
+            both(Event::Leave, vec![Event::Leave]);
+        }
+    }
+    let (p, b) = (dir.path("paths.trace"), dir.path("blocks.trace"));
+    std::fs::write(&p, to_binary(&db, &paths).unwrap()).unwrap();
+    std::fs::write(&b, to_binary(&db, &blocks).unwrap()).unwrap();
+    (p, b, db)
+}
+
+/// `wpp trace blocks` decodes a path trace through its own CFGs into exactly the block trace
+/// the original CFGs give; a trace without CFGs is a clear error.
+#[test]
+fn trace_blocks_decodes_paths_through_the_file_cfgs() {
+    let dir = Dir::new();
+    let (paths, blocks, db) = path_and_block_traces(&dir);
+    let out = dir.path("decoded.trace");
+    ok(&["trace", "blocks", &paths, "-o", &out]);
+    let (got_db, got) = read_events(&out).unwrap();
+    let (_, want) = read_events(&blocks).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(
+        got_db, db,
+        "the output keeps the program database, CFGs included"
+    );
+    // --compare: equal per thread, and the first difference named when not.
+    let same = ok(&["trace", "blocks", &paths, "--compare", &blocks]);
+    assert!(
+        same.starts_with(&format!("identical: {} ", want.len())),
+        "{same}"
+    );
+    let mut other = want.clone();
+    let i = other
+        .iter()
+        .rposition(|e| matches!(e, Event::Block(_)))
+        .unwrap();
+    other[i] = Event::Block(BlockId(999));
+    let differs = dir.path("differs.trace");
+    std::fs::write(&differs, to_binary(&db, &other).unwrap()).unwrap();
+    let err = fails(&["trace", "blocks", &paths, "--compare", &differs]);
+    assert!(err.contains("recorded Block(BlockId(999))"), "{err}");
+    other.truncate(i);
+    std::fs::write(&differs, to_binary(&db, &other).unwrap()).unwrap();
+    let err = fails(&["trace", "blocks", &paths, "--compare", &differs]);
+    assert!(err.contains("the decoded trace goes on"), "{err}");
+    // The same events without CFGs (a version 1 trace, say): nothing to decode with.
+    let mut bare = db.clone();
+    bare.functions.iter_mut().for_each(|f| f.cfg = None);
+    let no_cfgs = dir.path("bare.trace");
+    let (_, events) = read_events(&paths).unwrap();
+    std::fs::write(&no_cfgs, to_binary(&bare, &events).unwrap()).unwrap();
+    let err = fails(&["trace", "blocks", &no_cfgs, "-o", &out]);
+    assert!(err.contains("has no CFGs"), "{err}");
+    let err = fails(&["match", &no_cfgs, "--function", "main", "--path", "1"]);
+    assert!(err.contains("has no CFGs"), "{err}");
+}
+
+/// `wpp match` on a path trace and on its `.wpp` gives the answers scheme 2 gives on the
+/// equivalent block trace; schemes 2 and 4 refuse a path grammar with a clear message.
+#[test]
+fn match_on_paths_equals_match_on_the_decoded_blocks() {
+    let dir = Dir::new();
+    let (paths, blocks, _) = path_and_block_traces(&dir);
+    let (pw, bw) = (dir.path("p.wpp"), dir.path("b.wpp"));
+    ok(&["compress", &paths, "-o", &pw]);
+    ok(&["compress", &blocks, "-o", &bw]);
+    // Queries: pairs and triples of blocks that occur in main, from the block trace itself.
+    let (_, events) = read_events(&blocks).unwrap();
+    let mut queries: Vec<String> = Vec::new();
+    for w in events.windows(3).step_by(97).take(6) {
+        if let [Event::Block(a), Event::Block(b), Event::Block(c)] = w {
+            queries.push(format!("{a},{b},{c}"));
+            queries.push(format!("{a},{b}"));
+        }
+    }
+    assert!(queries.len() >= 4, "{queries:?}");
+    let mut found = 0;
+    for function in ["main", "helper"] {
+        for q in &queries {
+            let args = |file: &str, scheme: &str| -> Value {
+                let out = ok(&[
+                    "match",
+                    file,
+                    "--function",
+                    function,
+                    "--path",
+                    q,
+                    "--count",
+                    "--json",
+                    "--scheme",
+                    scheme,
+                ]);
+                serde_json::from_str::<Value>(&out).unwrap()["streams"].clone()
+            };
+            let want = args(&bw, "2");
+            let counts = want.as_array().unwrap().iter();
+            found += counts.filter(|s| s["count"].as_u64() > Some(0)).count();
+            assert_eq!(args(&pw, "1"), want, "{function} {q}: .wpp of paths");
+            assert_eq!(
+                args(&pw, "auto"),
+                want,
+                "{function} {q}: .wpp of paths, auto"
+            );
+            assert_eq!(args(&paths, "auto"), want, "{function} {q}: path trace");
+            assert_eq!(args(&blocks, "1"), want, "{function} {q}: block trace");
+        }
+    }
+    assert!(found >= 4, "too few occurrences to compare: {found}");
+    let err = fails(&[
+        "match",
+        &pw,
+        "--function",
+        "main",
+        "--path",
+        "1",
+        "--scheme",
+        "2",
+    ]);
+    assert!(err.contains("needs a block grammar"), "{err}");
+}
+
+/// `wpp hot` on a path grammar reports each hot path's decoded blocks and their source lines.
+#[test]
+fn hot_paths_show_their_blocks_and_lines() {
+    let dir = Dir::new();
+    let (paths, _, db) = path_and_block_traces(&dir);
+    let pw = dir.path("p.wpp");
+    ok(&["compress", &paths, "-o", &pw]);
+    let out = ok(&[
+        "hot",
+        &pw,
+        "--max-length",
+        "3",
+        "--min-cost",
+        "50",
+        "--json",
+    ]);
+    let reports: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let mut decoded = 0;
+    for r in &reports {
+        let ids = |k: &str| -> Vec<u64> {
+            r[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect()
+        };
+        if ids("paths").is_empty() {
+            continue;
+        }
+        let f = db.find(r["function"].as_str().unwrap()).unwrap();
+        let mut d = wpp_paths::PathDecoder::new(&db).unwrap();
+        let want: Vec<u64> = ids("paths")
+            .iter()
+            .flat_map(|&p| {
+                d.blocks(f, wpp_trace::PathId(p), 0)
+                    .unwrap()
+                    .iter()
+                    .map(|b| u64::from(b.0))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(ids("blocks"), want);
+        let lines: Vec<u64> = want.iter().map(|b| 100 + b).collect();
+        assert_eq!(ids("lines"), lines);
+        decoded += 1;
+    }
+    assert!(decoded > 0, "no hot paths: {out}");
+}

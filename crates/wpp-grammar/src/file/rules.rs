@@ -65,7 +65,7 @@ pub(super) fn encode(g: &Grammar) -> Vec<u8> {
     out
 }
 
-fn put_stream(out: &mut Vec<u8>, raw: &[u8]) {
+pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8]) {
     if raw.len() > 32 {
         if let Ok(z) = zstd::bulk::compress(raw, ZSTD_LEVEL) {
             if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() {
@@ -131,12 +131,12 @@ fn encode_streams(g: &Grammar, roots: impl Iterator<Item = RuleId>) -> Option<St
 }
 
 /// One stream: its bytes (decompressed if need be) and where it is in the file.
-struct Stream<'a> {
+pub(super) struct Stream<'a> {
     name: &'static str,
-    data: Cow<'a, [u8]>,
+    pub(super) data: Cow<'a, [u8]>,
     /// File offset of the stream's stored bytes.
-    offset: u64,
-    compressed: bool,
+    pub(super) offset: u64,
+    pub(super) compressed: bool,
 }
 
 impl<'a> Stream<'a> {
@@ -172,7 +172,7 @@ impl<'a> Stream<'a> {
 }
 
 /// Reads one stream header and its bytes, decompressing with `limit` raw bytes at most.
-fn read_stream<'a>(
+pub(super) fn read_stream<'a>(
     r: &mut Reader<'a>,
     name: &'static str,
     limit: u64,

@@ -26,12 +26,12 @@
 //!
 //! ```text
 //! preamble   0  4  magic "WPPT"
-//!            4  2  version (u16) = 1
+//!            4  2  version (u16) = 2
 //!            6  2  flags (u16) = 0; other values are rejected
 //!            8  4  db_len (u32) ≤ MAX_HEADER_BYTES
 //!           12  4  db_crc (u32): CRC-32 of the program database bytes
 //!           16  4  preamble_crc (u32): CRC-32 of bytes 0..16
-//! database  20  db_len bytes: the ProgramDb, postcard-serialized
+//! database  20  db_len bytes: the ProgramDb, postcard-serialized, then its CFG table
 //! chunk      0  4  payload_len (u32), 1 ..= MAX_CHUNK_BYTES
 //!            4  4  event_count (u32), 1 ..= payload_len (every event takes ≥ 1 byte)
 //!            8  4  payload_crc (u32): CRC-32 of the payload
@@ -40,6 +40,10 @@
 //! end        a chunk header with payload_len = event_count = payload_crc = 0 and no payload;
 //!            it must be the last 16 bytes of the file
 //! ```
+//!
+//! The CFG table ([`crate::program`] documents it) gives each function's control-flow graph
+//! and cut points, so the `Path` ids of the trace decode to blocks from the file alone.
+//! Version 1 is the same layout without the CFG table; this build reads both and writes 2.
 //!
 //! Each event is one varint (unsigned LEB128, see [`crate::wire`]) of `id << 3 | tag`:
 //!
@@ -58,15 +62,19 @@
 //!
 //! # Worked example
 //!
-//! A program database with one function `main`, and the trace `F main, B 0, B 1, P 300, E`:
+//! A program database with one function `main` whose CFG is block 0 → block 1 (which
+//! returns), and the trace `F main, B 0, B 1, P 300, E`:
 //!
 //! ```text
-//! 57 50 50 54  01 00  00 00       magic "WPPT", version 1, flags 0
-//! 09 00 00 00                     db_len = 9
-//! c1 6a 2a 13                     db_crc
-//! 2b 14 34 5d                     preamble_crc
+//! 57 50 50 54  02 00  00 00       magic "WPPT", version 2, flags 0
+//! 14 00 00 00                     db_len = 20
+//! dc 6d b3 78                     db_crc
+//! 65 f2 cb 10                     preamble_crc
 //! 01 04 6d 61 69 6e 00 00 00      postcard: 1 function, name "main", file None, line None,
 //!                                 block_lines []
+//! 01  01 02 00  01 02  00         CFG table: 1 entry; present, 2 blocks, entry 0; block 0:
+//!                                 1 successor at +1 (zigzag 2); block 1: none
+//!     01 02  00  00               exits [1]; no cut nodes; no cut edges
 //! 06 00 00 00  05 00 00 00        chunk: payload_len = 6, event_count = 5
 //! 1b 3c e8 00  65 d8 c6 e0        payload_crc, header_crc
 //! 00                              Enter(0)   = 0 << 3 | 0
@@ -78,20 +86,25 @@
 //! 00 00 00 00  6f c6 d5 7b        payload_crc = 0, header_crc
 //! ```
 //!
+//! In version 1 the same trace without the CFG has `db_len = 9`, the 9 postcard bytes only, and
+//! checksums `c1 6a 2a 13`, `2b 14 34 5d` (test `version_1_worked_example_still_reads`).
+//!
 //! The test `worked_example_is_pinned` checks these exact bytes; change the version together
 //! with the layout.
 
 use super::{Bytes, TraceError};
 use crate::event::Event;
 use crate::ids::{BlockId, FunctionId, PathId, ThreadId};
-use crate::program::ProgramDb;
+use crate::program::{DbLayout, ProgramDb};
 use crate::wire::{write_varint, Reader};
 use std::io::{Read, Write};
 
 /// The first four bytes of every binary trace file.
 pub const MAGIC: [u8; 4] = *b"WPPT";
-/// The format version this build writes and reads.
-pub const VERSION: u16 = 1;
+/// The format version this build writes (and the newest it reads).
+pub const VERSION: u16 = 2;
+/// The oldest format version this build reads: version 1 has no CFG table in its database.
+pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the program database.
 pub const PREAMBLE_LEN: usize = 20;
 /// Bytes of a chunk header (and of the end marker).
@@ -139,7 +152,7 @@ pub fn encode_event(out: &mut Vec<u8>, event: Event) {
 
 /// The 20-byte preamble followed by the serialized program database.
 fn header_bytes(db: &ProgramDb) -> Result<Vec<u8>, TraceError> {
-    let body = postcard::to_allocvec(db).map_err(|e| TraceError::Header {
+    let body = db.to_bytes().map_err(|e| TraceError::Header {
         offset: PREAMBLE_LEN as u64,
         message: e.to_string(),
     })?;
@@ -339,8 +352,15 @@ pub(crate) fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usi
     Ok(n)
 }
 
-/// Checks the preamble and returns the database length and checksum.
-fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<(usize, u32), TraceError> {
+/// The database layout and the length and checksum of its bytes, from the preamble.
+struct DbHeader {
+    layout: DbLayout,
+    len: usize,
+    crc: u32,
+}
+
+/// Checks the preamble and returns what it says about the database.
+fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<DbHeader, TraceError> {
     let magic = [p[0], p[1], p[2], p[3]];
     if magic != MAGIC {
         return Err(TraceError::BadMagic { found: magic });
@@ -352,9 +372,11 @@ fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<(usize, u32), TraceError> {
         });
     }
     let version = u16::from_le_bytes([p[4], p[5]]);
-    if version != VERSION {
-        return Err(TraceError::UnsupportedVersion { version, offset: 4 });
-    }
+    let layout = match version {
+        1 => DbLayout::WithoutCfgs,
+        VERSION => DbLayout::WithCfgs,
+        _ => return Err(TraceError::UnsupportedVersion { version, offset: 4 }),
+    };
     if u16::from_le_bytes([p[6], p[7]]) != 0 {
         return Err(TraceError::malformed(6, "unknown flags in the preamble"));
     }
@@ -365,29 +387,25 @@ fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<(usize, u32), TraceError> {
             format!("program database length {len} exceeds the limit of {MAX_HEADER_BYTES}"),
         ));
     }
-    Ok((len, u32::from_le_bytes([p[12], p[13], p[14], p[15]])))
+    Ok(DbHeader {
+        layout,
+        len,
+        crc: u32::from_le_bytes([p[12], p[13], p[14], p[15]]),
+    })
 }
 
 /// Checks and deserializes the program database.
-fn parse_db(body: &[u8], crc: u32) -> Result<ProgramDb, TraceError> {
-    if crc32fast::hash(body) != crc {
+fn parse_db(body: &[u8], h: &DbHeader) -> Result<ProgramDb, TraceError> {
+    if crc32fast::hash(body) != h.crc {
         return Err(TraceError::Checksum {
             what: "program database",
             offset: PREAMBLE_LEN as u64,
         });
     }
-    let (db, rest) =
-        postcard::take_from_bytes::<ProgramDb>(body).map_err(|e| TraceError::Header {
-            offset: PREAMBLE_LEN as u64,
-            message: e.to_string(),
-        })?;
-    if !rest.is_empty() {
-        return Err(TraceError::Header {
-            offset: (PREAMBLE_LEN + body.len() - rest.len()) as u64,
-            message: "bytes after the program database".into(),
-        });
-    }
-    Ok(db)
+    ProgramDb::from_bytes(body, PREAMBLE_LEN as u64, h.layout).map_err(|e| TraceError::Header {
+        offset: e.offset,
+        message: e.message,
+    })
 }
 
 /// A truncation before any chunk: the file ended inside its header.
@@ -444,14 +462,14 @@ impl BinaryDecoder {
             .get(..PREAMBLE_LEN)
             .and_then(|p| p.try_into().ok())
             .ok_or_else(header_truncated)?;
-        let (len, crc) = parse_preamble(pre)?;
+        let h = parse_preamble(pre)?;
         let body = bytes
-            .get(PREAMBLE_LEN..PREAMBLE_LEN + len)
+            .get(PREAMBLE_LEN..PREAMBLE_LEN + h.len)
             .ok_or_else(header_truncated)?;
-        let db = parse_db(body, crc)?;
+        let db = parse_db(body, &h)?;
         Ok((
             db,
-            Self::new(Source::Whole(bytes), (PREAMBLE_LEN + len) as u64),
+            Self::new(Source::Whole(bytes), (PREAMBLE_LEN + h.len) as u64),
         ))
     }
 
@@ -465,16 +483,16 @@ impl BinaryDecoder {
         if read_full(&mut r, &mut pre[4..])? < PREAMBLE_LEN - 4 {
             return Err(header_truncated());
         }
-        let (len, crc) = parse_preamble(&pre)?;
+        let h = parse_preamble(&pre)?;
         let mut body = Vec::new();
         // `take` bounds the read, and the buffer grows only with bytes actually present.
-        (&mut r).take(len as u64).read_to_end(&mut body)?;
-        if body.len() < len {
+        (&mut r).take(h.len as u64).read_to_end(&mut body)?;
+        if body.len() < h.len {
             return Err(header_truncated());
         }
-        let db = parse_db(&body, crc)?;
+        let db = parse_db(&body, &h)?;
         let src = Source::Stream { r, buf: body };
-        Ok((db, Self::new(src, (PREAMBLE_LEN + len) as u64)))
+        Ok((db, Self::new(src, (PREAMBLE_LEN + h.len) as u64)))
     }
 
     fn new(src: Source, offset: u64) -> Self {
@@ -683,6 +701,12 @@ mod tests {
     fn example() -> (ProgramDb, Vec<Event>) {
         let mut db = ProgramDb::default();
         let main = db.intern("main");
+        db.functions[0].cfg = Some(crate::program::FunctionCfg {
+            successors: vec![vec![1], vec![]],
+            entry: 0,
+            exits: vec![1],
+            ..Default::default()
+        });
         let events = vec![
             Event::Enter(main),
             Event::Block(BlockId(0)),
@@ -693,20 +717,44 @@ mod tests {
         (db, events)
     }
 
+    fn hex(bytes: &[u8]) -> String {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        hex.join(" ")
+    }
+
+    fn unhex(s: &str) -> Vec<u8> {
+        s.split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect()
+    }
+
     #[test]
     fn worked_example_is_pinned() {
         let (db, events) = example();
         let bytes = crate::file::to_binary(&db, &events).unwrap();
-        let expected = "57 50 50 54 01 00 00 00 09 00 00 00 c1 6a 2a 13 2b 14 34 5d \
+        let expected = "57 50 50 54 02 00 00 00 14 00 00 00 dc 6d b3 78 65 f2 cb 10 \
             01 04 6d 61 69 6e 00 00 00 \
+            01 01 02 00 01 02 00 01 02 00 00 \
             06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0 00 02 0a e3 12 01 \
             00 00 00 00 00 00 00 00 00 00 00 00 6f c6 d5 7b";
-        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            hex.join(" "),
-            expected.split_whitespace().collect::<Vec<_>>().join(" ")
-        );
+        assert_eq!(hex(&bytes), hex(&unhex(expected)));
         let r = TraceReader::from_bytes(bytes).unwrap();
+        assert_eq!(r.program(), &db);
+        assert_eq!(r.read_all().unwrap(), events);
+    }
+
+    /// Version 1 files (no CFG table) still read: the version 1 worked example.
+    #[test]
+    fn version_1_worked_example_still_reads() {
+        let v1 = unhex(
+            "57 50 50 54 01 00 00 00 09 00 00 00 c1 6a 2a 13 2b 14 34 5d \
+             01 04 6d 61 69 6e 00 00 00 \
+             06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0 00 02 0a e3 12 01 \
+             00 00 00 00 00 00 00 00 00 00 00 00 6f c6 d5 7b",
+        );
+        let (mut db, events) = example();
+        db.functions[0].cfg = None;
+        let r = TraceReader::from_bytes(v1).unwrap();
         assert_eq!(r.program(), &db);
         assert_eq!(r.read_all().unwrap(), events);
     }

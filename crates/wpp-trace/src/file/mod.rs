@@ -51,7 +51,8 @@ pub enum TraceError {
     /// The file was written by an incompatible version of the format.
     #[error(
         "unsupported trace format version {version} at byte offset {offset} \
-         (this build reads version {})",
+         (this build reads versions {} to {})",
+        binary::OLDEST_VERSION,
         binary::VERSION
     )]
     UnsupportedVersion {

@@ -1,5 +1,6 @@
 //! `wpp hot`: minimal hot subpaths of a `.wpp` grammar (Larus §4.2, Figure 7), as text, JSON,
-//! folded stacks or an SVG flame graph.
+//! folded stacks or an SVG flame graph. Paths of a path recording are shown with the blocks
+//! and source lines they decode to through the file's CFGs.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -112,7 +113,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )?;
     for r in &reports {
         let at = match &r.function {
-            Some(f) => format!(" in {f} blocks {:?}", r.blocks),
+            Some(f) if r.paths.is_empty() => format!(" in {f} blocks {:?}", r.blocks),
+            Some(f) => format!(
+                " in {f} paths {:?} = blocks {:?} (lines {:?})",
+                r.paths, r.blocks, r.lines
+            ),
             None => String::new(),
         };
         writeln!(

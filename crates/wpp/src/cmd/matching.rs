@@ -1,5 +1,15 @@
 //! `wpp match`: first occurrence or number of occurrences of an intraprocedural path
-//! (Zhang–Gupta §4) in a `.wpp` grammar (schemes 1, 2, 4) or a chunked trace (scheme 3).
+//! (Zhang–Gupta §4) in a `.wpp` grammar (schemes 1, 2, 4), a chunked trace (scheme 3) or a
+//! raw trace (scheme 1).
+//!
+//! Path recordings (`trace-paths`) are matched on the blocks their paths stand for: each
+//! `Path` is decoded through the CFGs of the file's program database (`wpp_paths::trace`) and
+//! the automaton of scheme 1 runs on the decoded block stream, so positions are event indices
+//! in the thread's *decoded* stream — the positions the `trace-blocks` recording of the same
+//! run has. Schemes 2 and 4 work on the grammar's terminals, and a `Path` terminal does not
+//! determine its blocks (its function depends on the call stack), so they report an error
+//! for path grammars; scheme 3's chunked traces carry no CFGs (chunk `wpp trace blocks`'s
+//! output instead).
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -11,13 +21,18 @@ use serde::Serialize;
 use wpp_grammar::file::WppFile;
 use wpp_query::matching::chunked::{self, ChunkedTrace};
 use wpp_query::matching::partition;
-use wpp_query::matching::{compressed, scheme1, Mode, PathQuery, Scheme, StreamMatch};
-use wpp_trace::{BlockId, FunctionId};
+use wpp_query::matching::{
+    compressed, scheme1, Automaton, Kind, Mode, PathQuery, Scheme, StreamMatch,
+};
+use wpp_query::pattern::Pattern;
+use wpp_trace::{BlockId, Event, FunctionId, ThreadDemux, ThreadId};
 
 /// Arguments of `wpp match`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A `.wpp` file or a chunked trace from `wpp trace chunk`.
+    /// A `.wpp` file, a chunked trace from `wpp trace chunk`, or a raw trace. Paths of a
+    /// path recording are decoded to blocks through the file's CFGs (positions are then in
+    /// the decoded block stream).
     pub file: PathBuf,
     /// The function: a name, or `#id`.
     #[arg(long)]
@@ -72,21 +87,32 @@ fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::R
     lookup(name).with_context(|| format!("no function named `{name}`"))
 }
 
-fn is_chunked(path: &Path) -> anyhow::Result<bool> {
+/// What `wpp match` was given, by its magic.
+enum Input {
+    Chunked,
+    Wpp,
+    Trace,
+}
+
+fn input_kind(path: &Path) -> anyhow::Result<Input> {
     let mut magic = [0u8; 4];
     let mut f = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let n = f.read(&mut magic)?;
-    Ok(n == 4 && &magic == b"WPPC")
+    Ok(match &magic[..n] {
+        b"WPPC" => Input::Chunked,
+        b"WPPG" => Input::Wpp,
+        _ => Input::Trace,
+    })
 }
 
 /// Runs `wpp match`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mode = if args.count { Mode::Count } else { Mode::First };
     let t0 = Instant::now();
-    let (scheme, answers) = if is_chunked(&args.file)? {
-        match_chunked(&args, mode)?
-    } else {
-        match_wpp(&args, mode)?
+    let (scheme, answers) = match input_kind(&args.file)? {
+        Input::Chunked => match_chunked(&args, mode)?,
+        Input::Wpp => match_wpp(&args, mode)?,
+        Input::Trace => match_trace(&args, mode)?,
     };
     let seconds = t0.elapsed().as_secs_f64();
     let outs: Vec<Output> = args
@@ -150,6 +176,21 @@ fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamM
     let index = partition::find_index(&wpp.extra, &wpp.grammar)
         .with_context(|| format!("cannot read the scheme 4 index of {}", args.file.display()))?;
     let (g, alphabet) = (&wpp.grammar, &wpp.alphabet);
+    if alphabet
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::Path(_)))
+    {
+        return match args.scheme.as_str() {
+            "1" | "auto" => Ok((Scheme::Expand, match_decoded_wpp(&wpp, &qs, mode)?)),
+            s => anyhow::bail!(
+                "{} records acyclic paths: scheme {s} needs a block grammar; use scheme 1 \
+                 (decodes each path through the file's CFGs), or compress the output of \
+                 `wpp trace blocks` on the raw recording",
+                args.file.display()
+            ),
+        };
+    }
     match (args.scheme.as_str(), index) {
         ("1", _) => Ok((Scheme::Expand, scheme1::run_many(g, alphabet, &qs, mode)?)),
         ("2", _) | ("auto", None) => {
@@ -172,6 +213,134 @@ fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamM
         ),
         ("3", _) => anyhow::bail!("scheme 3 needs a chunked trace (`wpp trace chunk`)"),
         (s, _) => anyhow::bail!("unknown scheme `{s}` (expected 1, 2, 3, 4 or auto)"),
+    }
+}
+
+/// Scheme 1 on a raw trace (block or path; paths decoded to blocks), streamed batch by batch.
+fn match_trace(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
+    if !matches!(args.scheme.as_str(), "1" | "auto") {
+        anyhow::bail!(
+            "{} is a raw trace: only scheme 1 applies (compress it for schemes 2 and 4, chunk \
+             it for scheme 3)",
+            args.file.display()
+        );
+    }
+    let path = &args.file;
+    let mut reader = super::compress::open_trace(path)?;
+    let db = reader.program().clone();
+    let function = resolve(&args.function, |n| db.find(n))?;
+    let qs = queries(args, function);
+    let patterns = compile(&qs)?;
+    let mut m = Matcher::new(&qs, &patterns);
+    // Block traces need no CFGs; a `Path` in a file without them is an error.
+    let mut decoder = match db.has_cfgs() {
+        true => Some(wpp_paths::BlockStream::new(&db)?),
+        false => None,
+    };
+    while let Some(batch) = reader
+        .next_batch()
+        .with_context(|| format!("cannot read {}", path.display()))?
+    {
+        for &e in batch {
+            match (&mut decoder, e) {
+                (Some(d), _) => d
+                    .push(e, |b| m.feed(b))
+                    .with_context(|| format!("cannot decode {}", path.display()))?,
+                (None, Event::Path(_)) => {
+                    return Err(wpp_paths::DecodeError::NoCfgs)
+                        .with_context(|| format!("cannot decode {}", path.display()))
+                }
+                (None, _) => m.feed(e),
+            }
+        }
+    }
+    super::compress::warn_truncated(path, reader.truncation());
+    Ok((Scheme::Expand, m.answers(mode)))
+}
+
+/// Scheme 1 on a path grammar: each thread's expansion decoded to blocks.
+fn match_decoded_wpp(
+    wpp: &WppFile,
+    qs: &[PathQuery],
+    mode: Mode,
+) -> anyhow::Result<Vec<Vec<StreamMatch>>> {
+    let patterns = compile(qs)?;
+    let mut m = Matcher::new(qs, &patterns);
+    for start in wpp.grammar.starts() {
+        let mut stream = wpp_paths::BlockStream::new(&wpp.program)?;
+        let mut failed = None;
+        m.feed(Event::Thread(start.thread));
+        wpp_query::expand::for_each_terminal(&wpp.grammar, start.rule, |t| {
+            let e = wpp.alphabet.event(t).expect("the reader checks terminals");
+            if let Err(err) = stream.push(e, |b| m.feed(b)) {
+                failed = Some(err);
+            }
+            failed.is_none() && !(mode == Mode::First && m.all_found(start.thread))
+        });
+        if let Some(e) = failed {
+            return Err(e).with_context(|| format!("thread {}", start.thread));
+        }
+    }
+    Ok(m.answers(mode))
+}
+
+fn compile(qs: &[PathQuery]) -> anyhow::Result<Vec<Pattern>> {
+    Ok(qs
+        .iter()
+        .map(|q| Pattern::new(&q.path))
+        .collect::<Result<_, _>>()?)
+}
+
+/// The automata of scheme 1, one per query and thread, fed an interleaved event stream.
+struct Matcher<'p> {
+    queries: &'p [PathQuery],
+    patterns: &'p [Pattern],
+    threads: std::collections::BTreeMap<ThreadId, Vec<Automaton<'p>>>,
+    demux: ThreadDemux,
+}
+
+impl<'p> Matcher<'p> {
+    fn new(queries: &'p [PathQuery], patterns: &'p [Pattern]) -> Self {
+        Matcher {
+            queries,
+            patterns,
+            threads: Default::default(),
+            demux: ThreadDemux::new(),
+        }
+    }
+
+    fn feed(&mut self, e: Event) {
+        let Some(t) = self.demux.route(e) else {
+            return;
+        };
+        let autos = self
+            .threads
+            .entry(t)
+            .or_insert_with(|| self.patterns.iter().map(Automaton::new).collect());
+        for ((a, q), p) in autos.iter_mut().zip(self.queries).zip(self.patterns) {
+            a.feed(Kind::of(e, q.function, p));
+        }
+    }
+
+    fn all_found(&self, t: ThreadId) -> bool {
+        self.threads
+            .get(&t)
+            .is_some_and(|autos| autos.iter().all(|a| a.first().is_some()))
+    }
+
+    fn answers(&self, mode: Mode) -> Vec<Vec<StreamMatch>> {
+        (0..self.queries.len())
+            .map(|i| {
+                self.threads
+                    .iter()
+                    .map(|(t, autos)| StreamMatch {
+                        thread: t.0,
+                        first: autos[i].first(),
+                        count: (mode == Mode::Count).then_some(autos[i].count()),
+                    })
+                    .collect()
+            })
+            .collect()
     }
 }
 
