@@ -43,8 +43,7 @@
 # sqlite, whose allocator branches on heap addresses.
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
 # `N passed, M failed` (one check = one workload in one mode, one query check or one decode
-# check); exit status
-# 1 if M > 0.
+# check); exit status 1 if M > 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

@@ -378,6 +378,7 @@ mod tests {
                         file: None,
                         line: None,
                         block_lines: Vec::new(),
+                        cfg: None,
                     })
                     .collect(),
             },

@@ -361,6 +361,7 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
             file: None,
             line: None,
             block_lines: Vec::new(),
+            cfg: None,
         })
         .collect();
     let mut bl = wpp_paths::BlProfile::default();
