@@ -34,9 +34,11 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+pub mod handoff;
 pub mod online;
 pub mod profile;
 pub mod sink;
+pub mod varint;
 
 use abi::{EmbeddedProgram, BUF_CAP};
 use std::cell::Cell;
