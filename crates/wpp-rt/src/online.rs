@@ -35,7 +35,7 @@ use wpp_trace::{Alphabet, Terminal, ThreadId};
 /// Buffers in flight between the program and the compressor.
 pub const QUEUE_BUFFERS: usize = 64;
 
-struct Outcome {
+pub(crate) struct Outcome {
     file: Result<WppFile, String>,
     events: u64,
     dropped: u64,
@@ -44,7 +44,7 @@ struct Outcome {
 /// The online-compression output.
 pub struct OnlineSink {
     path: PathBuf,
-    pipe: Pipe<Outcome>,
+    pub(crate) pipe: Pipe<Outcome>,
 }
 
 impl OnlineSink {
