@@ -29,8 +29,8 @@
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
 //! `PROGRAM.PID.trace`), `WPP_QUIET=0` prints a one-line summary on stderr at exit.
 //!
-//! Not supported: `fork()` without `exec` (the child inherits the open output and would
-//! interleave chunks with the parent's), `vfork`, and signals that kill without a handler
+//! A child of `fork()` is not recorded (only the parent's run is). Not supported: `vfork`, and
+//! signals that kill without a handler
 //! (`SIGKILL`: the trace ends at the last whole chunk, without the end marker).
 
 #![deny(missing_docs)]
@@ -172,8 +172,11 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
             let mut key: libc::pthread_key_t = 0;
             // SAFETY: `key` is a valid out-pointer; the destructor has the required signature.
             unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) };
-            // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(at_exit) };
+            // SAFETY: registering plain extern "C" functions.
+            unsafe {
+                libc::atexit(at_exit);
+                libc::pthread_atfork(None, None, Some(after_fork_in_child));
+            }
             install_signal_handlers();
             Some(Runtime {
                 sink: Mutex::new(sink),
@@ -345,6 +348,15 @@ fn finish(rt: &Runtime, blocking: bool) {
         Ok(summary) if !rt.quiet => eprintln!("wpp-rt: {summary}"),
         Ok(_) => {}
         Err(e) => eprintln!("wpp-rt: {e}"),
+    }
+}
+
+/// A child of `fork()` has the runtime's state but not its background thread: it stops
+/// recording (its events are dropped; its `exit` writes nothing), so it neither blocks on a
+/// hand-off queue nobody drains nor writes into the parent's output.
+extern "C" fn after_fork_in_child() {
+    if let Some(Some(rt)) = RUNTIME.get() {
+        rt.finished.store(true, Ordering::Release);
     }
 }
 
