@@ -79,8 +79,8 @@ const RETIRED: u32 = u32::MAX - 1;
 thread_local! {
     static TID: Cell<u32> = const { Cell::new(UNREGISTERED) };
     /// The `Vec` behind this thread's `__wpp_buf` (pointer, capacity; its length is always
-    /// `BUF_CAP`), owned by the thread while it writes into it. A destructor-free cell: the
-    /// buffer must outlive every TLS destructor that may still record events.
+    /// `BUF_CAP`), owned by the thread while it writes into it. A destructor-free cell: Rust's
+    /// TLS destructors may run before `thread_exit`, which drains and frees the buffer.
     static OWN: Cell<(*mut u64, usize)> = const { Cell::new((std::ptr::null_mut(), 0)) };
 }
 
