@@ -45,15 +45,9 @@ impl<'m> Helpers<'m> {
         let i64t = m.int(64);
         let ptr = m.ptr();
         let void = m.void();
-        let buf_ty = m.array(i64t, u64::from(abi::BUF_CAP));
-        let buf = m.add_global(
-            abi::SYM_BUF,
-            buf_ty,
-            m.const_null(buf_ty),
-            true,
-            false,
-            true,
-        );
+        // The buffer itself belongs to the runtime, which swaps in an empty one on every flush
+        // (no copy of the full one); the thread only holds its address.
+        let buf = m.add_global(abi::SYM_BUF, ptr, m.const_null(ptr), true, false, true);
         let idx = m.add_global(
             abi::SYM_IDX,
             i32t,
@@ -109,7 +103,8 @@ impl<'m> Helpers<'m> {
             b.at_end(fast);
             let j = b.load(i32t, idx);
             let j64 = b.zext(j, i64t);
-            let slot = b.gep(buf_ty, buf, &[m.const_int(i64t, 0), j64]);
+            let base = b.load(ptr, buf);
+            let slot = b.gep(i64t, base, &[j64]);
             b.store(param(emit, 0), slot);
             b.store(b.add(j, m.const_int(i32t, 1)), idx);
             b.ret_void();

@@ -8,15 +8,20 @@
 //!
 //! | global | type | initial value | meaning |
 //! |---|---|---|---|
-//! | `__wpp_buf` | `[BUF_CAP x i64]` | zero | event words of this thread not yet handed to the runtime |
-//! | `__wpp_idx` | `i32` | `BUF_CAP` | number of words in `__wpp_buf` |
+//! | `__wpp_buf` | `ptr` | null | this thread's buffer of [`BUF_CAP`] `i64` event words, owned by the runtime |
+//! | `__wpp_idx` | `i32` | `BUF_CAP` | number of words in the buffer |
 //! | `__wpp_depth` | `i32` | 0 | this thread's shadow-stack depth (open frames) |
 //!
 //! Appending an event is inline code: load `__wpp_idx`; if it is `>= BUF_CAP`, call
-//! [`SYM_FLUSH`]`(buf, idx, depth, db, db_len)`, which consumes the buffer and sets `*idx = 0`; then store
-//! the word and increment the index. Because the index *starts* full, a thread's first event
-//! calls the runtime, which is where a thread registers itself (and where the runtime
-//! initializes): no per-event check for "is this thread known" is needed.
+//! [`SYM_FLUSH`]`(&__wpp_buf, &__wpp_idx, &__wpp_depth, db, db_len)`, which hands the full
+//! buffer to the output, stores the address of an empty one in `__wpp_buf` and sets
+//! `__wpp_idx = 0`; then store the word at `__wpp_buf[__wpp_idx]` and increment the index.
+//! Swapping buffers instead of copying them keeps the program thread's cost per buffer
+//! independent of its size. Because the index *starts* full, a thread's first event calls the
+//! runtime, which is where a thread registers itself (and where the runtime initializes): no
+//! per-event check for "is this thread known" is needed. The runtime always leaves `__wpp_buf`
+//! pointing to [`BUF_CAP`] writable words (a shared, never-read area for threads that are not
+//! recorded).
 //!
 //! # Event words
 //!
@@ -46,7 +51,7 @@
 //! The module also defines [`SYM_PROGRAM_DB`], a constant byte array holding the postcard
 //! encoding of [`crate::EmbeddedProgram`], and [`SYM_PROGRAM_DB_LEN`], its length as `i64`.
 
-/// Capacity of a thread's trace buffer, in event words (128 KiB of TLS per thread).
+/// Capacity of a thread's trace buffer, in event words (128 KiB, allocated by the runtime).
 pub const BUF_CAP: u32 = 16384;
 /// Bits of an event word used by the tag.
 pub const TAG_BITS: u32 = 3;
@@ -59,7 +64,7 @@ pub const TAG_LEAVE: u64 = 1;
 /// Tag of `Path(p)`.
 pub const TAG_PATH: u64 = 3;
 
-/// `void __wpp_rt_flush(uint64_t *buf, uint32_t *idx, uint32_t *depth, const uint8_t *db,
+/// `void __wpp_rt_flush(uint64_t **buf, uint32_t *idx, uint32_t *depth, const uint8_t *db,
 /// uint64_t db_len)`. The program database is passed on every call (the call is rare) so the
 /// runtime library has no undefined symbols and initializes itself on the first call.
 pub const SYM_FLUSH: &str = "__wpp_rt_flush";
@@ -69,7 +74,7 @@ pub const SYM_UNWIND: &str = "__wpp_rt_unwind";
 pub const SYM_PROGRAM_DB: &str = "__wpp_program_db";
 /// `const uint64_t __wpp_program_db_len`.
 pub const SYM_PROGRAM_DB_LEN: &str = "__wpp_program_db_len";
-/// Thread-local buffer global (internal to the instrumented module).
+/// Thread-local buffer address global (internal to the instrumented module).
 pub const SYM_BUF: &str = "__wpp_buf";
 /// Thread-local index global (internal to the instrumented module).
 pub const SYM_IDX: &str = "__wpp_idx";

@@ -5,17 +5,19 @@
 //! Instrumented code appends 64-bit event words to a thread-local buffer inline (see [`abi`]);
 //! this runtime is entered only when a buffer is full, for a thread's first event, and to repair
 //! the shadow stack after `longjmp` or an exception. The cost per event in the program is
-//! therefore a load, a compare and two stores; the runtime's cost is per *buffer*
-//! ([`abi::BUF_CAP`] events), and nothing is allocated per event.
+//! therefore two loads, a compare and two stores; the runtime's cost is per *buffer*
+//! ([`abi::BUF_CAP`] events): it swaps the full buffer for an empty one (no copy) and hands it
+//! to a background thread. Nothing is allocated per event.
 //!
 //! * **Threads** (Larus §2: one stream per thread). A thread registers on its first event: it
 //!   gets a dense [`wpp_trace::ThreadId`] in registration order (the main thread is normally 0),
 //!   a slot in the registry holding the addresses of its buffer, index and depth, and a pthread
 //!   key whose destructor flushes the buffer when the thread ends. Every consumed buffer is
 //!   tagged with its thread, so output streams are per thread.
-//! * **Output.** [`sink`] turns consumed buffers into the output: a raw chunked trace
-//!   (`wpp_trace::file` binary format, one chunk per consumed buffer, written with `write(2)`
-//!   immediately so that after `kill -9` every whole chunk is on disk and readable).
+//! * **Output.** [`sink`] turns consumed buffers into the output, on a background thread fed
+//!   through [`handoff`]: a raw chunked trace (`wpp_trace::file` binary format, encoded and
+//!   written with `write(2)` while the program runs, so that after `kill -9` every chunk
+//!   written so far is readable) or, by default, an online `.wpp` ([`online`]).
 //! * **Termination.** An `atexit` handler (registered at the first event) consumes every live
 //!   thread's buffer, then *marks open frames* by appending one `Leave` per frame still on the
 //!   thread's shadow stack — so `exit()` from deep frames, `abort()` and fatal signals (SIGSEGV,
@@ -27,26 +29,28 @@
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
 //! `PROGRAM.PID.trace`), `WPP_QUIET=0` prints a one-line summary on stderr at exit.
 //!
-//! Not supported: `fork()` without `exec` (the child inherits the open output and would
-//! interleave chunks with the parent's), `vfork`, and signals that kill without a handler
+//! A child of `fork()` is not recorded (only the parent's run is). Not supported: `vfork`, and
+//! signals that kill without a handler
 //! (`SIGKILL`: the trace ends at the last whole chunk, without the end marker).
 
 #![deny(missing_docs)]
 
 pub mod abi;
+pub mod handoff;
 pub mod online;
 pub mod profile;
 pub mod sink;
+pub mod varint;
 
 use abi::{EmbeddedProgram, BUF_CAP};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// A registered thread: where its buffer, index and depth live.
+/// A registered thread: where its buffer address, index and depth live.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    buf: *mut u64,
+    buf: *mut *mut u64,
     idx: *mut u32,
     depth: *mut u32,
     alive: bool,
@@ -74,6 +78,65 @@ const RETIRED: u32 = u32::MAX - 1;
 
 thread_local! {
     static TID: Cell<u32> = const { Cell::new(UNREGISTERED) };
+    /// The `Vec` behind this thread's `__wpp_buf` (pointer, capacity; its length is always
+    /// `BUF_CAP`), owned by the thread while it writes into it. A destructor-free cell: Rust's
+    /// TLS destructors may run before `thread_exit`, which drains and frees the buffer.
+    static OWN: Cell<(*mut u64, usize)> = const { Cell::new((std::ptr::null_mut(), 0)) };
+}
+
+/// Where events of threads that are not recorded go (a retired thread's late events, or every
+/// event when the runtime could not start): written by instrumented code, never read.
+struct Hole(std::cell::UnsafeCell<[u64; BUF_CAP as usize]>);
+// SAFETY: Rust code never reads or writes the hole; instrumented code only stores into it, and
+// racing stores of words nobody reads are harmless.
+unsafe impl Sync for Hole {}
+static HOLE: Hole = Hole(std::cell::UnsafeCell::new([0; BUF_CAP as usize]));
+
+fn hole() -> *mut u64 {
+    HOLE.0.get().cast()
+}
+
+/// Makes `v` the calling thread's buffer: `*buf` points to it, `OWN` owns it.
+///
+/// # Safety
+/// `buf` must be the calling thread's `__wpp_buf`, and `OWN` empty.
+unsafe fn install(buf: *mut *mut u64, mut v: Vec<u64>) {
+    v.resize(BUF_CAP as usize, 0);
+    let mut v = std::mem::ManuallyDrop::new(v);
+    OWN.with(|c| c.set((v.as_mut_ptr(), v.capacity())));
+    // SAFETY: guaranteed by the caller.
+    unsafe { *buf = v.as_mut_ptr() };
+}
+
+/// Takes the calling thread's buffer out of `OWN`, holding its first `len` words.
+fn take_own(len: u32) -> Option<Vec<u64>> {
+    let (p, cap) = OWN.with(|c| c.replace((std::ptr::null_mut(), 0)));
+    // SAFETY: `p` and `cap` come from a `ManuallyDrop<Vec<u64>>` of length BUF_CAP (see
+    // `install`), so its first `len ≤ BUF_CAP` words are initialized.
+    (!p.is_null()).then(|| unsafe { Vec::from_raw_parts(p, len.min(BUF_CAP) as usize, cap) })
+}
+
+/// Hands the calling thread's full buffer (its first `*idx` words) to the sink and installs an
+/// empty one in its place.
+///
+/// # Safety
+/// `buf` and `idx` must be the calling thread's `__wpp_buf` and `__wpp_idx`.
+unsafe fn hand_off(rt: &Runtime, t: u32, buf: *mut *mut u64, idx: *mut u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let Some(full) = take_own(*idx) else {
+            *buf = hole();
+            *idx = 0;
+            return;
+        };
+        let empty = if rt.finished.load(Ordering::Acquire) {
+            full // recording is over: drop the events
+        } else {
+            lock(&rt.sink).swap(t, full)
+        };
+        install(buf, empty);
+        *idx = 0;
+    }
 }
 
 fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
@@ -112,8 +175,11 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
             let mut key: libc::pthread_key_t = 0;
             // SAFETY: `key` is a valid out-pointer; the destructor has the required signature.
             unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) };
-            // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(at_exit) };
+            // SAFETY: registering plain extern "C" functions.
+            unsafe {
+                libc::atexit(at_exit);
+                libc::pthread_atfork(None, None, Some(after_fork_in_child));
+            }
             install_signal_handlers();
             Some(Runtime {
                 sink: Mutex::new(sink),
@@ -134,7 +200,7 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
 /// (see [`abi`]).
 #[no_mangle]
 pub unsafe extern "C" fn __wpp_rt_flush(
-    buf: *mut u64,
+    buf: *mut *mut u64,
     idx: *mut u32,
     depth: *mut u32,
     db: *const u8,
@@ -148,8 +214,11 @@ pub unsafe extern "C" fn __wpp_rt_flush(
     };
     let Some(rt) = rt else {
         // Not recording: keep the program running, drop events.
-        // SAFETY: `idx` is the calling thread's index variable.
-        unsafe { *idx = 0 };
+        // SAFETY: `buf` and `idx` are the calling thread's variables.
+        unsafe {
+            *buf = hole();
+            *idx = 0;
+        }
         return;
     };
     match tid {
@@ -166,20 +235,20 @@ pub unsafe extern "C" fn __wpp_rt_flush(
             TID.with(|c| c.set(t));
             // SAFETY: the key was created at init; the value is only used as a non-null tag.
             unsafe { libc::pthread_setspecific(rt.key, (t as usize + 1) as *const libc::c_void) };
-            // The buffer has never been written: nothing to consume.
-        }
-        RETIRED => {}
-        t => {
-            if !rt.finished.load(Ordering::Acquire) {
-                // SAFETY: the buffer is this thread's and holds `*idx` (≤ BUF_CAP) words.
-                let words =
-                    unsafe { std::slice::from_raw_parts(buf, (*idx).min(BUF_CAP) as usize) };
-                lock(&rt.sink).consume(t, words, 0);
+            // SAFETY: the caller's variables; `OWN` is empty before registration.
+            unsafe {
+                install(buf, Vec::new());
+                *idx = 0;
             }
         }
+        // SAFETY: the caller's variables (a retired thread's events go to the hole).
+        RETIRED => unsafe {
+            *buf = hole();
+            *idx = 0;
+        },
+        // SAFETY: the caller's variables.
+        t => unsafe { hand_off(rt, t, buf, idx) },
     }
-    // SAFETY: `idx` is the calling thread's index variable.
-    unsafe { *idx = 0 };
 }
 
 /// Called by instrumented code after a `setjmp` returns again or in a landing pad, when the
@@ -199,13 +268,9 @@ pub extern "C" fn __wpp_rt_unwind(saved: u32) {
         let depth = *slot.depth;
         for _ in saved..depth {
             if *slot.idx >= BUF_CAP {
-                let words = std::slice::from_raw_parts(slot.buf, BUF_CAP as usize);
-                if !rt.finished.load(Ordering::Acquire) {
-                    lock(&rt.sink).consume(tid, words, 0);
-                }
-                *slot.idx = 0;
+                hand_off(rt, tid, slot.buf, slot.idx);
             }
-            *slot.buf.add(*slot.idx as usize) = abi::LEAVE_WORD;
+            *(*slot.buf).add(*slot.idx as usize) = abi::LEAVE_WORD;
             *slot.idx += 1;
         }
         *slot.depth = saved;
@@ -220,7 +285,12 @@ unsafe fn drain(sink: &mut sink::Sink, t: u32, slot: &Slot) {
     // SAFETY: guaranteed by the caller; volatile because another thread may still be running.
     unsafe {
         let n = std::ptr::read_volatile(slot.idx).min(BUF_CAP) as usize;
-        let words = std::slice::from_raw_parts(slot.buf, n);
+        let buf = std::ptr::read_volatile(slot.buf);
+        let words = if buf.is_null() || buf == hole() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(buf, n)
+        };
         let open = std::ptr::read_volatile(slot.depth);
         sink.consume(t, words, open);
         *slot.idx = 0;
@@ -247,10 +317,13 @@ extern "C" fn thread_exit(_value: *mut libc::c_void) {
         unsafe { drain(&mut sink, t, &slot) };
     }
     drop(threads);
-    // Later events of this thread (other TLS destructors) are dropped: make every append
-    // call the runtime, which resets the index.
+    // Later events of this thread (other TLS destructors) are dropped: they go to the hole.
+    drop(take_own(0));
     // SAFETY: own TLS.
-    unsafe { *slot.idx = BUF_CAP };
+    unsafe {
+        *slot.buf = hole();
+        *slot.idx = 0;
+    }
 }
 
 /// Finishes the output: every live thread's buffer, open frames marked, end marker.
@@ -278,6 +351,15 @@ fn finish(rt: &Runtime, blocking: bool) {
         Ok(summary) if !rt.quiet => eprintln!("wpp-rt: {summary}"),
         Ok(_) => {}
         Err(e) => eprintln!("wpp-rt: {e}"),
+    }
+}
+
+/// A child of `fork()` has the runtime's state but not its background thread: it stops
+/// recording (its events are dropped; its `exit` writes nothing), so it neither blocks on a
+/// hand-off queue nobody drains nor writes into the parent's output.
+extern "C" fn after_fork_in_child() {
+    if let Some(Some(rt)) = RUNTIME.get() {
+        rt.finished.store(true, Ordering::Release);
     }
 }
 

@@ -5,14 +5,13 @@
 //!
 //! # Flow and memory
 //!
-//! A full thread buffer is copied into a pooled `Vec<u64>` (taken from a free list that the
-//! compressor thread refills) and sent over a bounded channel of [`QUEUE_BUFFERS`] buffers. The
-//! compressor interns each event in the [`Alphabet`] and pushes terminals with
-//! `Sequitur::push_slice`. After warm-up nothing is allocated per buffer on the program side.
+//! Full thread buffers reach the compressor through [`crate::handoff::Pipe`] (pooled copies on a
+//! bounded queue of [`QUEUE_BUFFERS`] buffers). The compressor interns each event in the
+//! [`Alphabet`] and pushes terminals with `Sequitur::push_slice`.
 //!
 //! # When compression falls behind
 //!
-//! The channel is bounded, so when the program produces events faster than SEQUITUR consumes
+//! The queue is bounded, so when the program produces events faster than SEQUITUR consumes
 //! them (typically: block traces of tight loops produce 10^8 events/s, SEQUITUR does ~10^7), a
 //! flushing thread *blocks* until the compressor has taken a buffer. The program then runs at
 //! the compressor's pace — slower, but with memory bounded by `QUEUE_BUFFERS` × 128 KiB plus the
@@ -25,10 +24,9 @@
 //! nothing (raw traces survive it).
 
 use crate::abi::{self, EmbeddedProgram};
+use crate::handoff::{Inbox, Pipe};
 use crate::sink::{output_path, SinkError};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::thread::JoinHandle;
 use wpp_grammar::file::WppFile;
 use wpp_grammar::sequitur::{Sequitur, StreamId, Variant};
 use wpp_grammar::Algorithm;
@@ -37,13 +35,7 @@ use wpp_trace::{Alphabet, Terminal, ThreadId};
 /// Buffers in flight between the program and the compressor.
 pub const QUEUE_BUFFERS: usize = 64;
 
-struct Msg {
-    thread: u32,
-    words: Vec<u64>,
-    open_frames: u32,
-}
-
-struct Outcome {
+pub(crate) struct Outcome {
     file: Result<WppFile, String>,
     events: u64,
     dropped: u64,
@@ -52,57 +44,34 @@ struct Outcome {
 /// The online-compression output.
 pub struct OnlineSink {
     path: PathBuf,
-    tx: Option<SyncSender<Msg>>,
-    free: Receiver<Vec<u64>>,
-    worker: Option<JoinHandle<Outcome>>,
+    pub(crate) pipe: Pipe<Outcome>,
 }
 
 impl OnlineSink {
     /// Starts the compressor thread.
-    pub fn start(program: EmbeddedProgram) -> OnlineSink {
-        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE_BUFFERS);
-        let (free_tx, free) = mpsc::channel::<Vec<u64>>();
-        let worker = std::thread::Builder::new()
-            .name("wpp-sequitur".into())
-            .spawn(move || compress(program, rx, free_tx))
-            .ok();
-        OnlineSink {
-            path: output_path("wpp"),
-            tx: Some(tx),
-            free,
-            worker,
-        }
+    pub fn start(program: EmbeddedProgram) -> Result<OnlineSink, SinkError> {
+        let path = output_path("wpp");
+        let pipe = Pipe::start("wpp-sequitur", QUEUE_BUFFERS, move |inbox| {
+            compress(program, inbox)
+        })
+        .map_err(|e| SinkError::Wpp {
+            path: path.display().to_string(),
+            message: format!("cannot start the compressor thread: {e}"),
+        })?;
+        Ok(OnlineSink { path, pipe })
     }
 
     /// Hands a buffer to the compressor (blocking when [`QUEUE_BUFFERS`] are in flight).
     pub fn consume(&mut self, t: u32, words: &[u64], open_frames: u32) {
-        if words.is_empty() && open_frames == 0 {
-            return;
-        }
-        let Some(tx) = &self.tx else { return };
-        let mut v = self.free.try_recv().unwrap_or_default();
-        v.clear();
-        v.extend_from_slice(words);
-        let _ = tx.send(Msg {
-            thread: t,
-            words: v,
-            open_frames,
-        });
+        self.pipe.send(t, words, open_frames);
     }
 
     /// Waits for the compressor, writes the `.wpp`; returns a summary.
     pub fn finish(&mut self) -> Result<String, SinkError> {
-        drop(self.tx.take());
         let path = self.path.display().to_string();
-        let Some(worker) = self.worker.take() else {
-            return Err(SinkError::Wpp {
-                path,
-                message: "compressor thread not running".into(),
-            });
-        };
-        let outcome = worker.join().map_err(|_| SinkError::Wpp {
+        let outcome = self.pipe.finish().ok_or_else(|| SinkError::Wpp {
             path: path.clone(),
-            message: "compressor panicked".into(),
+            message: "the compressor thread did not finish (panicked or already finished)".into(),
         })?;
         let file = outcome.file.map_err(|message| SinkError::Wpp {
             path: path.clone(),
@@ -130,7 +99,7 @@ impl OnlineSink {
     }
 }
 
-fn compress(program: EmbeddedProgram, rx: Receiver<Msg>, free: mpsc::Sender<Vec<u64>>) -> Outcome {
+fn compress(program: EmbeddedProgram, inbox: Inbox) -> Outcome {
     let mut seq = Sequitur::new(Variant::Sequitur);
     let mut alphabet = Alphabet::new();
     let mut streams: Vec<Option<StreamId>> = Vec::new();
@@ -156,7 +125,7 @@ fn compress(program: EmbeddedProgram, rx: Receiver<Msg>, free: mpsc::Sender<Vec<
         }
         Some(t)
     };
-    for msg in rx {
+    while let Some(msg) = inbox.recv() {
         let t = msg.thread as usize;
         if streams.len() <= t {
             streams.resize(t + 1, None);
@@ -191,7 +160,7 @@ fn compress(program: EmbeddedProgram, rx: Receiver<Msg>, free: mpsc::Sender<Vec<
         } else {
             events += terminals.len() as u64;
         }
-        let _ = free.send(msg.words);
+        inbox.recycle(msg.words);
     }
     if let Some(e) = error {
         return Outcome {

@@ -1,0 +1,166 @@
+//! The hand-off of full thread buffers to a background thread, shared by the raw sink
+//! ([`crate::sink::RawSink`]: encodes and writes the trace) and the online sink
+//! ([`crate::online::OnlineSink`]: SEQUITUR).
+//!
+//! A flushing program thread sends its full buffer, a `Vec<u64>`, over a bounded channel and
+//! continues with an empty one from a free list that the worker refills ([`Pipe::swap`]: no
+//! copy, which at 10^9 events per second matters); only the exit paths copy ([`Pipe::send`]).
+//! The worker does the slow part on the machine's other core while the program goes on. After
+//! warm-up nothing is allocated per buffer.
+//!
+//! # When the worker falls behind
+//!
+//! The channel holds `depth` buffers. When the program produces events faster than the worker
+//! consumes them, a flushing thread *blocks* in [`Pipe::send`] until the worker has taken a
+//! buffer: the program then runs at the worker's pace, memory stays bounded, and no event is
+//! dropped.
+
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::thread::JoinHandle;
+
+/// One consumed thread buffer.
+pub struct Batch {
+    /// The program thread the events belong to.
+    pub thread: u32,
+    /// Its event words (see [`crate::abi`]).
+    pub words: Vec<u64>,
+    /// `Leave`s to append after the words, marking frames still open (at exit or thread end).
+    pub open_frames: u32,
+}
+
+/// The worker's end of a [`Pipe`].
+pub struct Inbox {
+    rx: Receiver<Batch>,
+    free: Sender<Vec<u64>>,
+}
+
+impl Inbox {
+    /// The next batch, waiting for one; `None` once the pipe is finished and drained.
+    pub fn recv(&self) -> Option<Batch> {
+        self.rx.recv().ok()
+    }
+
+    /// The next batch if one is queued: `Ok(None)` when none is (the program is running ahead
+    /// of nothing: a good moment to write), `Err(())` once the pipe is finished and drained.
+    #[allow(clippy::result_unit_err)]
+    pub fn try_recv(&self) -> Result<Option<Batch>, ()> {
+        match self.rx.try_recv() {
+            Ok(b) => Ok(Some(b)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(()),
+        }
+    }
+
+    /// Returns a batch's vector to the program side's free list.
+    pub fn recycle(&self, words: Vec<u64>) {
+        let _ = self.free.send(words);
+    }
+}
+
+/// The program's end: a bounded queue of batches to a worker thread that returns `R`.
+pub struct Pipe<R> {
+    tx: Option<SyncSender<Batch>>,
+    free: Receiver<Vec<u64>>,
+    worker: Option<JoinHandle<R>>,
+}
+
+impl<R: Send + 'static> Pipe<R> {
+    /// Starts the worker thread `name` running `work`, with at most `depth` batches queued.
+    pub fn start(
+        name: &str,
+        depth: usize,
+        work: impl FnOnce(Inbox) -> R + Send + 'static,
+    ) -> std::io::Result<Pipe<R>> {
+        let (tx, rx) = mpsc::sync_channel::<Batch>(depth);
+        let (free_tx, free) = mpsc::channel::<Vec<u64>>();
+        let inbox = Inbox { rx, free: free_tx };
+        let worker = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || work(inbox))?;
+        Ok(Pipe {
+            tx: Some(tx),
+            free,
+            worker: Some(worker),
+        })
+    }
+
+    /// Hands a copy of `words` (and `open_frames` `Leave`s) of thread `t` to the worker,
+    /// blocking while `depth` batches are queued.
+    pub fn send(&mut self, t: u32, words: &[u64], open_frames: u32) {
+        if words.is_empty() && open_frames == 0 {
+            return;
+        }
+        let mut v = self.free.try_recv().unwrap_or_default();
+        v.clear();
+        v.extend_from_slice(words);
+        self.swap(t, v, open_frames);
+    }
+
+    /// Hands `words` of thread `t` to the worker (blocking while `depth` batches are queued)
+    /// and returns a vector (stale contents) for the next buffer: a recycled one when the worker has
+    /// returned any, else a new one (so at most `depth + 2` plus one per thread ever exist).
+    pub fn swap(&mut self, t: u32, words: Vec<u64>, open_frames: u32) -> Vec<u64> {
+        if let Some(tx) = &self.tx {
+            if !words.is_empty() || open_frames > 0 {
+                let _ = tx.send(Batch {
+                    thread: t,
+                    words,
+                    open_frames,
+                });
+            }
+        }
+        // Not cleared: the caller overwrites it, and refilling a cleared vector would cost as
+        // much as the copy that swapping avoids.
+        self.free.try_recv().unwrap_or_default()
+    }
+
+    /// Closes the queue and waits for the worker to drain it; `None` if it panicked, was
+    /// already joined, or is the calling thread (a fatal signal in the worker itself).
+    pub fn finish(&mut self) -> Option<R> {
+        drop(self.tx.take());
+        let worker = self.worker.take()?;
+        if worker.thread().id() == std::thread::current().id() {
+            return None;
+        }
+        worker.join().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Batches reach the worker in order and intact, through both the copying and the
+    /// swapping path, with a queue small enough that the sender blocks; empty batches are
+    /// not sent.
+    #[test]
+    fn batches_arrive_in_order() {
+        let mut pipe = Pipe::start("test-worker", 2, |inbox| {
+            let mut got = Vec::new();
+            while let Some(b) = inbox.recv() {
+                got.push((b.thread, b.words.clone(), b.open_frames));
+                inbox.recycle(b.words);
+            }
+            got
+        })
+        .unwrap();
+        let mut expected = Vec::new();
+        for i in 0..100u64 {
+            let words: Vec<u64> = (0..i % 7).map(|k| i * 100 + k).collect();
+            let t = (i % 3) as u32;
+            if i % 2 == 0 {
+                pipe.send(t, &words, (i % 4) as u32);
+                if !words.is_empty() || i % 4 > 0 {
+                    expected.push((t, words, (i % 4) as u32));
+                }
+            } else {
+                let _stale = pipe.swap(t, words.clone(), 0);
+                if !words.is_empty() {
+                    expected.push((t, words, 0));
+                }
+            }
+        }
+        assert_eq!(pipe.finish(), Some(expected));
+        assert_eq!(pipe.finish(), None, "already finished");
+    }
+}

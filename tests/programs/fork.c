@@ -1,0 +1,29 @@
+/* fork() without exec: the child keeps running instrumented code, which is not recorded; it
+ * must neither hang (its copy of the runtime has no writer thread) nor disturb the parent's
+ * trace. The child produces far more buffers than the runtime's hand-off queue holds. */
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+__attribute__((noinline)) static long step(long x) { return (x * 1103515245 + 12345) & 0x7fffffff; }
+
+static long spin(long n) {
+    long x = 1;
+    for (long i = 0; i < n; i++) x = step(x);
+    return x;
+}
+
+int main(void) {
+    printf("parent before: %ld\n", spin(100000));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        printf("child: %ld\n", spin(3000000));
+        return 0;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child exited %d\n", WEXITSTATUS(status));
+    printf("parent after: %ld\n", spin(100000));
+    return 0;
+}
