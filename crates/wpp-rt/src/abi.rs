@@ -64,10 +64,12 @@ pub const TAG_LEAVE: u64 = 1;
 /// Tag of `Path(p)`.
 pub const TAG_PATH: u64 = 3;
 
-/// `void __wpp_rt_flush(uint64_t **buf, uint32_t *idx, uint32_t *depth, const uint8_t *db,
+/// `void __wpp_rt_flush_v2(uint64_t **buf, uint32_t *idx, uint32_t *depth, const uint8_t *db,
 /// uint64_t db_len)`. The program database is passed on every call (the call is rare) so the
-/// runtime library has no undefined symbols and initializes itself on the first call.
-pub const SYM_FLUSH: &str = "__wpp_rt_flush";
+/// runtime library has no undefined symbols and initializes itself on the first call. The
+/// suffix is the buffer ABI's version (v2: `__wpp_buf` is a pointer the runtime swaps), so a
+/// module instrumented for another ABI fails to link instead of corrupting memory.
+pub const SYM_FLUSH: &str = "__wpp_rt_flush_v2";
 /// `void __wpp_rt_unwind(uint32_t saved_depth)`.
 pub const SYM_UNWIND: &str = "__wpp_rt_unwind";
 /// `const uint8_t __wpp_program_db[]`.

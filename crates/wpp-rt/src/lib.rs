@@ -199,7 +199,7 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
 /// `__wpp_depth`, and `db` must point to `db_len` bytes, the module's `__wpp_program_db`
 /// (see [`abi`]).
 #[no_mangle]
-pub unsafe extern "C" fn __wpp_rt_flush(
+pub unsafe extern "C" fn __wpp_rt_flush_v2(
     buf: *mut *mut u64,
     idx: *mut u32,
     depth: *mut u32,
