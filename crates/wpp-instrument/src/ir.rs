@@ -11,7 +11,9 @@ use inkwell::llvm_sys::debuginfo as di;
 use inkwell::llvm_sys::prelude::{
     LLVMBasicBlockRef, LLVMBuilderRef, LLVMContextRef, LLVMModuleRef, LLVMTypeRef, LLVMValueRef,
 };
-use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
+use inkwell::llvm_sys::{
+    LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMLinkage, LLVMOpcode, LLVMTailCallKind,
+};
 use std::ffi::CString;
 use std::marker::PhantomData;
 
@@ -492,6 +494,32 @@ impl<'m> Builder<'m> {
     pub fn store(&self, v: Value<'m>, p: Value<'m>) {
         // SAFETY: builder positioned in a live block; `p` is a pointer.
         unsafe { c::LLVMBuildStore(self.0, v.0, p.0) };
+    }
+
+    /// `*p += 1` on a counter of integer type `ty`. Plain, it is a load, an add and a store;
+    /// `atomic` makes it one `atomicrmw add … monotonic` (a `lock xadd` on x86-64), so
+    /// increments of concurrent threads are never lost. Monotonic suffices: a count is only
+    /// read after the threads that wrote it were joined or the process exits, and those
+    /// synchronize.
+    pub fn increment(&self, ty: Type<'m>, p: Value<'m>, atomic: bool) {
+        // SAFETY: `ty` is an integer type of the live context.
+        let one = unsafe { c::LLVMConstInt(ty.0, 1, 0) };
+        if atomic {
+            // SAFETY: builder positioned in a live block; `p` points to a `ty`.
+            unsafe {
+                c::LLVMBuildAtomicRMW(
+                    self.0,
+                    LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                    p.0,
+                    one,
+                    LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                    0,
+                )
+            };
+        } else {
+            let c = self.load(ty, p);
+            self.store(self.add(c, Value(one, PhantomData)), p);
+        }
     }
 
     /// `add a, b`.

@@ -7,8 +7,8 @@
 //! |---|---|---|---|
 //! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | a buffer append per block, function entry and exit | [`blocks`] |
 //! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
-//! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths) or a runtime hash-table call | `instrument_bl` (this file) |
-//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment, runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
+//! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths; atomic if the program may run threads) or a runtime hash-table call | `instrument_bl` (this file) |
+//! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment (atomic if the program may run threads), runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
 //!
 //! # Design
 //!
@@ -32,6 +32,13 @@
 //!   the final `-O2` compile would otherwise hoist, merge or delete calls — and their events.
 //!   (Found by the `trace-paths`/`trace-blocks` cross-check on zlib, where a `memory(read)`
 //!   `adler32` lost most of its calls from one of the two traces.)
+//! * **Exact counts under threads.** The `bl`/`ppp` counter arrays are shared by all threads,
+//!   so a plain load/add/store loses increments that race (issue 4). A module that may start
+//!   threads ([`module_may_run_threads`]: it refers to `pthread_create`, `thrd_create`,
+//!   libstdc++'s `std::thread` start or an OpenMP fork) counts with `atomicrmw add monotonic`
+//!   instead; single-threaded programs keep the plain increment, since a `lock xadd` costs
+//!   some 20 cycles even uncontended. The runtime's hash-table and PPP-miss paths lock
+//!   already. [`Options::atomic_counters`] overrides the decision.
 //! * **Exact `Leave`s.** Each function keeps the shadow-stack depth returned by its `Enter` probe;
 //!   after a `returns_twice` call and at every landing pad it restores the thread's depth to it,
 //!   the runtime appending one `Leave` per abandoned frame. `resume` counts as a return.
@@ -121,6 +128,9 @@ pub struct Options {
     /// interesting from uninteresting paths at exit). Default [`abi::BL_ARRAY_MAX`], the
     /// limit under which `bl` uses arrays too; 0 gives every function PPP numbering.
     pub ppp_bl_array_max: u64,
+    /// `bl`/`ppp` modes: whether counter increments are atomic. `None` (the default) decides
+    /// per module with [`module_may_run_threads`].
+    pub atomic_counters: Option<bool>,
 }
 
 impl Options {
@@ -130,6 +140,7 @@ impl Options {
             mode,
             interesting: Default::default(),
             ppp_bl_array_max: abi::BL_ARRAY_MAX,
+            atomic_counters: None,
         }
     }
 }
@@ -152,6 +163,8 @@ pub struct Report {
     pub probes: usize,
     /// Bytes of the embedded program database.
     pub program_db_bytes: usize,
+    /// Whether profile counters were incremented atomically (`bl`/`ppp`).
+    pub atomic_counters: bool,
 }
 
 /// Parses a bitcode file into `ctx`.
@@ -180,6 +193,7 @@ pub fn instrument_file(input: &Path, output: &Path, opts: &Options) -> Result<Re
 /// `bl` mode: path registers as in `trace-paths`, ending paths counted in per-function arrays
 /// (at most [`abi::BL_ARRAY_MAX`] paths) or the runtime's hash table; `main` hands the table
 /// of arrays to the runtime.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn instrument_bl<'m>(
     m: Mod<'m>,
     targets: &[ir::Value<'m>],
@@ -191,6 +205,7 @@ pub(crate) fn instrument_bl<'m>(
     )],
     db_global: ir::Value<'m>,
     db_len: usize,
+    atomic: bool,
 ) -> Result<usize, Error> {
     let i32t = m.int(32);
     let i64t = m.int(64);
@@ -218,8 +233,7 @@ pub(crate) fn instrument_bl<'m>(
             slots.push(m.const_struct(&[arr, m.const_int(i64t, n)]));
             let record = |b: &ir::Builder<'m>, v: ir::Value<'m>| {
                 let p = b.gep(arr_ty, arr, &[m.const_int(i64t, 0), v]);
-                let c = b.load(i64t, p);
-                b.store(b.add(c, m.const_int(i64t, 1)), p);
+                b.increment(i64t, p, atomic);
             };
             probes += paths::place(m, sites, model, fp, plan, &record);
         } else {
@@ -307,6 +321,36 @@ pub fn module_uses_cxx(module: &Module<'_>) -> bool {
     })
 }
 
+/// Functions whose presence (declared or defined) in a linked module means the program may run
+/// threads: POSIX and C11 threads, and the OpenMP runtimes' fork entry points (LLVM's
+/// `libomp`, GCC's `libgomp`). libc++'s `std::thread` inlines down to `pthread_create`.
+const THREAD_STARTERS: [&str; 6] = [
+    "pthread_create",
+    "thrd_create",
+    "__kmpc_fork_call",
+    "__kmpc_fork_teams",
+    "GOMP_parallel",
+    "GOMP_parallel_start",
+];
+
+/// libstdc++'s out-of-line `std::thread::_M_start_thread` (mangled prefix; it calls
+/// `pthread_create` inside the shared library, so the module never sees that call).
+const LIBSTDCXX_THREAD_START: &str = "_ZNSt6thread15_M_start_thread";
+
+/// Whether the program may run several threads, judged from the functions a linked module
+/// refers to ([`THREAD_STARTERS`], libstdc++'s `std::thread` start). Decides whether `bl` and
+/// `ppp` counters are incremented atomically: lost updates make a threaded profile inexact,
+/// while the atomic increment (a `lock xadd`, ~20 cycles) would tax every single-threaded
+/// program for nothing. Threads started where the module cannot see it (a `dlsym`'d
+/// `pthread_create`, a library that spawns threads calling back into the program) are missed;
+/// set [`Options::atomic_counters`] then.
+pub fn module_may_run_threads(module: &Module<'_>) -> bool {
+    Mod::new(module).functions().into_iter().any(|f| {
+        let n = f.name();
+        THREAD_STARTERS.contains(&n.as_str()) || n.starts_with(LIBSTDCXX_THREAD_START)
+    })
+}
+
 /// Whether a function gets probes.
 fn instrumentable(m: Mod<'_>, f: ir::Value<'_>) -> bool {
     !f.is_declaration()
@@ -358,6 +402,10 @@ fn drop_purity(m: Mod<'_>, targets: &[ir::Value<'_>]) {
 /// Instruments a module in place and verifies it.
 pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, Error> {
     let m = Mod::new(module);
+    let atomic = matches!(opts.mode, Mode::Bl | Mode::Ppp)
+        && opts
+            .atomic_counters
+            .unwrap_or_else(|| module_may_run_threads(module));
     for sym in [abi::SYM_PROGRAM_DB, abi::SYM_BUF] {
         if m.global(sym).is_some() {
             return Err(Error::AlreadyInstrumented { symbol: sym });
@@ -374,7 +422,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     let mut all_sites = Vec::with_capacity(targets.len());
     let mut all_paths = Vec::new();
     let mut db = ProgramDb::default();
-    let mut report = Report::default();
+    let mut report = Report {
+        atomic_counters: atomic,
+        ..Report::default()
+    };
     for &f in &targets {
         let sites = blocks::collect_sites(m, f)?;
         let (file, line) = match f.subprogram_location() {
@@ -452,14 +503,22 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             opts,
             db_global,
             bytes.len(),
+            atomic,
         )?;
         report.functions = targets.len();
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;
         return Ok(report);
     }
     if opts.mode == Mode::Bl {
-        report.probes +=
-            instrument_bl(m, &targets, &all_sites, &all_paths, db_global, bytes.len())?;
+        report.probes += instrument_bl(
+            m,
+            &targets,
+            &all_sites,
+            &all_paths,
+            db_global,
+            bytes.len(),
+            atomic,
+        )?;
         report.functions = targets.len();
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;
         return Ok(report);

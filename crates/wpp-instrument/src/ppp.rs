@@ -11,9 +11,10 @@
 //!
 //! `ids[q]` stores the Ball–Larus id of the interesting path with PPP id `q` (all ones in
 //! holes), which catches uninteresting paths that alias an interesting id. Misses go to the
-//! runtime, which counts them exactly by Ball–Larus id (the residual paths). A function with no
-//! interesting path, or whose interval exceeds [`abi::PPP_ARRAY_MAX`], sends every path end to
-//! the runtime.
+//! runtime, which counts them exactly by Ball–Larus id (the residual paths). In a program that
+//! may run threads, `counts[q] += 1` is an atomic add (crate docs, "Exact counts under
+//! threads"). A function with no interesting path, or whose interval exceeds
+//! [`abi::PPP_ARRAY_MAX`], sends every path end to the runtime.
 //!
 //! # Array policy (PPP §5, "hash table usage policy")
 //!
@@ -48,7 +49,9 @@ use wpp_rt::abi;
 const PPP_INDEXED: u64 = 0;
 const BL_INDEXED: u64 = 1;
 
-/// Instruments every function for `ppp`; returns the number of record sites.
+/// Instruments every function for `ppp`; returns the number of record sites. `atomic` makes
+/// the counter increments atomic (see the crate docs, "Exact counts under threads").
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn instrument<'m>(
     m: Mod<'m>,
     targets: &[Value<'m>],
@@ -57,6 +60,7 @@ pub(crate) fn instrument<'m>(
     opts: &Options,
     db_global: Value<'m>,
     db_len: usize,
+    atomic: bool,
 ) -> Result<usize, Error> {
     let i32t = m.int(32);
     let i64t = m.int(64);
@@ -66,7 +70,7 @@ pub(crate) fn instrument<'m>(
     let miss = m.declare(abi::SYM_PPP_MISS, miss_ty);
     m.add_fn_attr(miss, "nounwind");
     let count_ty = m.fn_type(void, &[ptr, ptr, i64t, i32t, i64t, i64t]);
-    let count = build_count_helper(m, count_ty, miss, miss_ty);
+    let count = build_count_helper(m, count_ty, miss, miss_ty, atomic);
     let slot_ty = m.struct_type(&[ptr, ptr, i64t, i64t]);
     let mut slots = Vec::with_capacity(targets.len());
     let mut records = 0;
@@ -109,8 +113,7 @@ pub(crate) fn instrument<'m>(
             ]));
             let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
                 let p = b.gep(arr_ty, counts, &[m.const_int(i64t, 0), v[0]]);
-                let c = b.load(i64t, p);
-                b.store(b.add(c, m.const_int(i64t, 1)), p);
+                b.increment(i64t, p, atomic);
             };
             records += crate::paths::place_registers(m, sites, model, fp, &[&bl_plan], &record);
             continue;
@@ -224,12 +227,13 @@ fn placement_weights(dag: &Dag, paths: &[DagPath], freq: &[u64]) -> Vec<u64> {
 }
 
 /// `void count(ptr counts, ptr ids, i64 interval, i32 f, i64 r, i64 q)`, always inlined:
-/// the two-counter check of the module docs.
+/// the two-counter check of the module docs; `atomic` as in [`ir::Builder::increment`].
 fn build_count_helper<'m>(
     m: Mod<'m>,
     ty: ir::Type<'m>,
     miss: Value<'m>,
     miss_ty: ir::Type<'m>,
+    atomic: bool,
 ) -> Value<'m> {
     let i64t = m.int(64);
     let f = m.add_internal_function("__wpp_ppp_count", ty);
@@ -253,8 +257,7 @@ fn build_count_helper<'m>(
     b.cond_br(differs, missb, hit);
     b.at_end(hit);
     let c = b.gep(i64t, p(0), &[p(5)]);
-    let v = b.load(i64t, c);
-    b.store(b.add(v, m.const_int(i64t, 1)), c);
+    b.increment(i64t, c, atomic);
     b.br(done);
     b.at_end(missb);
     b.call(miss_ty, miss, &[p(3), p(4)]);
