@@ -6,8 +6,9 @@
 #include <stdio.h>
 
 #define THREADS 4
-#define N 200000
+#define N 1000000
 
+static pthread_barrier_t start;
 static _Thread_local volatile long thirds, odds;
 
 __attribute__((noinline)) static void step(long i) {
@@ -17,12 +18,14 @@ __attribute__((noinline)) static void step(long i) {
 
 __attribute__((noinline)) static void *worker(void *arg) {
     (void)arg;
+    pthread_barrier_wait(&start); /* all threads count at once: the most contention */
     for (long i = 0; i < N; i++) step(i);
     return (void *)(thirds + odds);
 }
 
 int main(void) {
     pthread_t t[THREADS];
+    pthread_barrier_init(&start, NULL, THREADS);
     for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, NULL);
     long total = 0;
     for (int i = 0; i < THREADS; i++) {

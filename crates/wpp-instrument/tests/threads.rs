@@ -11,7 +11,7 @@ use wpp_instrument::{InstrumentMode, Options};
 
 const SRC: &str = "threads_count.c";
 const THREADS: u64 = 4;
-const N: u64 = 200_000;
+const N: u64 = 1_000_000;
 
 /// The counts of `step`'s paths in a run, largest first: a path is fixed by the two branch
 /// outcomes, so its count is how many `i` have those outcomes, times the threads.
