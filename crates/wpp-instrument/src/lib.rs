@@ -338,10 +338,10 @@ const THREAD_STARTERS: [&str; 6] = [
 const LIBSTDCXX_THREAD_START: &str = "_ZNSt6thread15_M_start_thread";
 
 /// Whether the program may run several threads, judged from the functions a linked module
-/// refers to ([`THREAD_STARTERS`], libstdc++'s `std::thread` start). Decides whether `bl` and
-/// `ppp` counters are incremented atomically: lost updates make a threaded profile inexact,
-/// while the atomic increment (a `lock xadd`, ~20 cycles) would tax every single-threaded
-/// program for nothing. Threads started where the module cannot see it (a `dlsym`'d
+/// refers to (`pthread_create`, `thrd_create`, libstdc++'s `std::thread` start, the OpenMP
+/// fork calls of `libomp` and `libgomp`). Decides whether `bl` and `ppp` counters are
+/// incremented atomically: lost updates make a threaded profile inexact, while the atomic
+/// increment (a `lock xadd`, ~20 cycles) would tax every single-threaded program for nothing. Threads started where the module cannot see it (a `dlsym`'d
 /// `pthread_create`, a library that spawns threads calling back into the program) are missed;
 /// set [`Options::atomic_counters`] then.
 pub fn module_may_run_threads(module: &Module<'_>) -> bool {
