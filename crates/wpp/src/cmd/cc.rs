@@ -1,7 +1,7 @@
 //! `wpp cc`: compile and link C/C++ through clang-19 with wpp instrumentation (see
 //! `wpp_instrument::driver` for what each kind of invocation does). Needs the `llvm` feature.
 
-use super::instrument::Mode;
+use super::instrument::{Counters, Mode};
 
 /// Arguments of `wpp cc`.
 #[derive(clap::Args)]
@@ -12,6 +12,9 @@ pub struct Args {
     /// Interesting paths for `--mode ppp` (a BL profile; default: every path in it).
     #[arg(long)]
     pub interesting: Option<std::path::PathBuf>,
+    /// `--mode bl|ppp`: how path counters are incremented.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: Counters,
     /// Link with clang++ (otherwise decided from sources and the module).
     #[arg(long)]
     pub cxx: bool,
@@ -33,6 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("no clang arguments: use `wpp cc --mode MODE -- CLANG ARGS…`");
     }
     let mut opts = wpp_instrument::Options::new(args.mode.to_rt());
+    opts.atomic_counters = args.counters.atomic();
     match (&args.interesting, args.mode) {
         (Some(p), Mode::Ppp) => opts.interesting = super::instrument::read_interesting(p)?,
         (None, Mode::Ppp) => anyhow::bail!(

@@ -16,6 +16,30 @@ pub enum Mode {
     Ppp,
 }
 
+/// How `bl`/`ppp` counters are incremented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Counters {
+    /// Atomic if the program refers to a thread-starting function (`pthread_create`,
+    /// `thrd_create`, `std::thread`, OpenMP), plain otherwise.
+    Auto,
+    /// Always atomic: exact counts even for threads started out of the module's sight.
+    Atomic,
+    /// Always a plain load/add/store: cheapest, loses counts if threads race.
+    Plain,
+}
+
+#[cfg(feature = "llvm")]
+impl Counters {
+    /// `Options::atomic_counters`.
+    pub fn atomic(self) -> Option<bool> {
+        match self {
+            Counters::Auto => None,
+            Counters::Atomic => Some(true),
+            Counters::Plain => Some(false),
+        }
+    }
+}
+
 /// Arguments of `wpp instrument`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,6 +55,9 @@ pub struct Args {
     /// `--mode ppp`: a `--mode bl` profile whose executed paths are the interesting set.
     #[arg(long)]
     pub interesting: Option<PathBuf>,
+    /// `--mode bl|ppp`: how path counters are incremented.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: Counters,
     /// Print the instrumentation report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -73,6 +100,7 @@ pub fn read_interesting(
 pub fn run(args: Args) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let mut opts = wpp_instrument::Options::new(args.mode.to_rt());
+    opts.atomic_counters = args.counters.atomic();
     if let Some(p) = &args.interesting {
         opts.interesting = read_interesting(p)?;
     } else if args.mode == Mode::Ppp {
@@ -84,8 +112,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         crate::util::print_json(&report)?;
     } else {
         eprintln!(
-            "wpp: instrumented {} functions, {} blocks, {} probes; program database {} bytes",
-            report.functions, report.blocks, report.probes, report.program_db_bytes
+            "wpp: instrumented {} functions, {} blocks, {} probes{}; program database {} bytes",
+            report.functions,
+            report.blocks,
+            report.probes,
+            if report.atomic_counters {
+                " (atomic counters)"
+            } else {
+                ""
+            },
+            report.program_db_bytes
         );
     }
     Ok(())
