@@ -93,6 +93,26 @@ impl Cfg {
         }
     }
 
+    /// The same CFG with its edges stably sorted by source block and its cut edges renumbered
+    /// to match: the order [`Cfg::to_record`] needs. Edge ids change, so path numbering does
+    /// too; the per-edge profile is permuted with the edges.
+    pub fn grouped_by_source(mut self) -> Cfg {
+        let mut order: Vec<usize> = (0..self.edges.len()).collect();
+        order.sort_by_key(|&i| self.edges[i].src);
+        let mut new_id = vec![0; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old] = new as u32;
+        }
+        self.edges = order.iter().map(|&i| self.edges[i]).collect();
+        for e in &mut self.cut_edges {
+            *e = EdgeId(new_id[e.index()]);
+        }
+        if let Some(profile) = &mut self.profile {
+            *profile = order.iter().map(|&i| profile[i]).collect();
+        }
+        self
+    }
+
     /// The record a program database stores: `None` unless the edges are grouped by source
     /// in node order (as an instrumenter lists terminator successors block by block), the
     /// form whose edge ids the successor lists reproduce. Node names and the profile are not
@@ -288,17 +308,7 @@ mod tests {
         let mut rng = Rng::new(seed);
         let n = 1 + rng.below(30);
         let edges = n + rng.below(2 * n);
-        let mut cfg = arbitrary_cfg(&mut rng, n, edges);
-        let mut order: Vec<usize> = (0..cfg.edges.len()).collect();
-        order.sort_by_key(|&i| cfg.edges[i].src);
-        let mut new_id = vec![0; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            new_id[old] = new as u32;
-        }
-        cfg.edges = order.iter().map(|&i| cfg.edges[i]).collect();
-        for e in &mut cfg.cut_edges {
-            *e = EdgeId(new_id[e.index()]);
-        }
+        let mut cfg = arbitrary_cfg(&mut rng, n, edges).grouped_by_source();
         cfg.profile = None;
         cfg
     }
@@ -313,6 +323,28 @@ mod tests {
     }
 
     proptest! {
+        /// Grouping keeps every edge, its cut flag and its profile count, and yields the
+        /// order a record needs.
+        #[test]
+        fn grouping_by_source_permutes_edges_with_their_data(seed in any::<u64>()) {
+            let mut rng = Rng::new(seed);
+            let n = 1 + rng.below(20);
+            let edges = n + rng.below(2 * n);
+            let mut cfg = arbitrary_cfg(&mut rng, n, edges);
+            cfg.profile = Some((0..cfg.edges.len() as u64).map(|i| i * 7 + 1).collect());
+            let tagged = |c: &Cfg| {
+                let mut v: Vec<_> = c.edges.iter().enumerate().map(|(i, e)| {
+                    let cut = c.cut_edges.contains(&EdgeId(i as u32));
+                    (e.src, e.dst, cut, c.profile.as_ref().unwrap()[i])
+                }).collect();
+                v.sort();
+                v
+            };
+            let grouped = cfg.clone().grouped_by_source();
+            prop_assert_eq!(tagged(&grouped), tagged(&cfg));
+            prop_assert!(grouped.to_record().is_some());
+        }
+
         /// Oracle: for random CFGs with cut points, every path id decodes through the stored
         /// record to the blocks of the original CFG's decoded path (cut tails left out), and
         /// the record survives the program database's byte encoding.

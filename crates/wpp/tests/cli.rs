@@ -417,21 +417,6 @@ fn profile_merge_sums_counts_and_refuses_other_programs() {
     assert!(err.contains(&format!("cannot read {c}")), "{err}");
 }
 
-/// A CFG with its edges stably grouped by source, as a program database stores CFGs.
-fn grouped(mut cfg: wpp_paths::Cfg) -> wpp_paths::Cfg {
-    let mut order: Vec<usize> = (0..cfg.edges.len()).collect();
-    order.sort_by_key(|&i| cfg.edges[i].src);
-    let mut new_id = vec![0; order.len()];
-    for (new, &old) in order.iter().enumerate() {
-        new_id[old] = new as u32;
-    }
-    cfg.edges = order.iter().map(|&i| cfg.edges[i]).collect();
-    for e in &mut cfg.cut_edges {
-        *e = wpp_paths::EdgeId(new_id[e.index()]);
-    }
-    cfg
-}
-
 /// A two-thread path trace over random CFGs with cut points, stored with their CFGs, and the
 /// block trace it stands for, decoded from the original CFGs (the oracle).
 fn path_and_block_traces(dir: &Dir) -> (String, String, wpp_trace::ProgramDb) {
@@ -442,7 +427,7 @@ fn path_and_block_traces(dir: &Dir) -> (String, String, wpp_trace::ProgramDb) {
     let mut db = wpp_trace::ProgramDb::default();
     let mut numbered = Vec::new();
     for name in ["main", "helper"] {
-        let mut cfg = grouped(structured_cfg(&mut rng, name, 30));
+        let mut cfg = structured_cfg(&mut rng, name, 30).grouped_by_source();
         cfg.cut_nodes = (0..cfg.nodes.len() as u32)
             .filter(|&i| i % 7 == 3)
             .map(wpp_paths::NodeId)
