@@ -494,31 +494,12 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         true,
         false,
     );
-    if opts.mode == Mode::Ppp {
-        report.probes += ppp::instrument(
-            m,
-            &targets,
-            &all_sites,
-            &all_paths,
-            opts,
-            db_global,
-            bytes.len(),
-            atomic,
-        )?;
-        report.functions = targets.len();
-        module.verify().map_err(|e| Error::Verify(e.to_string()))?;
-        return Ok(report);
-    }
-    if opts.mode == Mode::Bl {
-        report.probes += instrument_bl(
-            m,
-            &targets,
-            &all_sites,
-            &all_paths,
-            db_global,
-            bytes.len(),
-            atomic,
-        )?;
+    if matches!(opts.mode, Mode::Ppp | Mode::Bl) {
+        let (t, s, p, len) = (&targets[..], &all_sites[..], &all_paths[..], bytes.len());
+        report.probes += match opts.mode {
+            Mode::Ppp => ppp::instrument(m, t, s, p, opts, db_global, len, atomic)?,
+            _ => instrument_bl(m, t, s, p, db_global, len, atomic)?,
+        };
         report.functions = targets.len();
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;
         return Ok(report);
