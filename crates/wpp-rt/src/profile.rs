@@ -375,10 +375,7 @@ mod tests {
                     .iter()
                     .map(|n| wpp_trace::Function {
                         name: (*n).into(),
-                        file: None,
-                        line: None,
-                        block_lines: Vec::new(),
-                        cfg: None,
+                        ..Default::default()
                     })
                     .collect(),
             },

@@ -358,10 +358,7 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
         .iter()
         .map(|n| wpp_trace::Function {
             name: (*n).into(),
-            file: None,
-            line: None,
-            block_lines: Vec::new(),
-            cfg: None,
+            ..Default::default()
         })
         .collect();
     let mut bl = wpp_paths::BlProfile::default();
