@@ -191,13 +191,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                     f.name, loc, f.executions, f.paths_executed, f.paths_total
                 )?;
                 for p in &f.paths {
-                    writeln!(
-                        out,
-                        "  path {:>6} x{:<10} {}",
-                        p.id,
-                        p.count,
-                        p.blocks.join(" ")
-                    )?;
+                    write_path(&mut out, p)?;
                 }
             }
             Ok(())
@@ -251,16 +245,21 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             for (name, ps) in &out {
                 writeln!(stdout, "{name}:")?;
                 for p in ps {
-                    writeln!(
-                        stdout,
-                        "  path {:>6} x{:<10} {}",
-                        p.id,
-                        p.count,
-                        p.blocks.join(" ")
-                    )?;
+                    write_path(&mut stdout, p)?;
                 }
             }
             Ok(())
         }
     }
+}
+
+/// One line of a path listing: id, count and decoded blocks.
+fn write_path(out: &mut impl Write, p: &ShownPath) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  path {:>6} x{:<10} {}",
+        p.id,
+        p.count,
+        p.blocks.join(" ")
+    )
 }
