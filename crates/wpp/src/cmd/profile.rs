@@ -215,7 +215,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                 }
             } else {
                 let Some(interesting) = &interesting else {
-                    anyhow::bail!("a bl profile needs --interesting PROFILE");
+                    anyhow::bail!(
+                        "{} is a bl profile: give the interesting set to compare it with \
+                         (--interesting PROFILE); a ppp profile carries its own",
+                        profile.display()
+                    );
                 };
                 let base = read(interesting)?;
                 for name in file.bl.functions.keys() {
