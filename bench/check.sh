@@ -39,7 +39,6 @@
 # process's trace-paths recording, decoded through the CFGs it carries, equals its trace-blocks
 # recording (`wpp trace blocks --compare`; the runs are deterministic and single-threaded;
 # several processes are paired in pid order, the order run.sh starts them). Skipped for
-# bzip2, whose control flow depends on the length of argv[0], the mode's directory, and for
 # sqlite, whose allocator branches on heap addresses.
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
 # `N passed, M failed` (one check = one workload in one mode, one query check or one decode
@@ -188,11 +187,6 @@ decode_check() {
     local -a paths blocks
     [[ -n ${PASSED["$w paths-raw"]:-} && -n ${PASSED["$w blocks-raw"]:-} ]] || return 0
     case $w in
-    bzip2)
-        # bzip2 scans its argv[0] for '/' (main, progName), and the executable's path names
-        # the mode's directory (blocks-raw/ vs paths-raw/): its two runs differ from the start.
-        echo "SKIP  bzip2 decode (argv[0] differs between the two runs; not counted)"
-        return 0 ;;
     sqlite)
         # sqlite3DbRealloc compares heap pointers with the lookaside buffer's bounds, and the
         # heap layout differs between the two runs (the runtime's own allocations interleave
