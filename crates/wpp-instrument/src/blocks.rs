@@ -20,7 +20,7 @@
 use crate::helpers::Helpers;
 use crate::ir::{Block, Mod, Opcode, Value};
 use crate::Error;
-use wpp_rt::abi;
+use wpp_abi as abi;
 
 /// Where the probes of one function go, collected before any insertion so that inserting does
 /// not disturb the walk.

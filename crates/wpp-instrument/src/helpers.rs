@@ -1,6 +1,6 @@
 //! The inline helpers every instrumented module gets: internal `alwaysinline` functions that
 //! append an event word to the thread-local buffer, track the shadow-stack depth and repair it
-//! after non-local control transfers. See `wpp_rt::abi` for the contract they implement.
+//! after non-local control transfers. See `wpp_abi` for the contract they implement.
 //!
 //! Generating small helper functions and letting LLVM's always-inliner expand them (it runs at
 //! every optimization level, `-O0` included) keeps the instrumentation passes free of block
@@ -8,7 +8,7 @@
 //! code has the buffer append inline, with the runtime reached only on a full buffer.
 
 use crate::ir::{Mod, Type, Value};
-use wpp_rt::abi;
+use wpp_abi as abi;
 
 /// Handles to the helpers and globals of one module.
 pub struct Helpers<'m> {

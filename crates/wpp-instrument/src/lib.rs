@@ -25,7 +25,7 @@
 //! * **Program database.** Names, source locations (from `DISubprogram` and each block's first
 //!   debug location) and, for the path modes, each function's CFG with its cut points are
 //!   embedded as `__wpp_program_db`; the runtime copies the CFGs into the program database of
-//!   every trace and `.wpp` it writes (`wpp_rt::abi::EmbeddedProgram::attach_cfgs`), so a path
+//!   every trace and `.wpp` it writes (`wpp_abi::EmbeddedProgram::attach_cfgs`), so a path
 //!   trace decodes to blocks from the file alone (`wpp_paths::trace`).
 //! * **No stale purity.** Attributes the optimizer inferred before instrumentation, such as
 //!   `memory(read)` or `nosync`, are dropped from instrumented functions and their call sites:
@@ -60,10 +60,10 @@ use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
 use ir::Mod;
 use std::path::Path;
-use wpp_rt::abi::{self, EmbeddedProgram, Mode};
+use wpp_abi::{self as abi, EmbeddedProgram, Mode};
 use wpp_trace::{Function, ProgramDb};
 
-pub use wpp_rt::abi::Mode as InstrumentMode;
+pub use wpp_abi::Mode as InstrumentMode;
 
 /// Errors of the instrumenter.
 #[derive(Debug, thiserror::Error)]
@@ -147,7 +147,7 @@ impl Options {
 
 /// The interesting set PPP §5 uses: every path that ran in a `bl` profile, with its count.
 pub fn interesting_from_profile(
-    profile: &wpp_rt::profile::ProfileFile,
+    profile: &wpp_abi::profile::ProfileFile,
 ) -> std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> {
     profile.bl.functions.clone()
 }

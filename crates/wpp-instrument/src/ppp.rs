@@ -39,10 +39,10 @@ use crate::blocks::Sites;
 use crate::ir::{self, Mod, Value};
 use crate::paths::{FunctionPaths, Model};
 use crate::{Error, Options};
+use wpp_abi as abi;
 use wpp_paths::chords::{Instrumentation, SpanningTree};
 use wpp_paths::dag::DagEdgeKind;
 use wpp_paths::{Dag, DagPath, PathId, PppPlan};
-use wpp_rt::abi;
 
 /// The index kinds of a function's counter array (the `bl_indexed` field of the runtime's
 /// `PppSlot`).

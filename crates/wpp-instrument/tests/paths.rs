@@ -100,7 +100,7 @@ fn exception_paths_decode_to_blocks() {
 
 /// `bl` counts equal the path frequencies counted from the `trace-paths` trace of the same
 /// deterministic run, and the profile is self-contained (names and CFGs).
-fn bl_matches_path_trace(src: &str, flags: &[&str]) -> wpp_rt::profile::ProfileFile {
+fn bl_matches_path_trace(src: &str, flags: &[&str]) -> wpp_abi::profile::ProfileFile {
     let dir = Scratch::new();
     let (paths_exe, bl_exe) = (dir.path("paths"), dir.path("bl"));
     build_instrumented(src, flags, InstrumentMode::TracePaths, &paths_exe);
@@ -126,7 +126,7 @@ fn bl_matches_path_trace(src: &str, flags: &[&str]) -> wpp_rt::profile::ProfileF
             _ => {}
         }
     }
-    let file = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&prof).unwrap()).unwrap();
+    let file = wpp_abi::profile::ProfileFile::from_bytes(&std::fs::read(&prof).unwrap()).unwrap();
     assert_eq!(
         file.program.cfgs.len(),
         file.program.program.functions.len()
@@ -154,7 +154,7 @@ fn bl_hash_table_counts_equal_path_trace_frequencies() {
     let file = bl_matches_path_trace("manypaths.c", &["-O0"]);
     let ids = &file.bl.functions["many"];
     assert!(
-        ids.keys().any(|&id| id >= wpp_rt::abi::BL_ARRAY_MAX),
+        ids.keys().any(|&id| id >= wpp_abi::BL_ARRAY_MAX),
         "expected path ids beyond the array limit: {:?}",
         ids.keys().max()
     );
@@ -167,7 +167,7 @@ fn bl_hash_table_counts_equal_path_trace_frequencies() {
 /// PPP numbering in every function, and with the default array policy (functions with few
 /// paths counted by Ball–Larus id). The interesting paths' `bl` counts place the increments.
 fn ppp_matches_bl(src: &str, flags: &[&str]) {
-    for bl_array_max in [0, wpp_rt::abi::BL_ARRAY_MAX] {
+    for bl_array_max in [0, wpp_abi::BL_ARRAY_MAX] {
         ppp_matches_bl_with(src, flags, bl_array_max);
     }
 }
@@ -179,7 +179,7 @@ fn ppp_matches_bl_with(src: &str, flags: &[&str], bl_array_max: u64) {
     build_instrumented(src, flags, InstrumentMode::Bl, &bl_exe);
     let bl_prof = dir.path("bl.prof");
     let a = run(&bl_exe, &[], Some(&bl_prof));
-    let bl = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&bl_prof).unwrap()).unwrap();
+    let bl = wpp_abi::profile::ProfileFile::from_bytes(&std::fs::read(&bl_prof).unwrap()).unwrap();
     let mut interesting = std::collections::BTreeMap::new();
     for (f, paths) in &bl.bl.functions {
         let ids: std::collections::BTreeMap<u64, u64> =
@@ -193,7 +193,7 @@ fn ppp_matches_bl_with(src: &str, flags: &[&str], bl_array_max: u64) {
     let ppp_prof = dir.path("ppp.prof");
     let b = run(&ppp_exe, &[], Some(&ppp_prof));
     assert_eq!(a.stdout, b.stdout, "{src}: outputs differ");
-    let p = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&ppp_prof).unwrap()).unwrap();
+    let p = wpp_abi::profile::ProfileFile::from_bytes(&std::fs::read(&ppp_prof).unwrap()).unwrap();
     let ppp = p.ppp.expect("a ppp profile");
     let mut uninteresting_seen = 0;
     for (f, paths) in &bl.bl.functions {

@@ -299,3 +299,21 @@ fn calls_of_pure_functions_all_reach_the_trace() {
         check_counts("pure_main.c", &r[&wpp_trace::ThreadId(0)], &out.stdout);
     }
 }
+
+/// The runtime allocates from a heap of its own (`wpp_rt::heap`), never from the program's
+/// `malloc`, so heap layouts, and programs that branch on heap addresses, are the same
+/// recorded as native. `heap_quiet.c` counts its thread's allocation calls while it produces
+/// ~15 M events, and prints the count: the raw, online and profile runs must print native's 0.
+#[test]
+fn runtime_leaves_the_program_heap_alone() {
+    let (_, out) = single_thread("heap_quiet.c", &["-O2"], &[]);
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("during the run: 0\n"), "native run: {out}");
+    let dir = Scratch::new();
+    for mode in [InstrumentMode::TraceBlocks, InstrumentMode::Bl] {
+        let inst = dir.path("inst");
+        build_instrumented("heap_quiet.c", &["-O2"], mode, &inst);
+        let online = run_env(&inst, &[], Some(&dir.path("out")), &[]);
+        assert_eq!(String::from_utf8_lossy(&online.stdout), out, "{mode:?}");
+    }
+}

@@ -29,8 +29,8 @@ fn sorted_desc(counts: impl IntoIterator<Item = u64>) -> Vec<u64> {
     v
 }
 
-fn profile(path: &std::path::Path) -> wpp_rt::profile::ProfileFile {
-    wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(path).unwrap()).unwrap()
+fn profile(path: &std::path::Path) -> wpp_abi::profile::ProfileFile {
+    wpp_abi::profile::ProfileFile::from_bytes(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// Builds with `opts`, runs, checks the output and returns the profile.
@@ -39,7 +39,7 @@ fn run_profiled(
     name: &str,
     flags: &[&str],
     opts: Options,
-) -> wpp_rt::profile::ProfileFile {
+) -> wpp_abi::profile::ProfileFile {
     let (exe, prof) = (dir.path(name), dir.path(&format!("{name}.prof")));
     build_with_options(SRC, flags, opts, &exe, None);
     let out = run(&exe, &[], Some(&prof));
@@ -70,7 +70,7 @@ fn check(flags: &[&str]) {
     );
     // `ppp` with every other path interesting: interesting paths counted inline (by PPP id,
     // or by Ball–Larus id under the default array policy), the rest by the runtime.
-    for bl_array_max in [0, wpp_rt::abi::BL_ARRAY_MAX] {
+    for bl_array_max in [0, wpp_abi::BL_ARRAY_MAX] {
         let mut opts = Options::new(InstrumentMode::Ppp);
         opts.interesting = bl
             .bl

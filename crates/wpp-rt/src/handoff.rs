@@ -11,11 +11,19 @@
 //! # When the worker falls behind
 //!
 //! The channel holds `depth` buffers. When the program produces events faster than the worker
-//! consumes them, a flushing thread *blocks* in [`Pipe::send`] until the worker has taken a
+//! consumes them, a flushing thread *waits* in [`Pipe::send`] until the worker has taken a
 //! buffer: the program then runs at the worker's pace, memory stays bounded, and no event is
-//! dropped.
+//! dropped. It waits by polling every [`FULL_NAP`] rather than in a blocking `send`: the first
+//! time a thread blocks in a std channel, std allocates the thread's handle and a TLS
+//! destructor with the *program's* `malloc` (not the runtime's [`crate::heap`]), at a moment
+//! that depends on timing, which would move the program's heap blocks. A nap costs no
+//! throughput: the worker still has the other queued buffers to work through.
 
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
+use std::time::Duration;
+
+/// How long a program thread sleeps between attempts to queue a buffer when the queue is full.
+pub const FULL_NAP: Duration = Duration::from_micros(50);
 use std::thread::JoinHandle;
 
 /// One consumed thread buffer.
@@ -85,7 +93,7 @@ impl<R: Send + 'static> Pipe<R> {
     }
 
     /// Hands a copy of `words` (and `open_frames` `Leave`s) of thread `t` to the worker,
-    /// blocking while `depth` batches are queued.
+    /// waiting while `depth` batches are queued.
     pub fn send(&mut self, t: u32, words: &[u64], open_frames: u32) {
         if words.is_empty() && open_frames == 0 {
             return;
@@ -96,17 +104,21 @@ impl<R: Send + 'static> Pipe<R> {
         self.swap(t, v, open_frames);
     }
 
-    /// Hands `words` of thread `t` to the worker (blocking while `depth` batches are queued)
+    /// Hands `words` of thread `t` to the worker (waiting while `depth` batches are queued)
     /// and returns a vector (stale contents) for the next buffer: a recycled one when the worker has
     /// returned any, else a new one (so at most `depth + 2` plus one per thread ever exist).
     pub fn swap(&mut self, t: u32, words: Vec<u64>, open_frames: u32) -> Vec<u64> {
         if let Some(tx) = &self.tx {
             if !words.is_empty() || open_frames > 0 {
-                let _ = tx.send(Batch {
+                let mut batch = Batch {
                     thread: t,
                     words,
                     open_frames,
-                });
+                };
+                while let Err(TrySendError::Full(b)) = tx.try_send(batch) {
+                    batch = b;
+                    std::thread::sleep(FULL_NAP);
+                }
             }
         }
         // Not cleared: the caller overwrites it, and refilling a cleared vector would cost as

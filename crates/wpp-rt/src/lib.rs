@@ -18,6 +18,10 @@
 //!   through [`handoff`]: a raw chunked trace (`wpp_trace::file` binary format, encoded and
 //!   written with `write(2)` while the program runs, so that after `kill -9` every chunk
 //!   written so far is readable) or, by default, an online `.wpp` ([`online`]).
+//! * **Memory.** Everything the runtime allocates comes from its own heap ([`heap`]), never
+//!   from the program's `malloc`, and program threads never block in std channels (which
+//!   allocate there): the program's heap layout is the same recorded and native, so programs
+//!   that branch on heap addresses take the same paths.
 //! * **Termination.** An `atexit` handler (registered at the first event) consumes every live
 //!   thread's buffer, then *marks open frames* by appending one `Leave` per frame still on the
 //!   thread's shadow stack — so `exit()` from deep frames, `abort()` and fatal signals (SIGSEGV,
@@ -35,8 +39,11 @@
 
 #![deny(missing_docs)]
 
-pub mod abi;
+/// The contract with instrumented code, shared with the instrumenter and the tools.
+pub use wpp_abi as abi;
+
 pub mod handoff;
+pub mod heap;
 pub mod online;
 pub mod profile;
 pub mod sink;
@@ -68,6 +75,10 @@ struct Runtime {
     quiet: bool,
     key: libc::pthread_key_t,
 }
+
+/// Every allocation of the runtime comes from its private heap (see [`heap`]).
+#[global_allocator]
+static HEAP: heap::Heap = heap::Heap::new();
 
 static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
 

@@ -353,7 +353,7 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
 
 /// A `bl` profile of a program with functions `names`, with `(function, path id, count)`.
 fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
-    use wpp_rt::abi::{EmbeddedProgram, Mode, EMBEDDED_VERSION};
+    use wpp_abi::{EmbeddedProgram, Mode, EMBEDDED_VERSION};
     let functions = names
         .iter()
         .map(|n| wpp_trace::Function {
@@ -365,7 +365,7 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
     for &(f, id, c) in counts {
         bl.record(f, wpp_paths::PathId(id), c);
     }
-    let file = wpp_rt::profile::ProfileFile {
+    let file = wpp_abi::profile::ProfileFile {
         program: EmbeddedProgram {
             version: EMBEDDED_VERSION,
             mode: Mode::Bl,
@@ -394,7 +394,7 @@ fn profile_merge_sums_counts_and_refuses_other_programs() {
         &[("main", 0, 1), ("f", 3, 5), ("f", 7, 2)],
     );
     ok(&["profile", "merge", &a, &b, &b, "-o", &out]);
-    let merged = wpp_rt::profile::ProfileFile::from_bytes(&std::fs::read(&out).unwrap()).unwrap();
+    let merged = wpp_abi::profile::ProfileFile::from_bytes(&std::fs::read(&out).unwrap()).unwrap();
     let want: std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> = [
         ("main".to_string(), [(0, 3)].into()),
         ("f".to_string(), [(3, 20), (7, 4)].into()),

@@ -90,7 +90,7 @@ pub fn read_interesting(
 ) -> anyhow::Result<std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>>> {
     use anyhow::Context as _;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file = wpp_rt::profile::ProfileFile::from_bytes(&bytes)
+    let file = wpp_abi::profile::ProfileFile::from_bytes(&bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
     Ok(wpp_instrument::interesting_from_profile(&file))
 }

@@ -1,5 +1,5 @@
 //! `wpp profile show|residual`: read the path profile an instrumented program wrote
-//! (`wpp cc --mode bl`; format in `wpp_rt::profile`). Profiles are self-contained: they carry
+//! (`wpp cc --mode bl`; format in `wpp_abi::profile`). Profiles are self-contained: they carry
 //! each function's CFG with its cut points, so paths are decoded into blocks without the
 //! program.
 
@@ -8,9 +8,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use wpp_abi::profile::ProfileFile;
 use wpp_paths::dag::DagNodeKind;
 use wpp_paths::{BallLarus, Dag, PathId};
-use wpp_rt::profile::ProfileFile;
 
 /// Subcommands of `wpp profile`.
 #[derive(clap::Subcommand)]
@@ -83,7 +83,7 @@ fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
     let mut out = BTreeMap::new();
     for cfg in &file.program.cfgs {
         let mut cfg = cfg.clone();
-        if let Ok(n) = wpp_paths::ball_larus::number_with_limit(&mut cfg, wpp_rt::abi::PATH_LIMIT) {
+        if let Ok(n) = wpp_paths::ball_larus::number_with_limit(&mut cfg, wpp_abi::PATH_LIMIT) {
             out.insert(cfg.name.clone(), n);
         }
     }

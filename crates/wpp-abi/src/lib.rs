@@ -1,6 +1,11 @@
-//! The contract between instrumented code and the runtime: symbol names, the per-thread buffer
-//! layout and the encoding of events in it. `wpp-instrument` generates code against these
-//! constants, so they are the single source of truth for both sides.
+//! The contract between instrumented code, the runtime and the tools: symbol names, the
+//! per-thread buffer layout, the encoding of events in it, the embedded program database and
+//! the run-time profile file ([`profile`]). `wpp-instrument` generates code against these
+//! constants and `wpp-rt` implements them, so they are the single source of truth for both
+//! sides; the tools read what the runtime writes through the same types.
+//!
+//! A crate of its own so that the instrumenter and the `wpp` command need not link the runtime,
+//! whose private global allocator (`wpp_rt::heap`) belongs in instrumented programs only.
 //!
 //! # Per-thread trace buffer
 //!
@@ -49,7 +54,11 @@
 //! # Program database
 //!
 //! The module also defines [`SYM_PROGRAM_DB`], a constant byte array holding the postcard
-//! encoding of [`crate::EmbeddedProgram`], and [`SYM_PROGRAM_DB_LEN`], its length as `i64`.
+//! encoding of [`EmbeddedProgram`], and [`SYM_PROGRAM_DB_LEN`], its length as `i64`.
+
+#![deny(missing_docs)]
+
+pub mod profile;
 
 /// Capacity of a thread's trace buffer, in event words (128 KiB, allocated by the runtime).
 pub const BUF_CAP: u32 = 16384;

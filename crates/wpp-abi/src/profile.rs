@@ -1,0 +1,254 @@
+//! The run-time profile file (`bl` and `ppp` modes): what an instrumented program leaves at
+//! exit and `wpp profile` reads.
+//!
+//! # File format
+//!
+//! `WPPRPROF` (8 bytes), a version byte ([`VERSION`]), then postcard of [`ProfileFile`]: the
+//! embedded program (names, CFGs with their cut points) and the Ball–Larus profile (function
+//! name → path id → count), so a profile is self-contained.
+
+use crate::EmbeddedProgram;
+use wpp_paths::{BlProfile, PppProfile};
+
+/// The magic of a run-time profile file.
+pub const MAGIC: &[u8; 8] = b"WPPRPROF";
+/// The layout version.
+pub const VERSION: u8 = 1;
+
+/// A profile written by an instrumented program.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProfileFile {
+    /// What the program was instrumented with.
+    pub program: EmbeddedProgram,
+    /// Ball–Larus counts, by function name (`bl` mode).
+    pub bl: BlProfile,
+    /// Preferential path counts (`ppp` mode): per function, counts of the interesting paths
+    /// (identified by Ball–Larus id) and the exact counts of the uninteresting ones.
+    pub ppp: Option<PppProfile>,
+}
+
+/// Errors reading a profile file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// Not a profile file.
+    #[error("not a wpp run-time profile (bad magic)")]
+    BadMagic,
+    /// Another version.
+    #[error("unsupported profile version {0} (this build reads {VERSION})")]
+    Version(u8),
+    /// The body does not decode.
+    #[error("malformed profile: {0}")]
+    Malformed(String),
+    /// Profiles that cannot be merged: of different programs, modes or PPP plans.
+    #[error("cannot merge: {0}")]
+    Mismatch(String),
+}
+
+impl ProfileFile {
+    /// Encodes the file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.push(VERSION);
+        out.extend(postcard::to_allocvec(self).expect("serializable"));
+        out
+    }
+
+    /// Decodes the file.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ProfileFile, ProfileError> {
+        if bytes.len() < 9 || &bytes[..8] != MAGIC {
+            return Err(ProfileError::BadMagic);
+        }
+        if bytes[8] != VERSION {
+            return Err(ProfileError::Version(bytes[8]));
+        }
+        postcard::from_bytes(&bytes[9..]).map_err(|e| ProfileError::Malformed(e.to_string()))
+    }
+
+    /// Adds `other`'s counts to this profile (saturating), e.g. the profiles the processes of
+    /// one program left. Both must come from the same instrumented program (the same embedded
+    /// program database, so path ids mean the same paths) and the same mode; in `ppp` mode a
+    /// function's interesting set must also be the same.
+    pub fn merge(&mut self, other: &ProfileFile) -> Result<(), ProfileError> {
+        if self.program.mode != other.program.mode {
+            return Err(ProfileError::Mismatch(format!(
+                "a {} profile and a {} profile",
+                self.program.mode.name(),
+                other.program.mode.name()
+            )));
+        }
+        if self.program != other.program {
+            return Err(ProfileError::Mismatch(program_difference(
+                &self.program,
+                &other.program,
+            )));
+        }
+        self.bl.merge(&other.bl);
+        match (&mut self.ppp, &other.ppp) {
+            (Some(a), Some(b)) => a
+                .merge(b)
+                .map_err(|e| ProfileError::Mismatch(e.to_string())),
+            (None, None) => Ok(()),
+            _ => Err(ProfileError::Mismatch(
+                "one profile has PPP counts and the other has not".into(),
+            )),
+        }
+    }
+}
+
+/// What differs between two embedded programs, for the merge error.
+fn program_difference(a: &EmbeddedProgram, b: &EmbeddedProgram) -> String {
+    let (fa, fb) = (&a.program.functions, &b.program.functions);
+    if fa.len() != fb.len() {
+        return format!(
+            "profiles of different programs ({} and {} functions)",
+            fa.len(),
+            fb.len()
+        );
+    }
+    match fa.iter().zip(fb).position(|(x, y)| x.name != y.name) {
+        Some(i) => format!(
+            "profiles of different programs (function {i} is `{}` in one, `{}` in the other)",
+            fa[i].name, fb[i].name
+        ),
+        None => "profiles of different builds of a program (their CFGs or source locations differ)"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Mode, EMBEDDED_VERSION};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use wpp_paths::profile::PppFunctionProfile;
+    use wpp_paths::PathId;
+
+    const NAMES: [&str; 3] = ["main", "f", "g"];
+
+    fn program(mode: Mode, names: &[&str]) -> EmbeddedProgram {
+        EmbeddedProgram {
+            version: EMBEDDED_VERSION,
+            mode,
+            program: wpp_trace::ProgramDb {
+                functions: names
+                    .iter()
+                    .map(|n| wpp_trace::Function {
+                        name: (*n).into(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            },
+            cfgs: Vec::new(),
+        }
+    }
+
+    /// A `bl` profile of `records` (function index, path id, count).
+    fn bl_file(records: &[(usize, u64, u64)]) -> ProfileFile {
+        let mut bl = BlProfile::default();
+        for &(f, id, c) in records {
+            bl.record(NAMES[f], PathId(id), c);
+        }
+        ProfileFile {
+            program: program(Mode::Bl, &NAMES),
+            bl,
+            ppp: None,
+        }
+    }
+
+    /// A `ppp` profile with interesting paths 0..4 of `f` and the given counts.
+    fn ppp_file(counts: &[u64], uninteresting: &[(u64, u64)]) -> ProfileFile {
+        let mut ppp = PppProfile::default();
+        ppp.functions.insert(
+            "f".into(),
+            PppFunctionProfile {
+                interesting: (0..counts.len() as u64).collect(),
+                counts: counts.to_vec(),
+                uninteresting: uninteresting.iter().copied().collect(),
+            },
+        );
+        ProfileFile {
+            program: program(Mode::Ppp, &NAMES),
+            bl: BlProfile::default(),
+            ppp: Some(ppp),
+        }
+    }
+
+    proptest! {
+        /// Merged counts equal the per-path sums over every input (a map built by hand), and
+        /// the merged file survives its encoding.
+        #[test]
+        fn bl_merge_sums_counts(
+            files in prop::collection::vec(
+                prop::collection::vec((0..3usize, 0..20u64, 1..1000u64), 0..30), 1..6)
+        ) {
+            let mut sum: BTreeMap<(usize, u64), u64> = BTreeMap::new();
+            for &(f, id, c) in files.iter().flatten() {
+                *sum.entry((f, id)).or_default() += c;
+            }
+            let mut merged = bl_file(&files[0]);
+            for r in &files[1..] {
+                merged.merge(&bl_file(r)).unwrap();
+            }
+            let mut got = BTreeMap::new();
+            for (f, paths) in &merged.bl.functions {
+                let fi = NAMES.iter().position(|n| n == f).unwrap();
+                for (&id, &c) in paths {
+                    got.insert((fi, id), c);
+                }
+            }
+            prop_assert_eq!(got, sum);
+            prop_assert_eq!(ProfileFile::from_bytes(&merged.to_bytes()).unwrap(), merged);
+        }
+
+        #[test]
+        fn ppp_merge_sums_counts(
+            a in prop::collection::vec(0..100u64, 4),
+            b in prop::collection::vec(0..100u64, 4),
+            ua in prop::collection::vec((10..15u64, 1..9u64), 0..4),
+            ub in prop::collection::vec((10..15u64, 1..9u64), 0..4),
+        ) {
+            let ua: BTreeMap<u64, u64> = ua.into_iter().collect();
+            let ub: BTreeMap<u64, u64> = ub.into_iter().collect();
+            let mut merged = ppp_file(&a, &ua.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+            merged
+                .merge(&ppp_file(&b, &ub.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>()))
+                .unwrap();
+            let f = &merged.ppp.as_ref().unwrap().functions["f"];
+            let want: Vec<u64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+            prop_assert_eq!(&f.counts, &want);
+            for id in 10..15 {
+                let w = ua.get(&id).copied().unwrap_or(0) + ub.get(&id).copied().unwrap_or(0);
+                prop_assert_eq!(f.uninteresting.get(&id).copied().unwrap_or(0), w);
+            }
+        }
+    }
+
+    fn mismatch(a: &ProfileFile, b: &ProfileFile) -> String {
+        match a.clone().merge(b) {
+            Err(ProfileError::Mismatch(m)) => m,
+            other => panic!("expected a mismatch, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn merge_rejects_other_programs_modes_and_plans() {
+        let a = bl_file(&[(0, 1, 1)]);
+        let mut other = a.clone();
+        other.program = program(Mode::Bl, &["main", "f", "h"]);
+        assert!(mismatch(&a, &other).contains("function 2 is `g` in one, `h` in the other"));
+        other.program = program(Mode::Bl, &["main"]);
+        assert!(mismatch(&a, &other).contains("(3 and 1 functions)"));
+        assert!(mismatch(&a, &ppp_file(&[1], &[])).contains("a bl profile and a ppp profile"));
+        let mut plan = ppp_file(&[1, 2], &[]);
+        plan.ppp
+            .as_mut()
+            .unwrap()
+            .functions
+            .get_mut("f")
+            .unwrap()
+            .interesting = vec![0, 7];
+        assert!(mismatch(&ppp_file(&[1, 2], &[]), &plan).contains("different plans"));
+    }
+}
