@@ -35,14 +35,18 @@
 #     grammars; one check per grammar and one for scheme 3, named "WORKLOAD query ...").
 #     wpp-query-check is $WPP_QUERY_CHECK, else built by cargo like wpp (with --wpp or $WPP:
 #     the one next to wpp, if any).
-# and, when both blocks-raw and paths-raw passed, one more check per workload ("decode"): each
-# process's trace-paths recording, decoded through the CFGs it carries, equals its trace-blocks
-# recording (`wpp trace blocks --compare`; the runs are deterministic and single-threaded;
-# several processes are paired in pid order, the order run.sh starts them). Skipped for
-# sqlite, whose allocator branches on heap addresses.
+# and two cross-checks per workload on the same deterministic, single-threaded runs (several
+# processes are paired in pid order, the order run.sh starts them):
+#   * "decode", when blocks-raw and paths-raw passed: each process's trace-paths recording,
+#     decoded through the CFGs it carries, equals its trace-blocks recording (`wpp trace blocks
+#     --compare`);
+#   * "ppp=bl", when bl and ppp passed: each ppp profile's counts, interesting and residual
+#     together, equal the bl profile's path by path (`wpp profile diff`).
+# Both hold on sqlite too, whose allocator branches on heap addresses: the runtime never
+# allocates from the program's heap (wpp_rt::heap).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
-# `N passed, M failed` (one check = one workload in one mode, one query check or one decode
-# check); exit status 1 if M > 0.
+# `N passed, M failed` (one check = one workload in one mode, one query check or one
+# cross-check); exit status 1 if M > 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -181,34 +185,31 @@ by_pid() {
     done | sort -n | cut -d' ' -f2-
 }
 
-# decode_check WORKLOAD: every trace-paths recording decodes to its trace-blocks twin.
-decode_check() {
-    local w=$1 t0 i out
-    local -a paths blocks
-    [[ -n ${PASSED["$w paths-raw"]:-} && -n ${PASSED["$w blocks-raw"]:-} ]] || return 0
-    case $w in
-    sqlite)
-        # sqlite3DbRealloc compares heap pointers with the lookaside buffer's bounds, and the
-        # heap layout differs between the two runs (the runtime's own allocations interleave
-        # differently): equivalent but different branches, from event ~6,000 on.
-        echo "SKIP  sqlite decode (branches on heap addresses, lookaside bounds; not counted)"
-        return 0 ;;
-    esac
+# pair_check WORKLOAD NAME MODE_A MODE_B CMD: when both modes passed, `CMD A B` succeeds for
+# each process's pair of outputs (paired in pid order, the order run.sh starts them).
+pair_check() {
+    local w=$1 name=$2 ma=$3 mb=$4 cmd=$5 t0 i out
+    local -a as bs
+    [[ -n ${PASSED["$w $ma"]:-} && -n ${PASSED["$w $mb"]:-} ]] || return 0
     t0=$SECONDS
-    mapfile -t paths < <(by_pid $(outputs "$B" paths-raw "$SIZE" "$w"))
-    mapfile -t blocks < <(by_pid $(outputs "$B" blocks-raw "$SIZE" "$w"))
-    if [[ ${#paths[@]} -ne ${#blocks[@]} ]]; then
-        fail "$w decode" "${#paths[@]} path traces but ${#blocks[@]} block traces"
+    mapfile -t as < <(by_pid $(outputs "$B" "$ma" "$SIZE" "$w"))
+    mapfile -t bs < <(by_pid $(outputs "$B" "$mb" "$SIZE" "$w"))
+    if [[ ${#as[@]} -ne ${#bs[@]} ]]; then
+        fail "$w $name" "${#as[@]} $ma outputs but ${#bs[@]} $mb outputs"
         return 0
     fi
-    for i in "${!paths[@]}"; do
-        if ! out=$("$WPP" trace blocks "${paths[$i]}" --compare "${blocks[$i]}" 2>&1); then
-            fail "$w decode" "${paths[$i]##*/} vs ${blocks[$i]##*/}: $out"
+    for i in "${!as[@]}"; do
+        if ! out=$("$cmd" "${as[$i]}" "${bs[$i]}" 2>&1); then
+            fail "$w $name" "${as[$i]##*/} vs ${bs[$i]##*/}: $(tail -n 4 <<<"$out")"
             return 0
         fi
     done
-    pass "$w decode (${#paths[@]} path trace(s) = block traces, $((SECONDS - t0)) s)"
+    pass "$w $name (${#as[@]} pair(s), $((SECONDS - t0)) s)"
 }
+# The trace-paths recording, decoded through its CFGs, is the trace-blocks recording.
+decodes_to() { "$WPP" trace blocks "$1" --compare "$2"; }
+# The ppp profile's counts (interesting + uninteresting) are the bl profile's.
+same_counts() { "$WPP" profile diff "$1" "$2"; }
 
 for w in "${WORKLOADS[@]}"; do
     if ! built_ok native "$w" || ! run_mode "$B" native "$SIZE" 1 "$w" >/dev/null 2>"$B/native.$w.run-err"; then
@@ -237,7 +238,8 @@ for w in "${WORKLOADS[@]}"; do
             fail "$w ppp" "no bl profile"
         fi
     fi
-    decode_check "$w"
+    pair_check "$w" decode paths-raw blocks-raw decodes_to
+    pair_check "$w" ppp=bl ppp bl same_counts
 done
 wait
 

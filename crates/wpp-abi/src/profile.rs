@@ -8,7 +8,7 @@
 //! name → path id → count), so a profile is self-contained.
 
 use crate::EmbeddedProgram;
-use wpp_paths::{BlProfile, PppProfile};
+use wpp_paths::{BlProfile, PathId, PppProfile};
 
 /// The magic of a run-time profile file.
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
@@ -93,6 +93,35 @@ impl ProfileFile {
                 "one profile has PPP counts and the other has not".into(),
             )),
         }
+    }
+}
+
+impl ProfileFile {
+    /// Checks that `other`'s path ids mean the same paths as this profile's: the same program
+    /// database and CFGs. The modes may differ: a `bl` and a `ppp` profile of one program
+    /// compare (see [`path_counts`](Self::path_counts)).
+    pub fn check_same_paths(&self, other: &ProfileFile) -> Result<(), ProfileError> {
+        let (a, b) = (&self.program, &other.program);
+        if a.program != b.program || a.cfgs != b.cfgs {
+            return Err(ProfileError::Mismatch(program_difference(a, b)));
+        }
+        Ok(())
+    }
+
+    /// Every executed path's count by Ball–Larus id, whatever the mode: a `ppp` profile's
+    /// interesting and uninteresting executions together (the counts a `bl` run of the same
+    /// input gives, PPP §5).
+    pub fn path_counts(&self) -> BlProfile {
+        let mut all = self.bl.clone();
+        for (name, fp) in self.ppp.iter().flat_map(|p| &p.functions) {
+            let interesting = fp.interesting.iter().zip(&fp.counts);
+            for (&id, &c) in interesting.chain(&fp.uninteresting) {
+                if c > 0 {
+                    all.record(name, PathId(id), c);
+                }
+            }
+        }
+        all
     }
 }
 
@@ -223,6 +252,42 @@ mod tests {
                 prop_assert_eq!(f.uninteresting.get(&id).copied().unwrap_or(0), w);
             }
         }
+    }
+
+    proptest! {
+        /// Oracle: a `ppp` profile's path counts are, path by path, its interesting count plus
+        /// its uninteresting count (a map built by hand), with zero counts absent.
+        #[test]
+        fn path_counts_fold_ppp_counts_by_bl_id(
+            counts in prop::collection::vec(0..5u64, 4),
+            uninteresting in prop::collection::vec((2..8u64, 1..9u64), 0..5),
+        ) {
+            let file = ppp_file(&counts, &uninteresting);
+            let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+            for (id, &c) in counts.iter().enumerate() {
+                *want.entry(id as u64).or_default() += c;
+            }
+            let dedup: BTreeMap<u64, u64> = uninteresting.iter().copied().collect();
+            for (id, c) in dedup {
+                *want.entry(id).or_default() += c;
+            }
+            want.retain(|_, c| *c > 0);
+            let got = file.path_counts();
+            prop_assert_eq!(got.functions.get("f").cloned().unwrap_or_default(), want);
+            prop_assert!(got.functions.keys().all(|f| f == "f"));
+        }
+    }
+
+    #[test]
+    fn same_paths_ignores_the_mode_but_not_the_program() {
+        let bl = bl_file(&[(0, 1, 1)]);
+        assert!(bl.check_same_paths(&ppp_file(&[1], &[])).is_ok());
+        let mut other = bl.clone();
+        other.program = program(Mode::Bl, &["main", "f", "h"]);
+        assert!(matches!(
+            bl.check_same_paths(&other),
+            Err(ProfileError::Mismatch(m)) if m.contains("`g` in one, `h` in the other")
+        ));
     }
 
     fn mismatch(a: &ProfileFile, b: &ProfileFile) -> String {

@@ -414,6 +414,56 @@ fn profile_merge_sums_counts_and_refuses_other_programs() {
     assert!(err.contains(&format!("cannot read {c}")), "{err}");
 }
 
+#[test]
+fn profile_diff_lists_the_paths_whose_counts_differ() {
+    let dir = Dir::new();
+    let (a, b, c, m) = (
+        dir.path("a.blprof"),
+        dir.path("b.blprof"),
+        dir.path("c.blprof"),
+        dir.path("m.blprof"),
+    );
+    write_bl_profile(&a, &["main", "f"], &[("main", 0, 1), ("f", 3, 10)]);
+    write_bl_profile(
+        &b,
+        &["main", "f"],
+        &[("main", 0, 1), ("f", 3, 9), ("f", 5, 1)],
+    );
+    assert!(ok(&["profile", "diff", &a, &a]).contains("same path counts: 2 paths in 2 functions"));
+    // a + a = b + (a + a - b): merging is an independent way to make equal counts
+    ok(&["profile", "merge", &a, &a, "-o", &m]);
+    write_bl_profile(
+        &c,
+        &["main", "f"],
+        &[("main", 0, 1), ("f", 3, 11), ("f", 5, 0)],
+    );
+    let r = wpp(&["profile", "diff", &a, &b, "--json"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("differ on 2 paths"), "{}", r.stderr);
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
+    let got: Vec<(String, u64, u64, u64)> = listed
+        .iter()
+        .map(|d| {
+            (
+                d["function"].as_str().unwrap().to_string(),
+                d["id"].as_u64().unwrap(),
+                d["counts"][0].as_u64().unwrap(),
+                d["counts"][1].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, vec![("f".into(), 3, 10, 9), ("f".into(), 5, 0, 1)]);
+    let r = wpp(&["profile", "diff", &m, &c]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stdout.contains("main: path 0 x2 vs x1"), "{}", r.stdout);
+    write_bl_profile(&c, &["main", "g"], &[("main", 0, 1)]);
+    let err = fails(&["profile", "diff", &a, &c]);
+    assert!(
+        err.contains(&format!("cannot compare {a} with {c}")),
+        "{err}"
+    );
+}
+
 /// A two-thread path trace over random CFGs with cut points, stored with their CFGs, and the
 /// block trace it stands for, decoded from the original CFGs (the oracle).
 fn path_and_block_traces(dir: &Dir) -> (String, String, wpp_trace::ProgramDb) {
