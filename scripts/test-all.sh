@@ -18,8 +18,8 @@ echo "== bench/check.sh (real workloads: every recording mode, output identical 
 # Uses the `wpp` (built with --features llvm) and runtime library that `cargo test` just built
 # in the test profile, found exactly in cargo's artifact list (a no-op rebuild). A separate
 # `cargo build -p wpp --features llvm` would rebuild inkwell, wpp-instrument and wpp: without the
-# dev-dependencies, features unify differently (bitflags without `std`). sqlite is not in the
-# default set (its instrumented builds take ~4 min per mode): `bench/check.sh sqlite`.
+# dev-dependencies, features unify differently (bitflags without `std`). All four workloads
+# run, sqlite included (~1.5 min per instrumented build of its amalgamation).
 json=$(cargo test --workspace --all-features --no-run --message-format=json 2>/dev/null)
 wpp_exe=$(grep -o '"executable":"[^"]*/wpp"' <<<"$json" | tail -n1 | cut -d'"' -f4 || true)
 wpp_rt=$(grep -o '"[^"]*/libwpp_rt[^"/]*\.a"' <<<"$json" | tail -n1 | tr -d '"' || true)
