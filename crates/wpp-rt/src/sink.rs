@@ -157,6 +157,10 @@ pub struct RawSink {
 struct Written {
     events: u64,
     bytes: u64,
+    /// Encoded event bytes before compression.
+    raw_bytes: u64,
+    /// CPU seconds (user + system) of the writer thread: encoding, compressing, writing.
+    cpu_seconds: Option<f64>,
     bad_words: u64,
     result: Result<(), TraceError>,
 }
@@ -236,9 +240,13 @@ impl RawSink {
         } else {
             String::new()
         };
+        let cpu = w
+            .cpu_seconds
+            .map(|s| format!("; writer thread CPU {s:.2} s"))
+            .unwrap_or_default();
         Ok(format!(
-            "wrote {} events ({} bytes) to {path}{bad}",
-            w.events, w.bytes
+            "wrote {} events ({} bytes; {} bytes of events before compression) to {path}{bad}{cpu}",
+            w.events, w.bytes, w.raw_bytes
         ))
     }
 }
@@ -250,6 +258,7 @@ struct ChunkWriter {
     used: usize,
     count: u32,
     last_thread: Option<u32>,
+    raw_bytes: u64,
     bad_words: u64,
     error: Option<TraceError>,
 }
@@ -262,6 +271,7 @@ impl ChunkWriter {
             used: 0,
             count: 0,
             last_thread: None,
+            raw_bytes: 0,
             bad_words: 0,
             error: None,
         }
@@ -297,6 +307,8 @@ impl ChunkWriter {
         Written {
             events,
             bytes,
+            raw_bytes: self.raw_bytes,
+            cpu_seconds: thread_cpu_seconds(),
             bad_words: self.bad_words,
             result,
         }
@@ -354,10 +366,32 @@ impl ChunkWriter {
             if let Err(e) = self.out.write_chunk(&self.chunk[..self.used], self.count) {
                 self.error = Some(e);
             }
+            self.raw_bytes += self.used as u64;
         }
         self.used = 0;
         self.count = 0;
     }
+}
+
+/// CPU time (user + system) the calling thread has used, in seconds.
+#[cfg(target_os = "linux")]
+fn thread_cpu_seconds() -> Option<f64> {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given (and a zeroed rusage is valid anyway).
+    let u = unsafe {
+        if libc::getrusage(libc::RUSAGE_THREAD, u.as_mut_ptr()) != 0 {
+            return None;
+        }
+        u.assume_init()
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Some(secs(u.ru_utime) + secs(u.ru_stime))
+}
+
+/// CPU time of the calling thread: not measured here.
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_seconds() -> Option<f64> {
+    None
 }
 
 #[cfg(test)]
