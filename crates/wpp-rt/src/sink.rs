@@ -69,6 +69,9 @@ const CHUNK_CAPACITY: usize =
 /// Tag of the trace format's `Thread(t)` event (`wpp_trace::file::binary`).
 const TAG_THREAD: u64 = 4;
 
+/// Tag bits that no valid event word has set (its tags are 0 ..= `abi::TAG_PATH` = 3).
+const BAD_TAG_BITS: u64 = !abi::TAG_PATH & ((1 << abi::TAG_BITS) - 1);
+
 /// The output of a recording.
 pub enum Sink {
     /// A raw chunked trace.
@@ -316,36 +319,24 @@ impl ChunkWriter {
 
     fn add(&mut self, b: &Batch) {
         if self.last_thread != Some(b.thread) {
-            self.used += varint::encode(
-                &mut self.chunk[self.used..],
-                &[u64::from(b.thread) << abi::TAG_BITS | TAG_THREAD],
-            );
+            let thread = u64::from(b.thread) << abi::TAG_BITS | TAG_THREAD;
+            self.used += varint::encode(&mut self.chunk[self.used..], &[thread]).0;
             self.count += 1;
             self.last_thread = Some(b.thread);
         }
-        // Valid tags are 0..=3: one OR over the batch (vectorized) finds any other.
-        let tags =
-            b.words.iter().fold(0, |a, &w| a | w) & !abi::TAG_PATH & ((1 << abi::TAG_BITS) - 1);
-        if tags == 0 {
-            for part in b.words.chunks(abi::BUF_CAP as usize) {
-                if self.used >= CHUNK_TARGET {
-                    self.write_chunk();
-                }
-                self.used += varint::encode(&mut self.chunk[self.used..], part);
-                self.count += part.len() as u32;
+        for part in b.words.chunks(abi::BUF_CAP as usize) {
+            if self.used >= CHUNK_TARGET {
+                self.write_chunk();
             }
-        } else {
-            // Never produced by the instrumentation; dropped rather than misread.
-            for &w in &b.words {
-                if w & ((1 << abi::TAG_BITS) - 1) <= abi::TAG_PATH {
-                    if self.used >= CHUNK_TARGET {
-                        self.write_chunk();
-                    }
-                    self.used += varint::encode(&mut self.chunk[self.used..], &[w]);
-                    self.count += 1;
-                } else {
-                    self.bad_words += 1;
-                }
+            // Valid tags are 0..=3: the OR of the words that `encode` returns finds any other,
+            // and then the part is encoded again without them (the bytes past `used` are
+            // simply overwritten).
+            let (n, or) = varint::encode(&mut self.chunk[self.used..], part);
+            if or & BAD_TAG_BITS == 0 {
+                self.used += n;
+                self.count += part.len() as u32;
+            } else {
+                self.add_checked(part);
             }
         }
         for _ in 0..b.open_frames {
@@ -358,6 +349,23 @@ impl ChunkWriter {
         }
         if self.used >= CHUNK_TARGET {
             self.write_chunk();
+        }
+    }
+
+    /// Encodes the words with a valid tag one by one and drops the others (never produced by
+    /// the instrumentation; dropped rather than misread).
+    #[cold]
+    fn add_checked(&mut self, words: &[u64]) {
+        for &w in words {
+            if w & BAD_TAG_BITS == 0 {
+                if self.used >= CHUNK_TARGET {
+                    self.write_chunk();
+                }
+                self.used += varint::encode(&mut self.chunk[self.used..], &[w]).0;
+                self.count += 1;
+            } else {
+                self.bad_words += 1;
+            }
         }
     }
 
@@ -397,6 +405,62 @@ fn thread_cpu_seconds() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use wpp_trace::{Event, ThreadId};
+
+    fn word() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            4 => (0u32..300).prop_map(abi::block_word),
+            1 => any::<u32>().prop_map(abi::block_word),
+            1 => (0u32..20).prop_map(abi::enter_word),
+            1 => (0u64..1 << 61).prop_map(abi::path_word),
+            1 => Just(abi::LEAVE_WORD),
+            1 => (any::<u32>(), 4u64..8).prop_map(|(p, tag)| u64::from(p) << abi::TAG_BITS | tag),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// The writer thread's encoding against the format's reader: every batch's valid words
+        /// in order, `Thread` events where the thread changes, the open frames' `Leave`s; words
+        /// with an invalid tag dropped and counted.
+        #[test]
+        fn chunk_writer_keeps_valid_words_in_order(
+            batches in prop::collection::vec(
+                (0u32..3, prop::collection::vec(word(), 0..3000), 0u32..3),
+                1..6,
+            ),
+            level in prop_oneof![Just(0), Just(1)],
+        ) {
+            let path = std::env::temp_dir().join(format!(
+                "wpp-rt-sink-{}-{:?}.trace",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let db = wpp_trace::ProgramDb::default();
+            let file = File::create(&path).unwrap();
+            let out = TraceWriter::new(file, &db).unwrap().with_zstd_level(level).unwrap();
+            let mut w = ChunkWriter::new(out);
+            let (mut want, mut bad, mut last) = (Vec::new(), 0, None);
+            for (thread, words, open_frames) in batches {
+                if last != Some(thread) {
+                    want.push(Event::Thread(ThreadId(thread)));
+                    last = Some(thread);
+                }
+                want.extend(words.iter().filter_map(|&w| abi::decode_word(w)));
+                bad += words.iter().filter(|&&w| abi::decode_word(w).is_none()).count() as u64;
+                want.extend((0..open_frames).map(|_| Event::Leave));
+                w.add(&Batch { thread, words, open_frames });
+            }
+            w.write_chunk();
+            prop_assert!(w.error.is_none());
+            prop_assert_eq!(w.bad_words, bad);
+            w.out.finish().unwrap();
+            let got = wpp_trace::file::read_events(&path).map(|(_, e)| e);
+            std::fs::remove_file(&path).unwrap();
+            prop_assert_eq!(got.unwrap(), want);
+        }
+    }
 
     #[test]
     fn zstd_level_parses_integers_and_falls_back_to_the_default() {
