@@ -11,7 +11,7 @@
 //! holds, with unbuffered `write(2)`, whenever its queue runs empty, so a process killed by
 //! `SIGKILL` leaves every chunk written so far readable (the reader reports the missing end
 //! marker as a truncation); what it loses is the buffers still queued (written within
-//! [`MAX_NAP`] when the program is idle) or in thread-local memory.
+//! `MAX_NAP` = 10 ms when the program is idle) or in thread-local memory.
 //!
 //! # Compression
 //!
