@@ -102,6 +102,15 @@ fn main() {
         let small = w.finish().unwrap();
         bin.put_mode(1, &small);
         bin.put_mode(3, &small[..small.len() - 20]);
+        // zstd-compressed chunks.
+        let mut w = TraceWriter::with_chunk_bytes(Vec::new(), db, 4096)
+            .unwrap()
+            .with_zstd_level(1)
+            .unwrap();
+        events.iter().for_each(|&e| w.push(e).unwrap());
+        let packed = w.finish().unwrap();
+        bin.put_mode(1, &packed);
+        bin.put_mode(3, &packed[..packed.len() / 2]);
     }
     bin.put_mode(0, b"WPPT");
 

@@ -50,10 +50,14 @@ fn put_word(b: &mut [u8], at: usize, v: u32) {
 /// payloads) as far as the structure can be followed. Not-a-trace input is left alone.
 pub fn fix_trace_crcs(b: &mut [u8]) {
     const PRE: usize = binary::PREAMBLE_LEN;
-    const HDR: usize = binary::CHUNK_HEADER_LEN;
     if b.len() < PRE || b[..4] != binary::MAGIC {
         return;
     }
+    // Versions 1 and 2: 16-byte chunk headers with the payload CRC at 8; 3: 24 bytes, at 16.
+    let (hdr, payload_crc_at) = match u16::from_le_bytes([b[4], b[5]]) {
+        1 | 2 => (binary::OLD_CHUNK_HEADER_LEN, 8),
+        _ => (binary::CHUNK_HEADER_LEN, 16),
+    };
     let db_len = word(b, 8) as usize;
     let db_end = PRE.saturating_add(db_len).min(b.len());
     let db_crc = crc32fast::hash(&b[PRE..db_end]);
@@ -61,16 +65,16 @@ pub fn fix_trace_crcs(b: &mut [u8]) {
     let pre_crc = crc32fast::hash(&b[..16]);
     put_word(b, 16, pre_crc);
     let mut at = PRE.saturating_add(db_len);
-    while at.checked_add(HDR).is_some_and(|end| end <= b.len()) {
+    while at.checked_add(hdr).is_some_and(|end| end <= b.len()) {
         let len = word(b, at) as usize;
-        let payload = at + HDR;
+        let payload = at + hdr;
         let end = payload.saturating_add(len).min(b.len());
         if len != 0 {
             let crc = crc32fast::hash(&b[payload..end]);
-            put_word(b, at + 8, crc);
+            put_word(b, at + payload_crc_at, crc);
         }
-        let hcrc = crc32fast::hash(&b[at..at + 12]);
-        put_word(b, at + 12, hcrc);
+        let hcrc = crc32fast::hash(&b[at..at + hdr - 4]);
+        put_word(b, at + hdr - 4, hcrc);
         at = payload.saturating_add(len);
     }
 }

@@ -156,43 +156,58 @@ fn exit_and_abort_from_deep_frames_mark_open_frames() {
     }
 }
 
-/// A program killed with SIGKILL mid-run leaves a readable prefix of whole chunks.
+/// A program killed with SIGKILL mid-run leaves a readable prefix of whole chunks, compressed
+/// (the default) or plain (`WPP_ZSTD_LEVEL=0`).
 #[test]
 fn sigkill_leaves_a_readable_prefix() {
     let dir = Scratch::new();
     let inst = dir.path("spin");
-    let trace = dir.path("spin.trace");
     build_instrumented("spin.c", &["-O1"], InstrumentMode::TraceBlocks, &inst);
-    let mut child = Command::new(&inst)
-        .env("WPP_OUT", &trace)
-        .env("WPP_RAW", "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "ready\n");
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let reader = wpp_trace::file::open(&trace)
-        .expect("header readable")
-        .allow_truncated(true);
-    let db = reader.program().clone();
-    let events: Vec<_> = reader
-        .collect::<Result<_, _>>()
-        .expect("whole chunks readable");
-    // `step` ran 2,000,000 times before "ready": its Enters are in whole chunks by then, except
-    // for at most one buffer (16384 events) still in memory.
-    let enters = events
-        .iter()
-        .filter(|e| matches!(e, wpp_trace::Event::Enter(f) if db.name(*f) == "step"))
-        .count();
-    assert!(enters > 1_900_000, "only {enters} step() entries survived");
-    // The prefix replays without underflow (no balance expected: the program was killed).
-    let _ = replay(&db, &events);
+    for level in ["1", "0"] {
+        let trace = dir.path(&format!("spin.{level}.trace"));
+        let mut child = Command::new(&inst)
+            .env("WPP_OUT", &trace)
+            .env("WPP_RAW", "1")
+            .env("WPP_ZSTD_LEVEL", level)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "ready\n");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let reader = wpp_trace::file::open(&trace)
+            .expect("header readable")
+            .allow_truncated(true);
+        let db = reader.program().clone();
+        let events: Vec<_> = reader
+            .collect::<Result<_, _>>()
+            .expect("whole chunks readable");
+        // `step` ran 2,000,000 times before "ready": its Enters are in whole chunks by then,
+        // except for at most one buffer (16384 events) still in memory.
+        let enters = events
+            .iter()
+            .filter(|e| matches!(e, wpp_trace::Event::Enter(f) if db.name(*f) == "step"))
+            .count();
+        assert!(
+            enters > 1_900_000,
+            "level {level}: only {enters} step() entries survived"
+        );
+        // Plain events take at least a byte each; the loop's trace compresses far below that.
+        let bytes = std::fs::metadata(&trace).unwrap().len() as f64;
+        let per_event = bytes / events.len() as f64;
+        assert_eq!(
+            per_event < 0.1,
+            level == "1",
+            "level {level}: {per_event} bytes/event"
+        );
+        // The prefix replays without underflow (no balance expected: the program was killed).
+        let _ = replay(&db, &events);
+    }
 }
 
 /// The default online mode writes a `.wpp` whose expansion is, thread by thread, exactly the raw

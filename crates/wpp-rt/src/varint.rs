@@ -14,11 +14,13 @@ pub const MAX_VARINT: usize = 10;
 /// Bytes `encode` may write past the encoding of its last word (a 16-byte vector store).
 pub const SLACK: usize = 16;
 
-/// Writes each word of `words` as a varint to the start of `out`; returns the bytes used.
+/// Writes each word of `words` as a varint to the start of `out`; returns the bytes used and
+/// the bitwise OR of all the words, with which the caller checks every word's tag without a
+/// second pass over the buffer (the raw sink's writer thread is busy enough).
 ///
 /// # Panics
 /// If `out` is shorter than `words.len() * MAX_VARINT + SLACK`.
-pub fn encode(out: &mut [u8], words: &[u64]) -> usize {
+pub fn encode(out: &mut [u8], words: &[u64]) -> (usize, u64) {
     assert!(out.len() >= words.len() * MAX_VARINT + SLACK);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.1") {
@@ -28,13 +30,16 @@ pub fn encode(out: &mut [u8], words: &[u64]) -> usize {
     encode_scalar(out, words)
 }
 
-/// The byte-at-a-time encoder: the reference, and the path for other CPUs.
-pub fn encode_scalar(out: &mut [u8], words: &[u64]) -> usize {
+/// The byte-at-a-time encoder: the reference, and the path for other CPUs. Returns what
+/// [`encode`] returns.
+pub fn encode_scalar(out: &mut [u8], words: &[u64]) -> (usize, u64) {
     let mut n = 0;
+    let mut or = 0;
     for &w in words {
         n += encode_one(&mut out[n..], w);
+        or |= w;
     }
-    n
+    (n, or)
 }
 
 #[inline]
@@ -85,8 +90,9 @@ mod x86 {
     /// # Safety
     /// The CPU must support SSE4.1; `out.len() >= words.len() * MAX_VARINT + SLACK`.
     #[target_feature(enable = "sse4.1")]
-    pub unsafe fn encode(out: &mut [u8], words: &[u64]) -> usize {
+    pub unsafe fn encode(out: &mut [u8], words: &[u64]) -> (usize, u64) {
         let mut n = 0;
+        let mut or = _mm_setzero_si128();
         let mut groups = words.chunks_exact(8);
         let low7 = _mm_set1_epi16(0x7f);
         let cont = _mm_set1_epi16(0x80);
@@ -103,6 +109,7 @@ mod x86 {
                 )
             };
             let any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+            or = _mm_or_si128(or, any);
             if _mm_testz_si128(any, above14) == 0 {
                 for &w in g {
                     n += super::encode_one(&mut out[n..], w);
@@ -130,7 +137,9 @@ mod x86 {
             }
             n += 8 + mask.count_ones() as usize;
         }
-        n + super::encode_scalar(&mut out[n..], groups.remainder())
+        let (m, rest) = super::encode_scalar(&mut out[n..], groups.remainder());
+        let lanes = _mm_extract_epi64::<0>(or) | _mm_extract_epi64::<1>(or);
+        (n + m, lanes as u64 | rest)
     }
 }
 
@@ -149,9 +158,11 @@ mod tests {
         v
     }
 
-    fn encoded(f: fn(&mut [u8], &[u64]) -> usize, words: &[u64]) -> Vec<u8> {
+    /// The bytes `f` writes for `words`, after checking the OR it returns against a fold.
+    fn encoded(f: fn(&mut [u8], &[u64]) -> (usize, u64), words: &[u64]) -> Vec<u8> {
         let mut out = vec![0xaa; words.len() * MAX_VARINT + SLACK];
-        let n = f(&mut out, words);
+        let (n, or) = f(&mut out, words);
+        assert_eq!(or, words.iter().fold(0, |a, &w| a | w), "{words:?}");
         out.truncate(n);
         out
     }

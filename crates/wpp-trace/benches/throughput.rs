@@ -1,4 +1,5 @@
-//! Throughput of synthesis, binary and text writing, and reading, in events per second.
+//! Throughput of synthesis, binary (plain and zstd-compressed) and text writing, and reading,
+//! in events per second.
 //!
 //! `cargo bench -p wpp-trace --bench throughput -- [EVENTS]` (default 10^7 events; text
 //! formats use at most 2·10^6). Each measurement is the best of three runs, which filters out
@@ -90,6 +91,31 @@ fn main() {
             r.for_each_batch(|run| n += run.len() as u64).unwrap();
             n
         });
+        // Format 3 with zstd level 1 in 1 MiB chunks, as the runtime records.
+        let mut packed = Vec::new();
+        best_of_three(&format!("binary write {kind:?} zstd 1"), || {
+            let mut w = TraceWriter::with_chunk_bytes(Vec::new(), db, 1 << 20)
+                .and_then(|w| w.with_zstd_level(1))
+                .unwrap();
+            trace.iter().for_each(|&e| w.push(e).unwrap());
+            packed = w.finish().unwrap();
+            trace.len() as u64
+        });
+        println!(
+            "  {:.3} bytes/event ({:.1}x smaller)",
+            packed.len() as f64 / events as f64,
+            bytes.len() as f64 / packed.len() as f64
+        );
+        best_of_three_with(
+            &format!("binary read {kind:?} zstd 1 for_each_batch"),
+            || packed.clone(),
+            |b| {
+                let mut n = 0u64;
+                let mut r = TraceReader::from_bytes(b).unwrap();
+                r.for_each_batch(|run| n += run.len() as u64).unwrap();
+                n
+            },
+        );
         let text_events = &trace[..trace.len().min(2_000_000)];
         let mut text = Vec::new();
         best_of_three(&format!("text write {kind:?}"), || {

@@ -8,11 +8,11 @@
 //!
 //! # Encoding
 //!
-//! The trace format (`WPPT` version 2) and the `.wpp` format (version 3) store the database as
-//! the postcard serialization of [`ProgramDb`] (names, files, lines, block lines; the CFGs are
-//! not part of it) followed by the *CFG table* ([`ProgramDb::to_bytes`]). Older files (`WPPT`
-//! version 1, `.wpp` versions 1 and 2) hold the postcard part only. All integers of the table
-//! are unsigned LEB128 varints ([`crate::wire`]):
+//! The trace format (`WPPT` versions 2 and 3) and the `.wpp` format (version 3) store the
+//! database as the postcard serialization of [`ProgramDb`] (names, files, lines, block lines;
+//! the CFGs are not part of it) followed by the *CFG table* ([`ProgramDb::to_bytes`]). Older
+//! files (`WPPT` version 1, `.wpp` versions 1 and 2) hold the postcard part only. All integers
+//! of the table are unsigned LEB128 varints ([`crate::wire`]):
 //!
 //! ```text
 //! table = count                     0: no function has a CFG; else the number of functions
@@ -151,7 +151,7 @@ impl From<WireError> for ProgramDbError {
 pub enum DbLayout {
     /// Postcard only (`WPPT` 1, `.wpp` 1 and 2).
     WithoutCfgs,
-    /// Postcard, then the CFG table (`WPPT` 2, `.wpp` 3).
+    /// Postcard, then the CFG table (`WPPT` 2 and 3, `.wpp` 3).
     WithCfgs,
 }
 

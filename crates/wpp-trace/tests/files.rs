@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use std::io::Cursor;
 use wpp_trace::file::binary::{
-    encode_event, CHUNK_HEADER_LEN, MAX_CHUNK_BYTES, PREAMBLE_LEN, VERSION,
+    encode_event, CHUNK_HEADER_LEN, CODEC_PLAIN, CODEC_ZSTD, MAX_CHUNK_BYTES, PREAMBLE_LEN, VERSION,
 };
 use wpp_trace::file::{self, to_binary, to_text, Format, TraceError, TraceReader, TraceWriter};
 use wpp_trace::{BlockId, Event, FunctionId, PathId, ProgramDb, ThreadId};
@@ -49,8 +49,19 @@ fn db(names: &[&str]) -> ProgramDb {
 /// Writes `events` with small chunks and returns the bytes and, per chunk, the file offset
 /// where it ends and the events written up to it (the oracle for truncation).
 fn small_chunks(events: &[Event], chunk_bytes: usize) -> (Vec<u8>, Vec<(u64, usize)>) {
-    let mut w =
-        TraceWriter::with_chunk_bytes(Vec::new(), &db(&["main", "f"]), chunk_bytes).unwrap();
+    chunks_at_level(events, chunk_bytes, 0)
+}
+
+/// Like [`small_chunks`], compressing with zstd at `level` (0: plain).
+fn chunks_at_level(
+    events: &[Event],
+    chunk_bytes: usize,
+    level: i32,
+) -> (Vec<u8>, Vec<(u64, usize)>) {
+    let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &db(&["main", "f"]), chunk_bytes)
+        .unwrap()
+        .with_zstd_level(level)
+        .unwrap();
     let mut ends = vec![(w.bytes_written(), 0)];
     for (i, &e) in events.iter().enumerate() {
         let before = w.bytes_written();
@@ -89,15 +100,31 @@ fn sample_events(n: u32) -> Vec<Event> {
 }
 
 proptest! {
+    /// Random event streams, repeated so that zstd finds something to compress, at random
+    /// chunk sizes and levels (0 = plain), with externally encoded chunks in between: both
+    /// readers give back exactly the events written.
     #[test]
     fn binary_round_trip(
         events in prop::collection::vec(arb_event(), 0..300),
-        chunk in 1usize..64,
+        repeats in 1usize..8,
+        chunk in prop_oneof![1usize..64, 64usize..4096],
+        level in prop_oneof![Just(0), Just(1), Just(3), Just(-5)],
+        external_every in prop::option::of(1usize..200),
     ) {
+        let events: Vec<Event> = events.iter().cycle().take(events.len() * repeats).copied().collect();
         let d = db(&["main", "helper", ""]);
-        let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &d, chunk).unwrap();
-        for &e in &events {
-            w.push(e).unwrap();
+        let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &d, chunk)
+            .unwrap()
+            .with_zstd_level(level)
+            .unwrap();
+        for (i, &e) in events.iter().enumerate() {
+            if external_every.is_some_and(|k| i % k == 0) {
+                let mut payload = Vec::new();
+                encode_event(&mut payload, e);
+                w.write_chunk(&payload, 1).unwrap();
+            } else {
+                w.push(e).unwrap();
+            }
         }
         prop_assert_eq!(w.events(), events.len() as u64);
         let bytes = w.finish().unwrap();
@@ -139,8 +166,9 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
         cut in any::<prop::sample::Index>(),
         garbage in prop::collection::vec(any::<u8>(), 0..64),
+        level in prop_oneof![Just(0), Just(1)],
     ) {
-        let (mut bytes, _) = small_chunks(&sample_events(80), 10);
+        let (mut bytes, _) = chunks_at_level(&repeated_events(16, 5), 40, level);
         for (at, b) in edits {
             let i = at.index(bytes.len());
             bytes[i] = b;
@@ -161,11 +189,51 @@ proptest! {
     }
 }
 
+/// `sample_events(n)` repeated `times` times: compressible.
+fn repeated_events(n: u32, times: usize) -> Vec<Event> {
+    let one = sample_events(n);
+    one.iter()
+        .cycle()
+        .take(one.len() * times)
+        .copied()
+        .collect()
+}
+
+/// Codec bytes of the chunks of a version 3 file (the end marker's included).
+fn codecs(bytes: &[u8]) -> Vec<u8> {
+    let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
+    let mut at = PREAMBLE_LEN + word(8);
+    let mut codecs = Vec::new();
+    while at < bytes.len() {
+        codecs.push(bytes[at + 12]);
+        at += CHUNK_HEADER_LEN + word(at);
+    }
+    codecs
+}
+
 #[test]
 fn truncation_at_every_byte_yields_exactly_the_whole_chunks_before_it() {
     let events = sample_events(60);
     let (bytes, ends) = small_chunks(&events, 9);
     assert!(ends.len() > 8, "the file should have many chunks");
+    truncation_at_every_byte(&events, &bytes, &ends);
+}
+
+/// The same with compressed chunks: a cut inside a zstd frame loses exactly that chunk.
+#[test]
+fn truncation_inside_compressed_chunks_keeps_the_whole_chunks_before_it() {
+    let events = repeated_events(10, 40);
+    let (bytes, ends) = chunks_at_level(&events, 60, 1);
+    let codecs = codecs(&bytes);
+    assert!(ends.len() > 5, "the file should have many chunks");
+    assert!(
+        codecs.iter().filter(|&&c| c == CODEC_ZSTD).count() > 4,
+        "{codecs:?}"
+    );
+    truncation_at_every_byte(&events, &bytes, &ends);
+}
+
+fn truncation_at_every_byte(events: &[Event], bytes: &[u8], ends: &[(u64, usize)]) {
     let header_end = ends[0].0 as usize;
     // Below four bytes the magic is incomplete, so the prefix cannot be told from text.
     for cut in 4..bytes.len() {
@@ -203,17 +271,26 @@ fn truncation_at_every_byte_yields_exactly_the_whole_chunks_before_it() {
         assert_eq!(stream_events, events[..valid_events], "cut {cut}");
         assert_eq!(stream.truncation().map(|t| t.offset), Some(valid_end));
     }
-    let (got, err) = read_until_error(TraceReader::from_bytes(bytes).unwrap());
-    assert_eq!((got, err.map(|e| e.to_string())), (events, None));
+    let (got, err) = read_until_error(TraceReader::from_bytes(bytes.to_vec()).unwrap());
+    assert_eq!((got, err.map(|e| e.to_string())), (events.to_vec(), None));
 }
 
 #[test]
 fn every_bit_flip_is_an_error_at_or_before_the_flip_never_a_truncation() {
     let events = sample_events(30);
     let (bytes, _) = small_chunks(&events, 12);
+    every_bit_flip_is_caught(&events, &bytes);
+    // Compressed chunks: their stored bytes are checksummed before they are decompressed.
+    let events = repeated_events(10, 12);
+    let (bytes, _) = chunks_at_level(&events, 100, 1);
+    assert!(codecs(&bytes).contains(&CODEC_ZSTD));
+    every_bit_flip_is_caught(&events, &bytes);
+}
+
+fn every_bit_flip_is_caught(events: &[Event], bytes: &[u8]) {
     for byte in 0..bytes.len() {
         for bit in 0..8 {
-            let mut bad = bytes.clone();
+            let mut bad = bytes.to_vec();
             bad[byte] ^= 1 << bit;
             let (got, err) = match TraceReader::from_bytes(bad) {
                 Ok(r) => read_until_error(r),
@@ -255,19 +332,40 @@ fn with_empty_db(rest: &[u8]) -> Vec<u8> {
     f
 }
 
-fn chunk_header(len: u32, count: u32, payload_crc: u32) -> Vec<u8> {
+/// A version 3 chunk header with a correct header checksum.
+fn header_v3(stored: u32, count: u32, raw: u32, codec: u8, payload_crc: u32) -> Vec<u8> {
     let mut h = Vec::new();
-    h.extend_from_slice(&len.to_le_bytes());
+    h.extend_from_slice(&stored.to_le_bytes());
     h.extend_from_slice(&count.to_le_bytes());
+    h.extend_from_slice(&raw.to_le_bytes());
+    h.extend_from_slice(&[codec, 0, 0, 0]);
     h.extend_from_slice(&payload_crc.to_le_bytes());
     let crc = crc32fast::hash(&h);
     h.extend_from_slice(&crc.to_le_bytes());
     h
 }
 
+/// A plain chunk header.
+fn chunk_header(len: u32, count: u32, payload_crc: u32) -> Vec<u8> {
+    header_v3(len, count, len, CODEC_PLAIN, payload_crc)
+}
+
 fn chunk(payload: &[u8], count: u32) -> Vec<u8> {
     let mut c = chunk_header(payload.len() as u32, count, crc32fast::hash(payload));
     c.extend_from_slice(payload);
+    c
+}
+
+/// A compressed chunk whose header says `raw` decompressed bytes and `count` events.
+fn zstd_chunk(frame: &[u8], count: u32, raw: u32) -> Vec<u8> {
+    let mut c = header_v3(
+        frame.len() as u32,
+        count,
+        raw,
+        CODEC_ZSTD,
+        crc32fast::hash(frame),
+    );
+    c.extend_from_slice(frame);
     c
 }
 
@@ -388,12 +486,12 @@ fn hostile_chunks_are_rejected_with_their_offset() {
     // A count that disagrees with the payload, both ways.
     let two = [0x02, 0x0a]; // Block(0), Block(1)
     let e = error_of(with_empty_db(&[chunk(&two, 1), end.clone()].concat()));
-    assert_eq!(e.offset(), Some(start + 16 + 1), "{e}");
+    assert_eq!(e.offset(), Some(start + CHUNK_HEADER_LEN as u64 + 1), "{e}");
     let mut three = two.to_vec();
     three.push(0x80); // an unfinished varint
     let e = error_of(with_empty_db(&[chunk(&three, 3), end.clone()].concat()));
     assert!(
-        matches!(e, TraceError::Wire(_)) && e.offset() == Some(start + 16 + 2),
+        matches!(e, TraceError::Wire(_)) && e.offset() == Some(start + CHUNK_HEADER_LEN as u64 + 2),
         "{e}"
     );
     // Anything after the end marker.
@@ -404,6 +502,120 @@ fn hostile_chunks_are_rejected_with_their_offset() {
     let ok = with_empty_db(&[chunk(&two, 2), end].concat());
     let events = TraceReader::from_bytes(ok).unwrap().read_all().unwrap();
     assert_eq!(events, [Event::Block(BlockId(0)), Event::Block(BlockId(1))]);
+}
+
+/// Frames for the hostile compressed chunks: `Block(0)`, `Block(1)` repeated, with and
+/// without the content size in the frame header.
+fn frame(payload: &[u8], with_size: bool) -> Vec<u8> {
+    let mut c = zstd::bulk::Compressor::new(1).unwrap();
+    c.set_parameter(zstd::stream::raw::CParameter::ContentSizeFlag(with_size))
+        .unwrap();
+    c.compress(payload).unwrap()
+}
+
+#[test]
+fn hostile_compressed_chunks_are_rejected_with_the_chunks_offset() {
+    let start = with_empty_db(&[]).len() as u64;
+    let end = chunk_header(0, 0, 0);
+    let two: Vec<u8> = [0x02, 0x0a].repeat(500); // 1000 events, 1000 bytes
+    let file = |c: Vec<u8>| with_empty_db(&[c, end.clone()].concat());
+    let check = |c: Vec<u8>, what: &str| {
+        let e = error_of(file(c));
+        assert!(
+            matches!(e, TraceError::Malformed { offset, .. } if offset == start),
+            "{what}: {e}"
+        );
+        assert!(e.to_string().contains(what), "{what}: {e}");
+    };
+    for with_size in [true, false] {
+        let f = frame(&two, with_size);
+        assert!(f.len() < 100);
+        // The well-formed chunk reads.
+        let events = TraceReader::from_bytes(file(zstd_chunk(&f, 1000, 1000)))
+            .unwrap()
+            .read_all()
+            .unwrap();
+        assert_eq!(events.len(), 1000);
+        // The decompressed length lies high and low.
+        // Without a size in the frame, decompression finds out.
+        let (high, low) = if with_size {
+            (
+                "the zstd frame holds 1000 bytes",
+                "the zstd frame holds 1000 bytes",
+            )
+        } else {
+            (
+                "decompresses to 1000 bytes, the chunk header says 1001",
+                "decompressing into the 999 bytes",
+            )
+        };
+        check(zstd_chunk(&f, 1000, 1001), high);
+        check(zstd_chunk(&f, 999, 999), low);
+        // Extra bytes after the frame; two frames.
+        check(
+            zstd_chunk(&[f.clone(), vec![0]].concat(), 1000, 1000),
+            "bytes after its zstd frame",
+        );
+        check(
+            zstd_chunk(&[f.clone(), f.clone()].concat(), 1000, 2000),
+            "bytes after its zstd frame",
+        );
+        // Events that do not fill the decompressed payload, and a bad event inside it.
+        check(
+            zstd_chunk(&f, 999, 1000),
+            "bytes after the last event its chunk header counts, at byte 999 of the chunk's decompressed payload",
+        );
+        let mut bad = two.clone();
+        bad[700] = 0x06; // tag 6
+        check(
+            zstd_chunk(&frame(&bad, with_size), 1000, 1000),
+            "invalid event encoding (tag 6, id 0), at byte 700 of the chunk's decompressed payload",
+        );
+    }
+    // A decompression bomb: a frame without a declared size that expands far beyond the
+    // decompressed length its header claims.
+    let bomb = frame(&vec![0u8; 8 << 20], false);
+    assert!(bomb.len() < 1000);
+    check(
+        zstd_chunk(&bomb, 1000, 1000),
+        "decompressing into the 1000 bytes",
+    );
+    check(
+        zstd_chunk(&frame(&vec![0u8; 8 << 20], true), 1000, 1000),
+        "holds 8388608 bytes",
+    );
+    // Not a frame at all.
+    check(zstd_chunk(&[1, 2, 3, 4, 5, 6], 2, 6), "no zstd frame");
+    // A decompressed length beyond the limit.
+    check(
+        header_v3(10, 1, MAX_CHUNK_BYTES as u32 + 1, CODEC_ZSTD, 0),
+        "decompressed length",
+    );
+    // Unknown codec, non-zero reserved bytes, a plain chunk whose two lengths differ, an
+    // empty compressed payload.
+    check(header_v3(2, 1, 2, 2, 0), "unknown chunk codec 2");
+    let mut reserved = header_v3(2, 1, 2, CODEC_PLAIN, 0);
+    reserved[14] = 1;
+    let crc = crc32fast::hash(&reserved[..20]);
+    reserved[20..].copy_from_slice(&crc.to_le_bytes());
+    check(reserved, "reserved bytes");
+    check(
+        header_v3(2, 1, 3, CODEC_PLAIN, 0),
+        "plain chunk with stored length 2",
+    );
+    check(
+        header_v3(0, 1, 3, CODEC_ZSTD, 0),
+        "empty compressed payload",
+    );
+    // A damaged frame is a checksum error (the payload CRC covers the stored bytes).
+    let mut damaged = zstd_chunk(&frame(&two, true), 1000, 1000);
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    let e = error_of(file(damaged));
+    assert!(
+        matches!(e, TraceError::Checksum { offset, .. } if offset == start),
+        "{e}"
+    );
 }
 
 #[test]
@@ -520,7 +732,7 @@ fn open_detects_the_format_and_create_writes_either() {
 
 #[test]
 fn a_binary_file_pins_its_lengths() {
-    assert_eq!((PREAMBLE_LEN, CHUNK_HEADER_LEN), (20, 16));
+    assert_eq!((PREAMBLE_LEN, CHUNK_HEADER_LEN), (20, 24));
     let bytes = to_binary(&ProgramDb::default(), &[]).unwrap();
     // Preamble, a database of one byte (no functions) and one (no CFGs), the end marker.
     assert_eq!(bytes.len(), PREAMBLE_LEN + 2 + CHUNK_HEADER_LEN);

@@ -581,6 +581,68 @@ fn trace_blocks_decodes_paths_through_the_file_cfgs() {
     assert!(err.contains("has no CFGs"), "{err}");
 }
 
+/// Writes `events` with zstd-compressed chunks, as the runtime records them.
+fn write_compressed(path: &str, db: &wpp_trace::ProgramDb, events: &[Event]) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = wpp_trace::TraceWriter::with_chunk_bytes(f, db, 4 << 10)
+        .unwrap()
+        .with_zstd_level(1)
+        .unwrap();
+    events.iter().for_each(|&e| w.push(e).unwrap());
+    w.finish().unwrap();
+}
+
+/// Every command reads a compressed trace (format 3, zstd chunks) as it reads the same events
+/// stored plain, a cut one included.
+#[test]
+fn commands_read_compressed_traces_like_plain_ones() {
+    let dir = Dir::new();
+    let (paths, blocks, db) = path_and_block_traces(&dir);
+    let (zpaths, zblocks) = (dir.path("paths.z.trace"), dir.path("blocks.z.trace"));
+    write_compressed(&zpaths, &db, &read_events(&paths).unwrap().1);
+    write_compressed(&zblocks, &db, &read_events(&blocks).unwrap().1);
+    let size = |p: &str| std::fs::metadata(p).unwrap().len() as usize;
+    assert!(
+        size(&zblocks) * 3 < size(&blocks),
+        "{} vs {}",
+        size(&zblocks),
+        size(&blocks)
+    );
+    let same = ok(&["trace", "blocks", &zpaths, "--compare", &zblocks]);
+    assert!(same.starts_with("identical: "), "{same}");
+    assert_eq!(
+        ok(&["trace", "cat", &zblocks]),
+        ok(&["trace", "cat", &blocks])
+    );
+    let w = dir.path("z.wpp");
+    ok(&["compress", &zblocks, "-o", &w]);
+    ok(&["verify", &w, &blocks]);
+    ok(&["verify", &w, &zblocks]);
+    // Cut inside a compressed chunk: the whole chunks before it are compressed, with a warning.
+    let cut = cut(
+        &zblocks,
+        size(&zblocks) * 2 / 3,
+        &dir.0.path().join("cut.trace"),
+    );
+    let cut = cut.to_str().unwrap();
+    let prefix = TraceReader::from_bytes(std::fs::read(cut).unwrap())
+        .unwrap()
+        .allow_truncated(true)
+        .read_all()
+        .unwrap();
+    assert!(!prefix.is_empty());
+    let w = dir.path("cut.wpp");
+    let r = wpp(&["compress", cut, "-o", &w]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("truncated at byte offset"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(stats_json(&w)["trace_events"], prefix.len());
+    ok(&["verify", &w, cut]);
+}
+
 /// `wpp match` on a path trace and on its `.wpp` gives the answers scheme 2 gives on the
 /// equivalent block trace; schemes 2 and 4 refuse a path grammar with a clear message.
 #[test]

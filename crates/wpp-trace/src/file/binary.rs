@@ -1,49 +1,67 @@
 //! The binary trace format: a checksummed header carrying the program database, then a stream
-//! of self-checking chunks of varint-encoded events, then an end marker.
+//! of self-checking chunks of varint-encoded events, each stored plain or zstd-compressed, then
+//! an end marker.
 //!
 //! # Design
 //!
 //! A recording program can die at any instant (a crash, `SIGKILL`), so the format is built for
 //! being cut short. The writer buffers events into a chunk and hands each finished chunk to the
-//! operating system in one `write_all`, so a file always consists of whole chunks followed by at
-//! most one partial chunk. The reader yields every event of every whole chunk and then reports
+//! operating system whole, so a file always consists of whole chunks followed by at most one
+//! partial chunk. The reader yields every event of every whole chunk and then reports
 //! [`TraceError::Truncated`] naming the byte offset where valid data ends — a distinct error
 //! the caller may treat as "end of valid data" (see
 //! [`TraceReader::allow_truncated`](super::TraceReader::allow_truncated)). A file that was
 //! finished properly ends with an end marker, which is how the reader tells a complete trace
 //! from one that happens to stop at a chunk boundary.
 //!
+//! Event traces are very repetitive (zstd level 1 shrinks real block traces 14–62×), and a
+//! recorder writing gigabytes is bound by the disk, so a chunk's payload may be one zstd frame
+//! ([`CODEC_ZSTD`]). Every chunk is compressed on its own: a reader needs no state from earlier
+//! chunks, and a cut loses only the chunk it falls in. A chunk that does not shrink is stored
+//! plain ([`CODEC_PLAIN`]), so the codec is per chunk.
+//!
 //! Every byte is covered by a CRC-32: the fixed preamble by its own checksum, the program
-//! database, each chunk header and each chunk payload by theirs. A flipped bit is therefore
-//! reported as a checksum error at the start of the damaged item, never misread as a truncation
-//! or as different events. Lengths are never trusted: a chunk may hold at most
-//! [`MAX_CHUNK_BYTES`] of payload, the header at most [`MAX_HEADER_BYTES`], and both are checked
-//! against the bytes actually present before anything is allocated or read. Decoding works in
-//! batches of at most [`BATCH_EVENTS`] events into a reused buffer, so memory use is bounded by
-//! the largest chunk whatever the file claims.
+//! database, each chunk header and each stored chunk payload (compressed bytes, as in the file)
+//! by theirs. A flipped bit is therefore reported as a checksum error at the start of the
+//! damaged item, never misread as a truncation or as different events, and no damaged byte
+//! reaches the decompressor. Lengths are never trusted: a chunk may hold at most
+//! [`MAX_CHUNK_BYTES`] of payload, stored and decompressed, the header at most
+//! [`MAX_HEADER_BYTES`], and stored lengths are checked against the bytes actually present
+//! before anything is allocated or read. A compressed payload must be exactly one zstd frame
+//! that decompresses to exactly the decompressed length in its header: it is decompressed into
+//! a reused buffer of that length, so a frame that claims or yields more (a decompression bomb)
+//! or less is an error naming the chunk's offset. Decoding works in batches of at most
+//! [`BATCH_EVENTS`] events into a reused buffer, so memory use is bounded by the largest chunk
+//! whatever the file claims.
 //!
 //! # Layout (all integers little-endian)
 //!
 //! ```text
 //! preamble   0  4  magic "WPPT"
-//!            4  2  version (u16) = 2
+//!            4  2  version (u16) = 3
 //!            6  2  flags (u16) = 0; other values are rejected
 //!            8  4  db_len (u32) ≤ MAX_HEADER_BYTES
 //!           12  4  db_crc (u32): CRC-32 of the program database bytes
 //!           16  4  preamble_crc (u32): CRC-32 of bytes 0..16
 //! database  20  db_len bytes: the ProgramDb, postcard-serialized, then its CFG table
-//! chunk      0  4  payload_len (u32), 1 ..= MAX_CHUNK_BYTES
-//!            4  4  event_count (u32), 1 ..= payload_len (every event takes ≥ 1 byte)
-//!            8  4  payload_crc (u32): CRC-32 of the payload
-//!           12  4  header_crc (u32): CRC-32 of chunk bytes 0..12
-//!           16  payload_len bytes: event_count events
-//! end        a chunk header with payload_len = event_count = payload_crc = 0 and no payload;
-//!            it must be the last 16 bytes of the file
+//! chunk      0  4  stored_len (u32), 1 ..= MAX_CHUNK_BYTES: payload bytes in the file
+//!            4  4  event_count (u32), 1 ..= raw_len (every event takes ≥ 1 byte)
+//!            8  4  raw_len (u32) ≤ MAX_CHUNK_BYTES: payload bytes once decompressed
+//!           12  1  codec (u8): 0 = plain (raw_len = stored_len), 1 = one zstd frame
+//!           13  3  reserved, zero
+//!           16  4  payload_crc (u32): CRC-32 of the stored payload
+//!           20  4  header_crc (u32): CRC-32 of chunk bytes 0..20
+//!           24  stored_len bytes: the payload, whose raw_len decoded bytes are event_count
+//!               events
+//! end        a chunk header with every field but header_crc zero and no payload; it must be
+//!            the last 24 bytes of the file
 //! ```
 //!
 //! The CFG table ([`crate::program`] documents it) gives each function's control-flow graph
 //! and cut points, so the `Path` ids of the trace decode to blocks from the file alone.
-//! Version 1 is the same layout without the CFG table; this build reads both and writes 2.
+//! Versions 1 and 2 have 16-byte chunk headers — `payload_len`, `event_count`, `payload_crc`,
+//! `header_crc`, all plain — and version 1 no CFG table; this build reads all three and writes
+//! 3 ([`TraceWriter`] stores chunks plain unless given a zstd level).
 //!
 //! Each event is one varint (unsigned LEB128, see [`crate::wire`]) of `id << 3 | tag`:
 //!
@@ -63,31 +81,43 @@
 //! # Worked example
 //!
 //! A program database with one function `main` whose CFG is block 0 → block 1 (which
-//! returns), and the trace `F main, B 0, B 1, P 300, E`:
+//! returns), and the trace `F main, B 0, B 1, P 300, E` (six bytes do not compress, so the
+//! chunk is plain):
 //!
 //! ```text
-//! 57 50 50 54  02 00  00 00       magic "WPPT", version 2, flags 0
+//! 57 50 50 54  03 00  00 00       magic "WPPT", version 3, flags 0
 //! 14 00 00 00                     db_len = 20
 //! dc 6d b3 78                     db_crc
-//! 65 f2 cb 10                     preamble_crc
+//! 0a be 6e 8b                     preamble_crc
 //! 01 04 6d 61 69 6e 00 00 00      postcard: 1 function, name "main", file None, line None,
 //!                                 block_lines []
 //! 01  01 02 00  01 02  00         CFG table: 1 entry; present, 2 blocks, entry 0; block 0:
 //!                                 1 successor at +1 (zigzag 2); block 1: none
 //!     01 02  00  00               exits [1]; no cut nodes; no cut edges
-//! 06 00 00 00  05 00 00 00        chunk: payload_len = 6, event_count = 5
-//! 1b 3c e8 00  65 d8 c6 e0        payload_crc, header_crc
+//! 06 00 00 00  05 00 00 00        chunk: stored_len = 6, event_count = 5,
+//! 06 00 00 00  00  00 00 00       raw_len = 6, codec plain, reserved
+//! 1b 3c e8 00  20 cb 5c 22        payload_crc, header_crc
 //! 00                              Enter(0)   = 0 << 3 | 0
 //! 02                              Block(0)   = 0 << 3 | 2
 //! 0a                              Block(1)   = 1 << 3 | 2
 //! e3 12                           Path(300)  = 300 << 3 | 3 = 2403 = varint e3 12
 //! 01                              Leave      = 0 << 3 | 1
-//! 00 00 00 00  00 00 00 00        end marker: payload_len = event_count = 0,
-//! 00 00 00 00  6f c6 d5 7b        payload_crc = 0, header_crc
+//! 00 00 00 00  00 00 00 00        end marker: stored_len = event_count = raw_len = 0,
+//! 00 00 00 00  00 00 00 00        codec 0, reserved, payload_crc = 0,
+//! 00 00 00 00  8d 9b d5 0f        header_crc
 //! ```
 //!
-//! In version 1 the same trace without the CFG has `db_len = 9`, the 9 postcard bytes only, and
-//! checksums `c1 6a 2a 13`, `2b 14 34 5d` (test `version_1_worked_example_still_reads`).
+//! Repeated 1000 times with zstd level 1, the same five events make one compressed chunk:
+//! `stored_len` is the frame's length (a few dozen bytes), `event_count = 5000`,
+//! `raw_len = 6000`, codec `01`, and the payload a zstd frame starting with the zstd magic
+//! `28 b5 2f fd` (test `compressed_example_has_the_documented_header`; the frame's bytes
+//! depend on the zstd version, so they are not pinned).
+//!
+//! In version 2 the example's chunk header is `06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0`,
+//! its end marker twelve zero bytes then `6f c6 d5 7b`, and its preamble checksum
+//! `65 f2 cb 10`; in version 1 the same trace without the CFG has `db_len = 9`, the 9
+//! postcard bytes only, and checksums `c1 6a 2a 13`, `2b 14 34 5d` (tests
+//! `version_2_worked_example_still_reads`, `version_1_worked_example_still_reads`).
 //!
 //! The test `worked_example_is_pinned` checks these exact bytes; change the version together
 //! with the layout.
@@ -102,22 +132,32 @@ use std::io::{Read, Write};
 /// The first four bytes of every binary trace file.
 pub const MAGIC: [u8; 4] = *b"WPPT";
 /// The format version this build writes (and the newest it reads).
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// The oldest format version this build reads: version 1 has no CFG table in its database.
 pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the program database.
 pub const PREAMBLE_LEN: usize = 20;
-/// Bytes of a chunk header (and of the end marker).
-pub const CHUNK_HEADER_LEN: usize = 16;
-/// The largest chunk payload a reader accepts (64 MiB).
+/// Bytes of a chunk header (and of the end marker) in version 3.
+pub const CHUNK_HEADER_LEN: usize = 24;
+/// Bytes of a chunk header in versions 1 and 2, which have no codec and no decoded length.
+pub const OLD_CHUNK_HEADER_LEN: usize = 16;
+/// The largest chunk payload a reader accepts (64 MiB), stored or decompressed.
 pub const MAX_CHUNK_BYTES: usize = 64 << 20;
 /// The largest serialized program database a reader accepts (64 MiB).
 pub const MAX_HEADER_BYTES: usize = 64 << 20;
 /// The writer's default chunk payload size (64 KiB): small enough that a crash loses little,
-/// large enough that the 16-byte header and the flush are noise.
+/// large enough that the chunk header and the flush are noise.
 pub const DEFAULT_CHUNK_BYTES: usize = 64 << 10;
 /// The most events a reader decodes at a time.
 pub const BATCH_EVENTS: usize = 4096;
+/// Codec byte of a chunk whose payload is stored as is.
+pub const CODEC_PLAIN: u8 = 0;
+/// Codec byte of a chunk whose payload is one zstd frame.
+pub const CODEC_ZSTD: u8 = 1;
+/// The zstd level the recording runtime uses by default: on event traces level 1 already
+/// compresses 14–62× at about 1 GB/s, and higher levels cost far more time than they save
+/// (see the `wpp-rt` sink's documentation for the measurements).
+pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
 
 const TAG_ENTER: u64 = 0;
 const TAG_LEAVE: u64 = 1;
@@ -177,35 +217,101 @@ fn header_bytes(db: &ProgramDb) -> Result<Vec<u8>, TraceError> {
     Ok(out)
 }
 
-/// A chunk header for a payload of `len` bytes holding `count` events.
-fn chunk_header(len: u32, count: u32, payload_crc: u32) -> [u8; CHUNK_HEADER_LEN] {
-    let mut h = [0u8; CHUNK_HEADER_LEN];
-    h[0..4].copy_from_slice(&len.to_le_bytes());
-    h[4..8].copy_from_slice(&count.to_le_bytes());
-    h[8..12].copy_from_slice(&payload_crc.to_le_bytes());
-    let header_crc = crc32fast::hash(&h[..12]);
-    h[12..16].copy_from_slice(&header_crc.to_le_bytes());
-    h
+/// The fields of a version 3 chunk header (see the layout in the module documentation).
+struct ChunkFields {
+    /// Payload bytes in the file.
+    stored: u32,
+    count: u32,
+    /// Payload bytes after decompression (`stored` for a plain chunk).
+    raw: u32,
+    codec: u8,
+    payload_crc: u32,
+}
+
+impl ChunkFields {
+    /// The encoded header, its checksum included.
+    fn encode(&self) -> [u8; CHUNK_HEADER_LEN] {
+        let mut h = [0u8; CHUNK_HEADER_LEN];
+        h[0..4].copy_from_slice(&self.stored.to_le_bytes());
+        h[4..8].copy_from_slice(&self.count.to_le_bytes());
+        h[8..12].copy_from_slice(&self.raw.to_le_bytes());
+        h[12] = self.codec;
+        h[16..20].copy_from_slice(&self.payload_crc.to_le_bytes());
+        let header_crc = crc32fast::hash(&h[..20]);
+        h[20..24].copy_from_slice(&header_crc.to_le_bytes());
+        h
+    }
+
+    /// The end marker: every field zero.
+    fn end() -> Self {
+        ChunkFields {
+            stored: 0,
+            count: 0,
+            raw: 0,
+            codec: CODEC_PLAIN,
+            payload_crc: 0,
+        }
+    }
+}
+
+/// Compresses chunk payloads with one reused zstd context and one reused output buffer, so
+/// that compressing a chunk allocates nothing once the buffer has grown to the largest chunk.
+struct Packer {
+    ctx: zstd::bulk::Compressor<'static>,
+    /// Room for a chunk header, then the zstd frame: the whole chunk, for one `write_all`.
+    out: Vec<u8>,
+}
+
+impl Packer {
+    /// The whole compressed chunk (header and frame) for `payload`, or `None` when the frame
+    /// would not be smaller than the payload, which is then better stored plain.
+    fn pack(&mut self, payload: &[u8], count: u32) -> Result<Option<&[u8]>, TraceError> {
+        let need = CHUNK_HEADER_LEN + zstd::zstd_safe::compress_bound(payload.len());
+        if self.out.len() < need {
+            self.out.resize(need, 0);
+        }
+        let n = self
+            .ctx
+            .compress_to_buffer(payload, &mut self.out[CHUNK_HEADER_LEN..])?;
+        if n >= payload.len() {
+            return Ok(None);
+        }
+        let chunk = &mut self.out[..CHUNK_HEADER_LEN + n];
+        let header = ChunkFields {
+            stored: n as u32,
+            count,
+            raw: payload.len() as u32,
+            codec: CODEC_ZSTD,
+            payload_crc: crc32fast::hash(&chunk[CHUNK_HEADER_LEN..]),
+        };
+        chunk[..CHUNK_HEADER_LEN].copy_from_slice(&header.encode());
+        Ok(Some(chunk))
+    }
 }
 
 /// Writes a binary trace: header on construction, then events in whole chunks.
 ///
-/// Each chunk is written with a single `write_all` followed by `flush`, so pass the file itself
-/// rather than a `BufWriter` (the chunk buffer already batches writes). Dropping the writer
-/// without [`finish`](Self::finish) leaves the file as a crash would: every flushed chunk is
-/// readable and the reader reports the missing end marker as a truncation.
+/// Chunks are stored plain unless [`with_zstd_level`](Self::with_zstd_level) asks for zstd.
+/// Each chunk is handed to the writer whole (one `write_all`, two for a plain chunk: header,
+/// then payload) followed by `flush`, so pass the file itself rather than a `BufWriter` (the
+/// chunk buffer already batches writes). Dropping the writer without [`finish`](Self::finish)
+/// leaves the file as a crash would: every flushed chunk is readable and the reader reports
+/// the missing end marker as a truncation.
 pub struct TraceWriter<W: Write> {
     out: W,
-    /// The chunk being filled: `CHUNK_HEADER_LEN` placeholder bytes, then the payload.
+    /// The payload of the chunk being filled.
     buf: Vec<u8>,
     count: u32,
     chunk_bytes: usize,
     events: u64,
     bytes: u64,
+    /// The compressor, when chunks are compressed.
+    zstd: Option<Packer>,
 }
 
 impl<W: Write> TraceWriter<W> {
-    /// Writes the header for `db` and returns a writer with [`DEFAULT_CHUNK_BYTES`] chunks.
+    /// Writes the header for `db` and returns a writer with [`DEFAULT_CHUNK_BYTES`] chunks,
+    /// stored plain.
     pub fn new(out: W, db: &ProgramDb) -> Result<Self, TraceError> {
         Self::with_chunk_bytes(out, db, DEFAULT_CHUNK_BYTES)
     }
@@ -222,16 +328,28 @@ impl<W: Write> TraceWriter<W> {
         out.flush()?;
         // An event takes at most 11 bytes, so a chunk never passes the threshold by more.
         let chunk_bytes = chunk_bytes.clamp(1, MAX_CHUNK_BYTES - 16);
-        let mut buf = Vec::with_capacity(CHUNK_HEADER_LEN + chunk_bytes + 16);
-        buf.resize(CHUNK_HEADER_LEN, 0);
         Ok(TraceWriter {
             out,
-            buf,
+            buf: Vec::with_capacity(chunk_bytes + 16),
             count: 0,
             chunk_bytes,
             events: 0,
             bytes: header.len() as u64,
+            zstd: None,
         })
+    }
+
+    /// Compresses every chunk written from now on with zstd at `level` (clamped to zstd's
+    /// range; 0 stores chunks plain). A chunk that does not shrink is stored plain anyway.
+    pub fn with_zstd_level(mut self, level: i32) -> Result<Self, TraceError> {
+        self.zstd = match level {
+            0 => None,
+            _ => Some(Packer {
+                ctx: zstd::bulk::Compressor::new(level)?,
+                out: Vec::new(),
+            }),
+        };
+        Ok(self)
     }
 
     /// Appends one event, writing the chunk out when it is full. No allocation: the event is
@@ -240,7 +358,7 @@ impl<W: Write> TraceWriter<W> {
     pub fn push(&mut self, event: Event) -> Result<(), TraceError> {
         encode_event(&mut self.buf, event);
         self.count += 1;
-        if self.buf.len() - CHUNK_HEADER_LEN >= self.chunk_bytes {
+        if self.buf.len() >= self.chunk_bytes {
             self.flush_chunk()?;
         }
         Ok(())
@@ -251,16 +369,13 @@ impl<W: Write> TraceWriter<W> {
         if self.count == 0 {
             return Ok(());
         }
-        let payload = &self.buf[CHUNK_HEADER_LEN..];
-        let header = chunk_header(payload.len() as u32, self.count, crc32fast::hash(payload));
-        self.buf[..CHUNK_HEADER_LEN].copy_from_slice(&header);
-        self.out.write_all(&self.buf)?;
-        self.out.flush()?;
-        self.bytes += self.buf.len() as u64;
-        self.events += u64::from(self.count);
-        self.buf.truncate(CHUNK_HEADER_LEN);
+        // Taken out (no allocation) so that `emit` may borrow the rest of `self`.
+        let mut buf = std::mem::take(&mut self.buf);
+        let result = self.emit(&buf, self.count);
+        buf.clear();
+        self.buf = buf;
         self.count = 0;
-        Ok(())
+        result
     }
 
     /// Writes a chunk whose payload was encoded elsewhere (with [`encode_event`], e.g. by a
@@ -280,12 +395,37 @@ impl<W: Write> TraceWriter<W> {
             ));
         }
         self.flush_chunk()?;
-        let header = chunk_header(payload.len() as u32, event_count, crc32fast::hash(payload));
-        self.out.write_all(&header)?;
-        self.out.write_all(payload)?;
+        self.emit(payload, event_count)
+    }
+
+    /// Writes one chunk, compressed if that is asked for and helps, and flushes.
+    fn emit(&mut self, payload: &[u8], count: u32) -> Result<(), TraceError> {
+        let packed = match &mut self.zstd {
+            Some(p) => p.pack(payload, count)?,
+            None => None,
+        };
+        let written = match packed {
+            Some(chunk) => {
+                self.out.write_all(chunk)?;
+                chunk.len()
+            }
+            None => {
+                let len = payload.len() as u32;
+                let header = ChunkFields {
+                    stored: len,
+                    count,
+                    raw: len,
+                    codec: CODEC_PLAIN,
+                    payload_crc: crc32fast::hash(payload),
+                };
+                self.out.write_all(&header.encode())?;
+                self.out.write_all(payload)?;
+                CHUNK_HEADER_LEN + payload.len()
+            }
+        };
         self.out.flush()?;
-        self.bytes += (CHUNK_HEADER_LEN + payload.len()) as u64;
-        self.events += u64::from(event_count);
+        self.bytes += written as u64;
+        self.events += u64::from(count);
         Ok(())
     }
 
@@ -302,7 +442,7 @@ impl<W: Write> TraceWriter<W> {
     /// Writes the last chunk and the end marker, flushes, and returns the underlying writer.
     pub fn finish(mut self) -> Result<W, TraceError> {
         self.flush_chunk()?;
-        self.out.write_all(&chunk_header(0, 0, 0))?;
+        self.out.write_all(&ChunkFields::end().encode())?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -310,9 +450,9 @@ impl<W: Write> TraceWriter<W> {
 
 /// Where a binary reader gets its bytes.
 enum Source {
-    /// The whole file in memory (mapped or owned): chunks are decoded in place.
+    /// The whole file in memory (mapped or owned): plain chunks are decoded in place.
     Whole(Bytes),
-    /// A stream: each chunk's payload is read into `buf`.
+    /// A stream: each chunk's stored payload is read into `buf`.
     Stream {
         r: Box<dyn Read + Send>,
         buf: Vec<u8>,
@@ -322,14 +462,26 @@ enum Source {
 /// Decodes the events of a binary trace, chunk by chunk, in batches.
 pub(crate) struct BinaryDecoder {
     src: Source,
+    /// Bytes of a chunk header in this file's version.
+    header_len: usize,
     /// File offset of the next chunk header.
     offset: u64,
-    /// The current payload: `[start, end)` of the whole file or of the stream buffer, with
-    /// `pos` the next event and `base` the file offset of `start`.
+    /// File offset of the current chunk's header.
+    chunk_at: u64,
+    /// The current payload: `[start, end)` of the whole file, of the stream buffer or, for a
+    /// compressed chunk, of `unpacked`, with `pos` the next event and `base` the file offset
+    /// of `start` (of the stored payload, for a compressed chunk).
     start: usize,
     pos: usize,
     end: usize,
     base: u64,
+    /// Whether the current payload is in `unpacked`.
+    in_unpacked: bool,
+    /// Where compressed payloads are decompressed: reused, it grows to the largest
+    /// decompressed length seen, which the header check bounds by [`MAX_CHUNK_BYTES`].
+    unpacked: Vec<u8>,
+    /// The zstd context, made at the first compressed chunk.
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
     /// Events of the current chunk not yet decoded.
     left: u32,
     /// Events of the current chunk.
@@ -352,11 +504,13 @@ pub(crate) fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usi
     Ok(n)
 }
 
-/// The database layout and the length and checksum of its bytes, from the preamble.
+/// What the preamble says: the database's layout, length and checksum, and the chunk header
+/// length of the file's version.
 struct DbHeader {
     layout: DbLayout,
     len: usize,
     crc: u32,
+    chunk_header_len: usize,
 }
 
 /// Checks the preamble and returns what it says about the database.
@@ -372,9 +526,10 @@ fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<DbHeader, TraceError> {
         });
     }
     let version = u16::from_le_bytes([p[4], p[5]]);
-    let layout = match version {
-        1 => DbLayout::WithoutCfgs,
-        VERSION => DbLayout::WithCfgs,
+    let (layout, chunk_header_len) = match version {
+        1 => (DbLayout::WithoutCfgs, OLD_CHUNK_HEADER_LEN),
+        2 => (DbLayout::WithCfgs, OLD_CHUNK_HEADER_LEN),
+        VERSION => (DbLayout::WithCfgs, CHUNK_HEADER_LEN),
         _ => return Err(TraceError::UnsupportedVersion { version, offset: 4 }),
     };
     if u16::from_le_bytes([p[6], p[7]]) != 0 {
@@ -391,6 +546,7 @@ fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<DbHeader, TraceError> {
         layout,
         len,
         crc: u32::from_le_bytes([p[12], p[13], p[14], p[15]]),
+        chunk_header_len,
     })
 }
 
@@ -416,43 +572,135 @@ fn header_truncated() -> TraceError {
     }
 }
 
-/// The fields of a chunk header, checked against each other but not yet against the file.
-struct ChunkHeader {
-    len: u32,
-    count: u32,
-    payload_crc: u32,
-}
-
-fn parse_chunk_header(h: &[u8; CHUNK_HEADER_LEN], offset: u64) -> Result<ChunkHeader, TraceError> {
+/// Reads and checks a chunk header of either length ([`CHUNK_HEADER_LEN`] or, for versions 1
+/// and 2, [`OLD_CHUNK_HEADER_LEN`]: those are always plain), against itself but not yet
+/// against the file. Errors name the chunk's offset.
+fn parse_chunk_header(h: &[u8], offset: u64) -> Result<ChunkFields, TraceError> {
     let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-    if crc32fast::hash(&h[..12]) != word(12) {
+    let crc_at = h.len() - 4;
+    if crc32fast::hash(&h[..crc_at]) != word(crc_at) {
         return Err(TraceError::Checksum {
             what: "chunk header",
             offset,
         });
     }
-    let c = ChunkHeader {
-        len: word(0),
-        count: word(4),
-        payload_crc: word(8),
+    let c = if h.len() == CHUNK_HEADER_LEN {
+        if h[13..16] != [0; 3] {
+            return Err(TraceError::malformed(
+                offset,
+                "reserved bytes 13..16 of the chunk header are not zero",
+            ));
+        }
+        ChunkFields {
+            stored: word(0),
+            count: word(4),
+            raw: word(8),
+            codec: h[12],
+            payload_crc: word(16),
+        }
+    } else {
+        ChunkFields {
+            stored: word(0),
+            count: word(4),
+            raw: word(0),
+            codec: CODEC_PLAIN,
+            payload_crc: word(8),
+        }
     };
-    if c.len as usize > MAX_CHUNK_BYTES {
-        return Err(TraceError::malformed(
-            offset,
-            format!(
-                "chunk length {} exceeds the limit of {MAX_CHUNK_BYTES}",
-                c.len
-            ),
-        ));
-    }
-    let end_marker = c.len == 0 && c.payload_crc == 0 && c.count == 0;
-    if !end_marker && (c.count == 0 || c.count > c.len) {
-        return Err(TraceError::malformed(
-            offset,
-            format!("chunk claims {} events in {} payload bytes", c.count, c.len),
-        ));
-    }
+    check_chunk_fields(&c, offset)?;
     Ok(c)
+}
+
+/// Checks a chunk header's fields against each other and the limits.
+fn check_chunk_fields(c: &ChunkFields, offset: u64) -> Result<(), TraceError> {
+    let bad = |reason: String| Err(TraceError::malformed(offset, reason));
+    for (what, len) in [("chunk length", c.stored), ("decompressed length", c.raw)] {
+        if len as usize > MAX_CHUNK_BYTES {
+            return bad(format!(
+                "{what} {len} exceeds the limit of {MAX_CHUNK_BYTES}"
+            ));
+        }
+    }
+    if c.stored == 0 && c.count == 0 && c.raw == 0 && c.payload_crc == 0 && c.codec == 0 {
+        return Ok(()); // the end marker
+    }
+    match c.codec {
+        CODEC_PLAIN if c.raw != c.stored => {
+            return bad(format!(
+                "plain chunk with stored length {} but decompressed length {}",
+                c.stored, c.raw
+            ))
+        }
+        CODEC_PLAIN => {}
+        CODEC_ZSTD if c.stored == 0 => return bad("empty compressed payload".into()),
+        CODEC_ZSTD => {}
+        codec => return bad(format!("unknown chunk codec {codec}")),
+    }
+    if c.count == 0 || c.count > c.raw {
+        return bad(format!(
+            "chunk claims {} events in {} payload bytes",
+            c.count, c.raw
+        ));
+    }
+    Ok(())
+}
+
+/// Decompresses the zstd payload `frame` of the chunk at file offset `at` into exactly
+/// `out[..raw]`, growing `out` if needed. Anything but one frame yielding exactly `raw` bytes
+/// is an error naming the chunk; a frame that would expand further (a decompression bomb)
+/// fails when it reaches the end of the buffer.
+fn unpack(
+    ctx: &mut Option<zstd::bulk::Decompressor<'static>>,
+    out: &mut Vec<u8>,
+    frame: &[u8],
+    raw: usize,
+    at: u64,
+) -> Result<(), TraceError> {
+    use zstd::zstd_safe;
+    let bad = |why: String| TraceError::malformed(at, format!("compressed chunk payload: {why}"));
+    match zstd_safe::find_frame_compressed_size(frame) {
+        Ok(n) if n == frame.len() => {}
+        Ok(n) => {
+            return Err(bad(format!(
+                "{} bytes after its zstd frame",
+                frame.len() - n
+            )))
+        }
+        Err(code) => {
+            return Err(bad(format!(
+                "no zstd frame ({})",
+                zstd_safe::get_error_name(code)
+            )))
+        }
+    }
+    // A size the frame declares is checked before any memory is committed to it.
+    if let Ok(Some(size)) = zstd_safe::get_frame_content_size(frame) {
+        if size != raw as u64 {
+            return Err(bad(format!(
+                "the zstd frame holds {size} bytes, the chunk header says {raw}"
+            )));
+        }
+    }
+    if out.len() < raw {
+        out.resize(raw, 0);
+    }
+    let ctx = match ctx {
+        Some(c) => c,
+        None => ctx.insert(zstd::bulk::Decompressor::new()?),
+    };
+    let n = ctx
+        .decompress_to_buffer(frame, &mut out[..raw])
+        .map_err(|e| {
+            bad(format!(
+                "{e} (decompressing into the {raw} bytes the header says)"
+            ))
+        })?;
+    if n != raw {
+        return Err(bad(format!(
+            "decompresses to {n} bytes, the chunk header says {raw}"
+        )));
+    }
+    Ok(())
 }
 
 impl BinaryDecoder {
@@ -467,10 +715,7 @@ impl BinaryDecoder {
             .get(PREAMBLE_LEN..PREAMBLE_LEN + h.len)
             .ok_or_else(header_truncated)?;
         let db = parse_db(body, &h)?;
-        Ok((
-            db,
-            Self::new(Source::Whole(bytes), (PREAMBLE_LEN + h.len) as u64),
-        ))
+        Ok((db, Self::new(Source::Whole(bytes), &h)))
     }
 
     /// Parses the header of a stream whose first four bytes (`magic`) were already read.
@@ -492,17 +737,22 @@ impl BinaryDecoder {
         }
         let db = parse_db(&body, &h)?;
         let src = Source::Stream { r, buf: body };
-        Ok((db, Self::new(src, (PREAMBLE_LEN + h.len) as u64)))
+        Ok((db, Self::new(src, &h)))
     }
 
-    fn new(src: Source, offset: u64) -> Self {
+    fn new(src: Source, h: &DbHeader) -> Self {
         BinaryDecoder {
             src,
-            offset,
+            header_len: h.chunk_header_len,
+            offset: (PREAMBLE_LEN + h.len) as u64,
+            chunk_at: 0,
             start: 0,
             pos: 0,
             end: 0,
             base: 0,
+            in_unpacked: false,
+            unpacked: Vec::new(),
+            zstd: None,
             left: 0,
             chunk_events: 0,
             done_events: 0,
@@ -520,28 +770,56 @@ impl BinaryDecoder {
         }
         let n = (self.left as usize).min(BATCH_EVENTS);
         let payload = match &self.src {
+            _ if self.in_unpacked => &self.unpacked[..self.end],
             Source::Whole(b) => &b[..self.end],
             Source::Stream { buf, .. } => &buf[..self.end],
         };
-        let base = self.base - self.start as u64;
-        self.pos = decode_batch(payload, self.pos, base, n, out)?;
+        // Offsets in a decompressed payload are mapped to the chunk by `in_chunk`.
+        let base = if self.in_unpacked {
+            0
+        } else {
+            self.base - self.start as u64
+        };
+        match decode_batch(payload, self.pos, base, n, out) {
+            Ok(pos) => self.pos = pos,
+            Err(e) => return Err(self.in_chunk(e)),
+        }
         self.left -= n as u32;
         Ok(true)
+    }
+
+    /// An error at a position of a decompressed payload, which no file byte corresponds to,
+    /// restated at the chunk's offset with the position in the decompressed payload.
+    fn in_chunk(&self, e: TraceError) -> TraceError {
+        if !self.in_unpacked {
+            return e;
+        }
+        let (what, pos) = match &e {
+            TraceError::Malformed { offset, reason } => (reason.clone(), *offset),
+            TraceError::Wire(w) => (format!("{} while reading {}", w.kind, w.what), w.offset),
+            _ => return e,
+        };
+        TraceError::malformed(
+            self.chunk_at,
+            format!("{what}, at byte {pos} of the chunk's decompressed payload"),
+        )
     }
 
     /// Checks that the chunk just decoded used its whole payload.
     fn finish_chunk(&mut self) -> Result<(), TraceError> {
         if self.pos != self.end {
-            let at = self.base + (self.pos - self.start) as u64;
-            return Err(TraceError::malformed(
-                at,
-                "bytes after the last event its chunk header counts",
-            ));
+            let at = match self.in_unpacked {
+                true => self.pos as u64,
+                false => self.base + (self.pos - self.start) as u64,
+            };
+            let e = TraceError::malformed(at, "bytes after the last event its chunk header counts");
+            return Err(self.in_chunk(e));
         }
         Ok(())
     }
 
-    /// Reads and checks the next chunk header and payload. `Ok(false)` at the end marker.
+    /// Reads and checks the next chunk header and payload, decompressing a compressed one.
+    /// `Ok(false)` at the end marker.
     fn next_chunk(&mut self) -> Result<bool, TraceError> {
         self.done_events += u64::from(self.chunk_events);
         self.chunk_events = 0;
@@ -550,37 +828,38 @@ impl BinaryDecoder {
             offset: at,
             events: self.done_events,
         };
+        let hl = self.header_len;
         let mut h = [0u8; CHUNK_HEADER_LEN];
         let got = match &mut self.src {
             Source::Whole(b) => {
                 let rest = b.get(at as usize..).unwrap_or_default();
-                let n = rest.len().min(CHUNK_HEADER_LEN);
+                let n = rest.len().min(hl);
                 h[..n].copy_from_slice(&rest[..n]);
                 n
             }
-            Source::Stream { r, .. } => read_full(r, &mut h)?,
+            Source::Stream { r, .. } => read_full(r, &mut h[..hl])?,
         };
-        if got < CHUNK_HEADER_LEN {
+        if got < hl {
             return Err(truncated);
         }
-        let c = parse_chunk_header(&h, at)?;
-        if c.len == 0 {
-            self.check_end(at + CHUNK_HEADER_LEN as u64)?;
+        let c = parse_chunk_header(&h[..hl], at)?;
+        if c.stored == 0 {
+            self.check_end(at + hl as u64)?;
             return Ok(false);
         }
-        let payload_at = at + CHUNK_HEADER_LEN as u64;
+        let payload_at = at + hl as u64;
         let (start, payload) = match &mut self.src {
             Source::Whole(b) => {
                 let start = payload_at as usize;
-                match b.get(start..start + c.len as usize) {
+                match b.get(start..start + c.stored as usize) {
                     Some(p) => (start, p),
                     None => return Err(truncated),
                 }
             }
             Source::Stream { r, buf } => {
                 buf.clear();
-                r.take(u64::from(c.len)).read_to_end(buf)?;
-                if buf.len() < c.len as usize {
+                r.take(u64::from(c.stored)).read_to_end(buf)?;
+                if buf.len() < c.stored as usize {
                     return Err(truncated);
                 }
                 (0, &buf[..])
@@ -592,13 +871,26 @@ impl BinaryDecoder {
                 offset: at,
             });
         }
-        self.start = start;
-        self.pos = start;
-        self.end = start + c.len as usize;
+        self.in_unpacked = c.codec == CODEC_ZSTD;
+        if self.in_unpacked {
+            unpack(
+                &mut self.zstd,
+                &mut self.unpacked,
+                payload,
+                c.raw as usize,
+                at,
+            )?;
+            self.start = 0;
+        } else {
+            self.start = start;
+        }
+        self.pos = self.start;
+        self.end = self.start + c.raw as usize;
+        self.chunk_at = at;
         self.base = payload_at;
         self.left = c.count;
         self.chunk_events = c.count;
-        self.offset = payload_at + u64::from(c.len);
+        self.offset = payload_at + u64::from(c.stored);
         Ok(true)
     }
 
@@ -732,15 +1024,67 @@ mod tests {
     fn worked_example_is_pinned() {
         let (db, events) = example();
         let bytes = crate::file::to_binary(&db, &events).unwrap();
-        let expected = "57 50 50 54 02 00 00 00 14 00 00 00 dc 6d b3 78 65 f2 cb 10 \
+        let expected = "57 50 50 54 03 00 00 00 14 00 00 00 dc 6d b3 78 0a be 6e 8b \
             01 04 6d 61 69 6e 00 00 00 \
             01 01 02 00 01 02 00 01 02 00 00 \
-            06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0 00 02 0a e3 12 01 \
-            00 00 00 00 00 00 00 00 00 00 00 00 6f c6 d5 7b";
+            06 00 00 00 05 00 00 00 06 00 00 00 00 00 00 00 1b 3c e8 00 20 cb 5c 22 \
+            00 02 0a e3 12 01 \
+            00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 8d 9b d5 0f";
         assert_eq!(hex(&bytes), hex(&unhex(expected)));
         let r = TraceReader::from_bytes(bytes).unwrap();
         assert_eq!(r.program(), &db);
         assert_eq!(r.read_all().unwrap(), events);
+    }
+
+    /// Version 2 files (16-byte chunk headers, never compressed) still read: the version 2
+    /// worked example.
+    #[test]
+    fn version_2_worked_example_still_reads() {
+        let v2 = unhex(
+            "57 50 50 54 02 00 00 00 14 00 00 00 dc 6d b3 78 65 f2 cb 10 \
+             01 04 6d 61 69 6e 00 00 00 \
+             01 01 02 00 01 02 00 01 02 00 00 \
+             06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0 00 02 0a e3 12 01 \
+             00 00 00 00 00 00 00 00 00 00 00 00 6f c6 d5 7b",
+        );
+        let (db, events) = example();
+        let r = TraceReader::from_bytes(v2.clone()).unwrap();
+        assert_eq!(r.program(), &db);
+        assert_eq!(r.read_all().unwrap(), events);
+        // A version 2 file cut inside its end marker is a truncation after the chunk.
+        let cut = v2[..v2.len() - 1].to_vec();
+        let mut r = TraceReader::from_bytes(cut).unwrap().allow_truncated(true);
+        let mut got = Vec::new();
+        r.for_each_batch(|run| got.extend_from_slice(run)).unwrap();
+        assert_eq!(got, events);
+        assert_eq!(r.truncation().unwrap().offset, (v2.len() - 16) as u64);
+    }
+
+    #[test]
+    fn compressed_example_has_the_documented_header() {
+        let (db, events) = example();
+        let many: Vec<Event> = events.iter().cycle().take(5000).copied().collect();
+        let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &db, 1 << 20)
+            .unwrap()
+            .with_zstd_level(DEFAULT_ZSTD_LEVEL)
+            .unwrap();
+        many.iter().for_each(|&e| w.push(e).unwrap());
+        let bytes = w.finish().unwrap();
+        let plain = crate::file::to_binary(&db, &events).unwrap();
+        let at = plain.len() - 6 - 2 * CHUNK_HEADER_LEN; // where the example's chunk starts
+        let h = &bytes[at..at + CHUNK_HEADER_LEN];
+        let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
+        let stored = word(0) as usize;
+        assert!(stored < 100, "{stored} bytes");
+        assert_eq!((word(4), word(8), h[12]), (5000, 6000, CODEC_ZSTD));
+        let frame = &bytes[at + CHUNK_HEADER_LEN..at + CHUNK_HEADER_LEN + stored];
+        assert_eq!(frame[..4], [0x28, 0xb5, 0x2f, 0xfd]);
+        assert_eq!(
+            bytes.len(),
+            at + CHUNK_HEADER_LEN + stored + CHUNK_HEADER_LEN
+        );
+        let r = TraceReader::from_bytes(bytes).unwrap();
+        assert_eq!(r.read_all().unwrap(), many);
     }
 
     /// Version 1 files (no CFG table) still read: the version 1 worked example.
