@@ -207,6 +207,8 @@ pub struct PhraseCompressor {
     /// The owner of each SEQUITUR stream.
     owners: Vec<Owner>,
     dict: Dictionary,
+    /// The first error: after it the state may be half-updated, so every later call fails.
+    failed: Option<PhraseError>,
 }
 
 impl Default for PhraseCompressor {
@@ -223,11 +225,15 @@ impl PhraseCompressor {
             streams: Vec::new(),
             owners: Vec::new(),
             dict: Dictionary::default(),
+            failed: None,
         }
     }
 
     /// Adds a stream (a thread's events) with its own start rule.
     pub fn add_stream(&mut self, thread: ThreadId) -> Result<PhraseStream, PhraseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         let id = self.seq.add_stream(thread)?;
         self.owners.push(Owner::Thread(thread));
         self.streams.push(Stream {
@@ -238,7 +244,8 @@ impl PhraseCompressor {
         Ok(PhraseStream(self.streams.len() as u32 - 1))
     }
 
-    /// Appends one terminal to `stream`.
+    /// Appends one terminal to `stream`. After an error (a limit was reached) every later
+    /// call, [`finish`](Self::finish) included, fails with the same error.
     #[inline]
     pub fn push(&mut self, stream: PhraseStream, t: Terminal) -> Result<(), PhraseError> {
         if t.0 >= PHRASE_BASE {
@@ -253,6 +260,15 @@ impl PhraseCompressor {
         Ok(())
     }
 
+    /// [`end_phrase_unchecked`](Self::end_phrase_unchecked), remembering its first error.
+    fn end_phrase(&mut self, stream: PhraseStream) -> Result<(), PhraseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.end_phrase_unchecked(stream)
+            .inspect_err(|e| self.failed = Some(e.clone()))
+    }
+
     /// Appends terminals to `stream`, as repeated [`push`](Self::push).
     pub fn push_slice(&mut self, stream: PhraseStream, ts: &[Terminal]) -> Result<(), PhraseError> {
         ts.iter().try_for_each(|&t| self.push(stream, t))
@@ -260,7 +276,7 @@ impl PhraseCompressor {
 
     /// Looks the stream's pending phrase up (a new one gets its SEQUITUR stream and its
     /// terminals pushed there) and pushes its phrase symbol into the thread's stream.
-    fn end_phrase(&mut self, stream: PhraseStream) -> Result<(), PhraseError> {
+    fn end_phrase_unchecked(&mut self, stream: PhraseStream) -> Result<(), PhraseError> {
         let s = &mut self.streams[stream.0 as usize];
         if s.pending.is_empty() {
             return Ok(());
