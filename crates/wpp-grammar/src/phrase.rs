@@ -83,8 +83,15 @@ pub const MIN_PHRASE: usize = 2;
 /// A phrase is cut at this length even without a boundary (a loop whose body has no boundary).
 pub const MAX_PHRASE: usize = 64;
 
-/// Phrase `p` is SEQUITUR terminal `PHRASE_BASE + p`; the events' terminals stay below.
+/// Levels of phrases: level 0 cuts the events, level `k + 1` cuts the phrase symbols of level
+/// `k` the same way (phrases of phrases), and the last level's phrase symbols go to the
+/// thread's SEQUITUR stream.
+pub const LEVELS: usize = 2;
+
+/// Phrase `p` of level `k` is SEQUITUR terminal `PHRASE_BASE + k * LEVEL_SPAN + p`; the
+/// events' terminals stay below `PHRASE_BASE`.
 const PHRASE_BASE: u32 = 1 << 30;
+const LEVEL_SPAN: u32 = PHRASE_BASE / LEVELS as u32;
 
 /// Why a terminal could not be pushed or the grammar not built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,18 +118,25 @@ impl From<GrammarError> for PhraseError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PhraseStream(u32);
 
-/// One thread's phrase under construction.
-struct Stream {
-    id: StreamId,
+/// One level's phrase under construction in one stream.
+#[derive(Default)]
+struct Chunker {
     pending: Vec<Terminal>,
     roll: u64,
+}
+
+/// One thread: its SEQUITUR stream and a chunker per level.
+struct Stream {
+    id: StreamId,
+    levels: [Chunker; LEVELS],
 }
 
 /// What each SEQUITUR stream holds, in order of creation.
 #[derive(Clone, Copy)]
 enum Owner {
     Thread(ThreadId),
-    Phrase(u32),
+    /// A phrase: its level and id.
+    Phrase(usize, u32),
 }
 
 /// Each distinct phrase once, with its id.
@@ -206,7 +220,7 @@ pub struct PhraseCompressor {
     streams: Vec<Stream>,
     /// The owner of each SEQUITUR stream.
     owners: Vec<Owner>,
-    dict: Dictionary,
+    dicts: [Dictionary; LEVELS],
     /// The first error: after it the state may be half-updated, so every later call fails.
     failed: Option<PhraseError>,
 }
@@ -224,7 +238,7 @@ impl PhraseCompressor {
             seq: Sequitur::new(Variant::Sequitur),
             streams: Vec::new(),
             owners: Vec::new(),
-            dict: Dictionary::default(),
+            dicts: Default::default(),
             failed: None,
         }
     }
@@ -236,11 +250,11 @@ impl PhraseCompressor {
         }
         let id = self.seq.add_stream(thread)?;
         self.owners.push(Owner::Thread(thread));
-        self.streams.push(Stream {
-            id,
+        let levels = std::array::from_fn(|_| Chunker {
             pending: Vec::with_capacity(MAX_PHRASE),
             roll: 0,
         });
+        self.streams.push(Stream { id, levels });
         Ok(PhraseStream(self.streams.len() as u32 - 1))
     }
 
@@ -251,22 +265,7 @@ impl PhraseCompressor {
         if t.0 >= PHRASE_BASE {
             return Err(PhraseError::TerminalOutOfRange(t.0));
         }
-        let s = &mut self.streams[stream.0 as usize];
-        s.pending.push(t);
-        s.roll = roll(s.roll, t);
-        if is_boundary(s.roll, s.pending.len()) {
-            self.end_phrase(stream)?;
-        }
-        Ok(())
-    }
-
-    /// [`end_phrase_unchecked`](Self::end_phrase_unchecked), remembering its first error.
-    fn end_phrase(&mut self, stream: PhraseStream) -> Result<(), PhraseError> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        self.end_phrase_unchecked(stream)
-            .inspect_err(|e| self.failed = Some(e.clone()))
+        self.feed(stream, 0, t)
     }
 
     /// Appends terminals to `stream`, as repeated [`push`](Self::push).
@@ -274,46 +273,87 @@ impl PhraseCompressor {
         ts.iter().try_for_each(|&t| self.push(stream, t))
     }
 
-    /// Looks the stream's pending phrase up (a new one gets its SEQUITUR stream and its
-    /// terminals pushed there) and pushes its phrase symbol into the thread's stream.
-    fn end_phrase_unchecked(&mut self, stream: PhraseStream) -> Result<(), PhraseError> {
-        let s = &mut self.streams[stream.0 as usize];
-        if s.pending.is_empty() {
-            return Ok(());
+    /// Appends `t` to the stream's phrase of `level`, ending the phrase at a boundary.
+    #[inline]
+    fn feed(&mut self, stream: PhraseStream, level: usize, t: Terminal) -> Result<(), PhraseError> {
+        let c = &mut self.streams[stream.0 as usize].levels[level];
+        c.pending.push(t);
+        c.roll = roll(c.roll, t);
+        if is_boundary(c.roll, c.pending.len()) {
+            self.end_phrase(stream, level)?;
         }
-        let (id, new) = self.dict.intern(&s.pending);
-        if new {
-            // The thread is irrelevant: the phrase's start rule becomes an ordinary rule.
-            let p = self.seq.add_stream(ThreadId(u32::MAX))?;
-            self.owners.push(Owner::Phrase(id));
-            self.seq.push_slice(p, &s.pending)?;
-        }
-        s.pending.clear();
-        self.seq.push(s.id, Terminal(PHRASE_BASE + id))?;
         Ok(())
     }
 
-    /// Distinct phrases so far.
+    /// [`end_phrase_unchecked`](Self::end_phrase_unchecked), remembering its first error.
+    fn end_phrase(&mut self, stream: PhraseStream, level: usize) -> Result<(), PhraseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.end_phrase_unchecked(stream, level)
+            .inspect_err(|e| self.failed = Some(e.clone()))
+    }
+
+    /// Looks the stream's pending phrase of `level` up (a new one gets its SEQUITUR stream and
+    /// its symbols pushed there) and passes its phrase symbol up a level, or to the thread's
+    /// SEQUITUR stream from the last level.
+    fn end_phrase_unchecked(
+        &mut self,
+        stream: PhraseStream,
+        level: usize,
+    ) -> Result<(), PhraseError> {
+        let PhraseCompressor {
+            seq,
+            streams,
+            owners,
+            dicts,
+            ..
+        } = self;
+        let s = &mut streams[stream.0 as usize];
+        let c = &mut s.levels[level];
+        if c.pending.is_empty() {
+            return Ok(());
+        }
+        let (id, new) = dicts[level].intern(&c.pending);
+        if new {
+            // The thread is irrelevant: the phrase's start rule becomes an ordinary rule.
+            let p = seq.add_stream(ThreadId(u32::MAX))?;
+            owners.push(Owner::Phrase(level, id));
+            seq.push_slice(p, &c.pending)?;
+        }
+        c.pending.clear();
+        let symbol = Terminal(PHRASE_BASE + level as u32 * LEVEL_SPAN + id);
+        if level + 1 < LEVELS {
+            self.feed(stream, level + 1, symbol)
+        } else {
+            Ok(seq.push(s.id, symbol)?)
+        }
+    }
+
+    /// Distinct phrases so far, over all levels.
     pub fn num_phrases(&self) -> usize {
-        self.dict.len()
+        self.dicts.iter().map(Dictionary::len).sum()
     }
 
-    /// Heap bytes of SEQUITUR's tables and the dictionary.
+    /// Heap bytes of SEQUITUR's tables and the dictionaries.
     pub fn heap_bytes(&self) -> usize {
-        self.seq.heap_bytes() + self.dict.heap_bytes()
+        self.seq.heap_bytes() + self.dicts.iter().map(Dictionary::heap_bytes).sum::<usize>()
     }
 
-    /// Ends every stream's last phrase and builds the grammar over `num_terminals` terminals
+    /// Ends every stream's last phrases and builds the grammar over `num_terminals` terminals
     /// (raised to the largest pushed terminal plus one if that is more).
     pub fn finish(mut self, num_terminals: u32) -> Result<Grammar, PhraseError> {
         for i in 0..self.streams.len() {
-            self.end_phrase(PhraseStream(i as u32))?;
+            for level in 0..LEVELS {
+                self.end_phrase(PhraseStream(i as u32), level)?;
+            }
         }
-        let max_terminal = self.dict.terminals.iter().map(|t| t.0 + 1).max();
+        let max_terminal = self.dicts[0].terminals.iter().map(|t| t.0 + 1).max();
         let num_terminals = num_terminals.max(max_terminal.unwrap_or(0));
         let owners = std::mem::take(&mut self.owners);
         let g = self.seq.finish();
-        let mut phrase_rule = vec![RuleId(0); self.dict.len()];
+        let mut phrase_rule: [Vec<RuleId>; LEVELS] =
+            std::array::from_fn(|k| vec![RuleId(0); self.dicts[k].len()]);
         let mut starts = Vec::new();
         for (start, owner) in g.starts().iter().zip(owners) {
             match owner {
@@ -321,12 +361,16 @@ impl PhraseCompressor {
                     thread,
                     rule: start.rule,
                 }),
-                Owner::Phrase(p) => phrase_rule[p as usize] = start.rule,
+                Owner::Phrase(level, p) => phrase_rule[level][p as usize] = start.rule,
             }
         }
         let resolve = |s: Symbol| match s.kind() {
             SymbolKind::Terminal(t) if t.0 >= PHRASE_BASE => {
-                Symbol::rule(phrase_rule[(t.0 - PHRASE_BASE) as usize])
+                let (level, id) = (
+                    (t.0 - PHRASE_BASE) / LEVEL_SPAN,
+                    (t.0 - PHRASE_BASE) % LEVEL_SPAN,
+                );
+                Symbol::rule(phrase_rule[level as usize][id as usize])
             }
             _ => s,
         };
