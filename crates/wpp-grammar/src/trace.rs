@@ -95,9 +95,10 @@ enum Engine {
     Offline { streams: Vec<(ThreadId, Buffer)> },
     /// Frequency-ordered with a bounded window, online.
     Windowed { w: Windowed, ids: Vec<WindowStream> },
-    /// Phrases, then SEQUITUR over phrase ids, online.
+    /// Phrases, then SEQUITUR over phrase ids, online (boxed: it is several times larger
+    /// than the other variants).
     Phrase {
-        p: PhraseCompressor,
+        p: Box<PhraseCompressor>,
         ids: Vec<PhraseStream>,
     },
 }
@@ -117,7 +118,7 @@ impl Engine {
                 return Engine::Windowed { w, ids: Vec::new() };
             }
             (Algorithm::Phrase, _) => {
-                let p = PhraseCompressor::new();
+                let p = Box::new(PhraseCompressor::new());
                 return Engine::Phrase { p, ids: Vec::new() };
             }
         };
