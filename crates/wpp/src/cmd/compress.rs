@@ -63,6 +63,11 @@ pub struct Args {
     /// so `wpp match --scheme 4` (and `auto`) can skip partitions without the function.
     #[arg(long)]
     index: bool,
+    /// zstd level of the `.wpp`'s compressed streams (19: smallest; 3: many times faster to
+    /// write, a few percent larger; the recording runtime uses 3).
+    #[arg(long, default_value_t = wpp_grammar::file::DEFAULT_ZSTD_LEVEL,
+          value_parser = clap::value_parser!(i32).range(1..=22))]
+    zstd_level: i32,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -141,6 +146,7 @@ fn compress_once(
     algorithm: Algorithm,
     window: Option<u64>,
     index: bool,
+    zstd_level: i32,
 ) -> anyhow::Result<Run> {
     let base = heap::start();
     let cpu0 = thread_cpu_seconds();
@@ -164,7 +170,7 @@ fn compress_once(
         let section = index_section(&wpp.grammar, &wpp.alphabet).with_context(fail)?;
         wpp.extra.push(section);
     }
-    let bytes = wpp.to_bytes().with_context(fail)?;
+    let bytes = wpp.to_bytes_with_level(zstd_level).with_context(fail)?;
     let seconds = t0.elapsed().as_secs_f64();
     let cpu_seconds = thread_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
     bar.finish_and_clear();
@@ -223,7 +229,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut best: Option<(usize, Vec<u8>)> = None;
     let mut truncation = None;
     for algorithm in algorithms(args.algorithm) {
-        let run = compress_once(&args.input, algorithm, args.window, args.index)?;
+        let run = compress_once(
+            &args.input,
+            algorithm,
+            args.window,
+            args.index,
+            args.zstd_level,
+        )?;
         truncation = run.truncation;
         let smaller = match &best {
             Some((_, b)) => run.bytes.len() < b.len(),
