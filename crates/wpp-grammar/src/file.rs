@@ -16,7 +16,7 @@
 //!
 //! | section | payload |
 //! |---|---|
-//! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency), trace events, threads |
+//! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency, 3 phrase), trace events, threads |
 //! | `PROG` | one stream (below) holding the [`ProgramDb`]: postcard of names and locations, then the CFG table ([`wpp_trace::program`]); at most 64 MiB decompressed |
 //! | `ALPH` | event count, then per event a kind byte and its operand: 0 `Enter(f)`, 1 `Leave` (no operand), 2 `Block(b)`, 3 `Path(p)`, 4 `Thread(t)`; terminal `i` is the `i`-th event |
 //! | `RULE` | rule count, symbol count, then four streams `LENS`, `KINDS`, `TERMS`, `REFS` (below) |
