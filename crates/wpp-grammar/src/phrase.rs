@@ -350,10 +350,13 @@ impl PhraseCompressor {
         }
         let max_terminal = self.dicts[0].terminals.iter().map(|t| t.0 + 1).max();
         let num_terminals = num_terminals.max(max_terminal.unwrap_or(0));
-        let owners = std::mem::take(&mut self.owners);
-        let g = self.seq.finish();
         let mut phrase_rule: [Vec<RuleId>; LEVELS] =
             std::array::from_fn(|k| vec![RuleId(0); self.dicts[k].len()]);
+        // The dictionaries' copies of the phrases are not needed any more: free them before
+        // the grammar is built, which is the peak of memory.
+        drop(std::mem::take(&mut self.dicts));
+        let owners = std::mem::take(&mut self.owners);
+        let g = self.seq.finish();
         let mut starts = Vec::new();
         for (start, owner) in g.starts().iter().zip(owners) {
             match owner {
