@@ -17,12 +17,17 @@
 //! * **Dictionary.** A hash table keyed by the phrase's terminals maps each distinct phrase to
 //!   a dense id. A repeated phrase costs one hash over its terminals and one comparison with the
 //!   stored copy.
+//! * **Levels.** The phrase symbols of level 0 are cut into phrases of phrases the same way
+//!   (level 1, [`LEVELS`] in all), with a dictionary per level; the last level's phrase
+//!   symbols go to SEQUITUR. (Measured on 40 MB prefixes of the bench traces: a second level
+//!   halved the time on Lua and cost ~8% time and 15–40% size on zlib; a third was worse
+//!   everywhere.)
 //! * **One SEQUITUR for everything.** A *new* phrase becomes a stream of its own in the shared
-//!   [`Sequitur`]: its terminals are pushed there once, so the dictionary is compressed
+//!   [`Sequitur`]: its symbols are pushed there once, so the dictionaries are compressed
 //!   together with the rest (digrams shared between phrases become rules as usual). Every
-//!   phrase, new or repeated, is then pushed into its thread's stream as one *phrase symbol*
-//!   (terminal `2^30 + id`). SEQUITUR thus sees each distinct phrase's events once plus one
-//!   symbol per phrase, instead of every event.
+//!   phrase, new or repeated, is then represented by one *phrase symbol* (terminal
+//!   `2^30 + level · 2^29 + id`). SEQUITUR thus sees each distinct phrase's symbols once plus
+//!   one symbol per top-level phrase, instead of every event.
 //! * **Finish.** Phrase symbols become references to their phrase's rule; rules used once or
 //!   with a one-symbol body are spliced into their users, and the rest are renumbered
 //!   bottom-up.
@@ -32,19 +37,24 @@
 //! The expansion of each start rule is exactly its stream, and **rule utility** holds (every
 //! non-start rule is used at least twice). **Digram uniqueness does not hold**: a digram can
 //! occur once inside a phrase and again across a phrase boundary, where SEQUITUR never saw it.
-//! So the grammar is usually somewhat larger than SEQUITUR's over the same events (measured in
-//! BENCHMARKS.md), and [`crate::check::check_algorithm`] checks only rule utility for it.
+//! So the grammar is usually larger than SEQUITUR's over the same events (on the bench traces
+//! 0.97–1.6× its symbols, 1.0–1.5× its `.wpp` bytes), and [`crate::check::check_algorithm`]
+//! checks only rule utility for it.
 //!
 //! # Cost and memory
 //!
 //! Per event: a shift, a multiply and a compare for the rolling hash, and a copy into the
 //! stream's pending phrase. Per phrase: a hash over its terminals, a table probe, a comparison
-//! and one SEQUITUR push; per *new* phrase, its events pushed into SEQUITUR. How much faster
-//! than SEQUITUR this is depends on how repetitive the trace is: on a trace without repeats
-//! every phrase is new and the pre-pass is pure overhead. Memory: SEQUITUR's (for the grammar)
+//! and one push a level up (SEQUITUR's at the top); per *new* phrase, its symbols pushed into
+//! SEQUITUR. How much faster than SEQUITUR this is depends on how repetitive the trace is: on
+//! the bench traces (10^8-event prefixes) from 1.0× (bzip2 paths, high entropy: nearly every
+//! phrase is new) to 5.3× (Lua blocks); on a trace without repeats the pre-pass is pure
+//! overhead. Memory: SEQUITUR's (for the grammar)
 //! plus the dictionary, which holds each distinct phrase's terminals once (4 bytes each, plus
-//! about 24 bytes per phrase): it grows with the number of distinct phrases, i.e. with the
-//! grammar, never with the repetitions. [`PhraseCompressor::heap_bytes`] reports both.
+//! about 24 bytes per phrase), and a SEQUITUR stream per distinct phrase: it grows with the
+//! number of distinct phrases, i.e. with the grammar, never with the repetitions; measured peak
+//! 1–3.5× SEQUITUR's (the most on high-entropy traces). [`PhraseCompressor::heap_bytes`]
+//! reports both.
 //!
 //! Limits: terminals below 2^30 (the phrase symbols take the upper half of SEQUITUR's terminal
 //! space) and at most 2^28 distinct phrases (SEQUITUR's stream limit); past them pushing fails
