@@ -48,13 +48,12 @@
 //! and one push a level up (SEQUITUR's at the top); per *new* phrase, its symbols pushed into
 //! SEQUITUR. How much faster than SEQUITUR this is depends on how repetitive the trace is: on
 //! the bench traces (10^8-event prefixes) from 1.0× (bzip2 paths, high entropy: nearly every
-//! phrase is new) to 5.3× (Lua blocks); on a trace without repeats the pre-pass is pure
-//! overhead. Memory: SEQUITUR's (for the grammar)
-//! plus the dictionary, which holds each distinct phrase's terminals once (4 bytes each, plus
-//! about 24 bytes per phrase), and a SEQUITUR stream per distinct phrase: it grows with the
-//! number of distinct phrases, i.e. with the grammar, never with the repetitions; measured peak
-//! 1–3.5× SEQUITUR's (the most on high-entropy traces). [`PhraseCompressor::heap_bytes`]
-//! reports both.
+//! phrase is new) to 5.4× (SQLite and Lua blocks); on a trace without repeats the pre-pass is
+//! pure overhead. Memory: SEQUITUR's (for the grammar) plus the dictionaries, which hold each
+//! distinct phrase's symbols once (4 bytes each, plus about 24 bytes per phrase), and a
+//! SEQUITUR stream per distinct phrase: it grows with the number of distinct phrases, i.e. with
+//! the grammar, never with the repetitions; measured peak 1–3.5× SEQUITUR's (the most on
+//! high-entropy traces). [`PhraseCompressor::heap_bytes`] reports both.
 //!
 //! Limits: terminals below 2^30 (the phrase symbols take the upper half of SEQUITUR's terminal
 //! space) and at most 2^28 distinct phrases (SEQUITUR's stream limit); past them pushing fails
