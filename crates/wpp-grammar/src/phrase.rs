@@ -148,16 +148,23 @@ enum Owner {
     Phrase(usize, u32),
 }
 
+/// Where a phrase is stored, as a dictionary table entry: the probe that finds it reads the
+/// phrase's symbols directly (one cache miss fewer than going through a table of offsets).
+#[derive(Clone, Copy)]
+struct Slot {
+    start: usize,
+    len: u32,
+    id: u32,
+}
+
 /// Each distinct phrase once, with its id.
 #[derive(Default)]
 struct Dictionary {
-    /// Phrase ids, keyed by the hash of the phrase's terminals.
-    table: HashTable<u32>,
-    /// Hash of each phrase (for the table's rehashing).
-    hashes: Vec<u64>,
-    /// Phrase `i` is `terminals[ends[i - 1]..ends[i]]` (`ends[-1] = 0`).
-    ends: Vec<usize>,
+    /// Phrases, keyed by the hash of their symbols.
+    table: HashTable<Slot>,
+    /// The phrases' symbols, one after the other.
     terminals: Vec<Terminal>,
+    len: u32,
 }
 
 impl Dictionary {
@@ -166,35 +173,35 @@ impl Dictionary {
         let hash = phrase_hash(phrase);
         let Dictionary {
             table,
-            hashes,
-            ends,
             terminals,
+            len,
         } = self;
-        let stored = |id: u32| {
-            let i = id as usize;
-            let start = if i == 0 { 0 } else { ends[i - 1] };
-            &terminals[start..ends[i]]
-        };
-        if let Some(&id) = table.find(hash, |&id| stored(id) == phrase) {
-            return (id, false);
+        let stored = |e: &Slot| &terminals[e.start..e.start + e.len as usize];
+        let found = table.find(hash, |e| {
+            e.len as usize == phrase.len() && stored(e) == phrase
+        });
+        if let Some(e) = found {
+            return (e.id, false);
         }
-        let id = ends.len() as u32;
+        let slot = Slot {
+            start: terminals.len(),
+            len: phrase.len() as u32,
+            id: *len,
+        };
+        *len += 1;
         terminals.extend_from_slice(phrase);
-        ends.push(terminals.len());
-        hashes.push(hash);
-        table.insert_unique(hash, id, |&id| hashes[id as usize]);
-        (id, true)
+        table.insert_unique(hash, slot, |e| {
+            phrase_hash(&terminals[e.start..e.start + e.len as usize])
+        });
+        (slot.id, true)
     }
 
     fn len(&self) -> usize {
-        self.ends.len()
+        self.len as usize
     }
 
     fn heap_bytes(&self) -> usize {
-        self.table.capacity() * 5
-            + self.hashes.capacity() * 8
-            + self.ends.capacity() * 8
-            + self.terminals.capacity() * 4
+        self.table.capacity() * (std::mem::size_of::<Slot>() + 1) + self.terminals.capacity() * 4
     }
 }
 
