@@ -128,7 +128,6 @@ impl From<GrammarError> for PhraseError {
 pub struct PhraseStream(u32);
 
 /// One level's phrase under construction in one stream.
-#[derive(Default)]
 struct Chunker {
     pending: Vec<Terminal>,
     roll: u64,
@@ -629,6 +628,19 @@ mod tests {
         let g = c.finish(3).unwrap();
         assert_eq!(g.num_terminals(), 3);
         assert_eq!(g.expanded_len(g.starts()[0].rule), 0);
+    }
+
+    #[test]
+    fn terminals_from_2_to_the_30_are_refused_without_harm() {
+        let mut c = PhraseCompressor::new();
+        let s = c.add_stream(ThreadId(0)).unwrap();
+        c.push(s, Terminal(5)).unwrap();
+        let e = c.push(s, Terminal(PHRASE_BASE)).unwrap_err();
+        assert_eq!(e, PhraseError::TerminalOutOfRange(PHRASE_BASE));
+        c.push(s, Terminal(6)).unwrap();
+        let g = c.finish(7).unwrap();
+        let back: Vec<u32> = Expander::new(&g, g.starts()[0].rule).map(|t| t.0).collect();
+        assert_eq!(back, [5, 6]);
     }
 
     proptest! {
