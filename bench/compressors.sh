@@ -12,7 +12,7 @@ usage: bench/compressors.sh [--bytes N] [--algorithm A] [--window N] [--wpp PATH
 
 DIR holds WORKLOAD/KIND-raw.trace (default: bench/build of this checkout).
   --bytes N        prefix length in bytes (default 40000000; 0 = whole trace)
-  --algorithm A    all (default), sequitur, sequitur1 or frequency
+  --algorithm A    all (default), sequitur, sequitur1, frequency or phrase
   --window N       passed to `wpp compress` (frequency's bounded-buffer form)
   --wpp PATH       the wpp binary (default: $WPP, else cargo build --profile P -p wpp)
   --profile P      cargo profile for building wpp (default release)

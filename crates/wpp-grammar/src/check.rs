@@ -12,6 +12,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::algorithm::Algorithm;
 use crate::grammar::{Grammar, RuleId};
 use crate::symbol::Symbol;
 
@@ -51,6 +52,16 @@ pub enum Violation {
 pub fn check(g: &Grammar) -> Result<(), Violation> {
     check_rule_utility(g)?;
     check_digram_uniqueness(g)
+}
+
+/// Checks the invariants `algorithm` guarantees: both for the SEQUITUR family and the
+/// frequency compressor, rule utility only for [`Algorithm::Phrase`].
+pub fn check_algorithm(algorithm: Algorithm, g: &Grammar) -> Result<(), Violation> {
+    check_rule_utility(g)?;
+    if algorithm.has_unique_digrams() {
+        check_digram_uniqueness(g)?;
+    }
+    Ok(())
 }
 
 /// Checks that no digram occurs twice without overlap.

@@ -16,7 +16,7 @@
 //!
 //! | section | payload |
 //! |---|---|
-//! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency), trace events, threads |
+//! | `META` | algorithm code (`u8`: 0 sequitur, 1 sequitur1, 2 frequency, 3 phrase), trace events, threads |
 //! | `PROG` | one stream (below) holding the [`ProgramDb`]: postcard of names and locations, then the CFG table ([`wpp_trace::program`]); at most 64 MiB decompressed |
 //! | `ALPH` | event count, then per event a kind byte and its operand: 0 `Enter(f)`, 1 `Leave` (no operand), 2 `Block(b)`, 3 `Path(p)`, 4 `Thread(t)`; terminal `i` is the `i`-th event |
 //! | `RULE` | rule count, symbol count, then four streams `LENS`, `KINDS`, `TERMS`, `REFS` (below) |
@@ -59,10 +59,10 @@
 //! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
 //! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
 //! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol; `PROG`'s stream 64 MiB); the
-//! writer stores a stream as is when zstd (level 19) would not make it smaller or would exceed
-//! the ratio, and always for streams of at most 32 bytes. (The program database is a stream
-//! because its CFG table is a third of a small recording's `.wpp` stored, and zstd takes a
-//! third of that.)
+//! writer (zstd level 19 by default, any level reads the same) stores a stream as is when zstd
+//! would not make it smaller or would exceed the ratio, and always for streams of at most 32
+//! bytes. (The program database is a stream because its CFG table is a third of a small
+//! recording's `.wpp` stored, and zstd takes a third of that.)
 //!
 //! # Worked example
 //!
@@ -442,20 +442,32 @@ pub enum WppError {
     Serialize(String),
 }
 
+/// The zstd level of the compressed streams that [`WppFile::to_bytes`] writes: slow, for the
+/// smallest files.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 19;
+
 impl WppFile {
     /// Encodes the file (layout [`VERSION`]).
     pub fn to_bytes(&self) -> Result<Vec<u8>, WppError> {
-        self.encode(VERSION)
+        self.encode(VERSION, DEFAULT_ZSTD_LEVEL)
+    }
+
+    /// Encodes the file (layout [`VERSION`]) compressing its streams at zstd `level` (1–22; a
+    /// reader needs no level): level 19 takes seconds per million grammar symbols, level 3 a
+    /// small fraction of that for files a few percent larger — the choice of the recording
+    /// runtime, where the program waits for the write.
+    pub fn to_bytes_with_level(&self, level: i32) -> Result<Vec<u8>, WppError> {
+        self.encode(VERSION, level)
     }
 
     /// Encodes the file in the version 1 layout, which builds before version 2 read; larger
     /// (rule bodies are plain varints) but quick to write. It has no CFG table, so the CFGs
     /// of the program database are left out.
     pub fn to_bytes_v1(&self) -> Result<Vec<u8>, WppError> {
-        self.encode(1)
+        self.encode(1, DEFAULT_ZSTD_LEVEL)
     }
 
-    fn encode(&self, version: u32) -> Result<Vec<u8>, WppError> {
+    fn encode(&self, version: u32, level: i32) -> Result<Vec<u8>, WppError> {
         if let Some(s) = self.extra.iter().find(|s| RESERVED.contains(&s.tag)) {
             return Err(WppError::ReservedTag(s.tag));
         }
@@ -476,7 +488,8 @@ impl WppFile {
         let serialize = |e: postcard::Error| WppError::Serialize(e.to_string());
         let prog = if version >= 3 {
             let mut stream = Vec::new();
-            rules::put_stream(&mut stream, &self.program.to_bytes().map_err(serialize)?);
+            let db = self.program.to_bytes().map_err(serialize)?;
+            rules::put_stream(&mut stream, &db, level);
             stream
         } else {
             postcard::to_allocvec(&self.program).map_err(serialize)?
@@ -486,7 +499,7 @@ impl WppFile {
         let rules = if version == 1 {
             encode_rules_v1(&self.grammar)
         } else {
-            rules::encode(&self.grammar)
+            rules::encode(&self.grammar, level)
         };
         put_section(&mut out, RULE, &rules);
         put_section(&mut out, STRT, &encode_starts(&self.grammar));
@@ -540,8 +553,14 @@ impl WppFile {
 
     /// Writes the file to `path`.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), WppError> {
+        self.write_with_level(path, DEFAULT_ZSTD_LEVEL)
+    }
+
+    /// Writes the file to `path`, compressing at zstd `level` (see
+    /// [`to_bytes_with_level`](Self::to_bytes_with_level)).
+    pub fn write_with_level(&self, path: impl AsRef<Path>, level: i32) -> Result<(), WppError> {
         let path = path.as_ref();
-        std::fs::write(path, self.to_bytes()?).map_err(|source| WppError::Io {
+        std::fs::write(path, self.to_bytes_with_level(level)?).map_err(|source| WppError::Io {
             path: path.to_owned(),
             source,
         })

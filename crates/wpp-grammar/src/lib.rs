@@ -6,8 +6,11 @@
 //! start rule per thread, bodies stored contiguously.
 //!
 //! * [`sequitur`] — online SEQUITUR and SEQUITUR(1) (Larus §3).
+//! * [`phrase`] — phrase compression: content-defined phrases, deduplicated, then SEQUITUR
+//!   over phrase ids (fast enough for online recording).
 //! * [`algorithm`] — the [`Algorithm`] enum and [`compress`], one call for any compressor.
-//! * [`check`] — verifies SEQUITUR's digram-uniqueness and rule-utility invariants.
+//! * [`check`] — verifies SEQUITUR's digram-uniqueness and rule-utility invariants (and only
+//!   what each algorithm guarantees, [`check::check_algorithm`]).
 //! * [`expand`] — streaming and random-access expansion back to terminals.
 //! * [`mod@file`] — the `.wpp` file format.
 //! * [`trace`] — [`TraceCompressor`]: a trace's events, routed by thread, into a `.wpp` file.
@@ -20,6 +23,7 @@ pub mod check;
 pub mod expand;
 pub mod file;
 pub mod grammar;
+pub mod phrase;
 pub mod repair;
 pub mod sequitur;
 pub mod symbol;

@@ -16,9 +16,14 @@
 //! * [`Algorithm::Frequency`] is offline: each thread's terminals are buffered (1, 2 or 4 bytes
 //!   per event) and handed to [`RePair`] at [`finish`](TraceCompressor::finish); with a window it
 //!   runs the bounded-buffer [`Windowed`] form instead, which pushes online.
+//! * [`Algorithm::Phrase`] is online: each terminal goes to a [`PhraseCompressor`], which cuts
+//!   phrases and pushes only phrase ids into its SEQUITUR.
 //!
-//! Per event the cost is one alphabet lookup (a hash probe) and one push; switching threads
-//! costs a hash probe. Nothing is allocated per event beyond the growth of the compressor's
+//! Per event the cost is one alphabet lookup and one push; the lookup is an array index for
+//! blocks, paths and functions with ids below 2^20 (nearly every event of a real trace) and a
+//! hash probe otherwise. Switching threads costs a hash probe. The recording runtime's online
+//! compressor uses this type too, handing over each thread's buffer with
+//! [`push_thread`](TraceCompressor::push_thread). Nothing is allocated per event beyond the growth of the compressor's
 //! own tables (and of the buffers of the offline form).
 //!
 //! ```
@@ -41,6 +46,7 @@ use wpp_trace::{Alphabet, Event, ProgramDb, Terminal, ThreadDemux, ThreadId};
 
 use crate::algorithm::{Algorithm, CompressError};
 use crate::file::WppFile;
+use crate::phrase::{PhraseCompressor, PhraseError, PhraseStream};
 use crate::repair::{RePair, RePairError, WindowStream, Windowed};
 use crate::sequitur::{Sequitur, SequiturError, StreamId, Variant};
 
@@ -68,6 +74,12 @@ impl From<SequiturError> for TraceCompressError {
     }
 }
 
+impl From<PhraseError> for TraceCompressError {
+    fn from(e: PhraseError) -> Self {
+        TraceCompressError::Compress(e.into())
+    }
+}
+
 impl From<RePairError> for TraceCompressError {
     fn from(e: RePairError) -> Self {
         TraceCompressError::Compress(e.into())
@@ -83,6 +95,12 @@ enum Engine {
     Offline { streams: Vec<(ThreadId, Buffer)> },
     /// Frequency-ordered with a bounded window, online.
     Windowed { w: Windowed, ids: Vec<WindowStream> },
+    /// Phrases, then SEQUITUR over phrase ids, online (boxed: it is several times larger
+    /// than the other variants).
+    Phrase {
+        p: Box<PhraseCompressor>,
+        ids: Vec<PhraseStream>,
+    },
 }
 
 impl Engine {
@@ -99,6 +117,10 @@ impl Engine {
                 let w = Windowed::new(n);
                 return Engine::Windowed { w, ids: Vec::new() };
             }
+            (Algorithm::Phrase, _) => {
+                let p = Box::new(PhraseCompressor::new());
+                return Engine::Phrase { p, ids: Vec::new() };
+            }
         };
         let s = Sequitur::new(variant);
         Engine::Sequitur { s, ids: Vec::new() }
@@ -110,6 +132,7 @@ impl Engine {
             Engine::Sequitur { s, ids } => ids.push(s.add_stream(thread)?),
             Engine::Offline { streams } => streams.push((thread, Buffer::U8(Vec::new()))),
             Engine::Windowed { w, ids } => ids.push(w.open_stream(thread)),
+            Engine::Phrase { p, ids } => ids.push(p.add_stream(thread)?),
         }
         Ok(())
     }
@@ -120,6 +143,7 @@ impl Engine {
             Engine::Sequitur { s, ids } => s.push(ids[stream], t)?,
             Engine::Offline { streams } => streams[stream].1.push(t.0),
             Engine::Windowed { w, ids } => w.push(ids[stream], t)?,
+            Engine::Phrase { p, ids } => p.push(ids[stream], t)?,
         }
         Ok(())
     }
@@ -129,6 +153,7 @@ impl Engine {
             Engine::Sequitur { s, .. } => Some(s.heap_bytes()),
             Engine::Offline { streams } => Some(streams.iter().map(|(_, b)| b.heap_bytes()).sum()),
             Engine::Windowed { .. } => None,
+            Engine::Phrase { p, .. } => Some(p.heap_bytes()),
         }
     }
 
@@ -152,6 +177,7 @@ impl Engine {
                 w.reserve_terminals(num_terminals);
                 w.finish()?
             }
+            Engine::Phrase { p, .. } => p.finish(num_terminals)?,
         })
     }
 }
@@ -227,11 +253,55 @@ fn trimmed<T>(mut v: Vec<T>) -> std::vec::IntoIter<T> {
     v.into_iter()
 }
 
+/// Events to terminals: the [`Alphabet`], with a direct-mapped table in front of its hash map.
+#[derive(Default)]
+struct Interner {
+    alphabet: Alphabet,
+    /// Terminal of each event with a [`direct_key`], or `u32::MAX`.
+    direct: Vec<u32>,
+}
+
+/// Ids below this bound get a slot in the direct table (4 slots per id: at most 16 MiB).
+const DIRECT_IDS: u64 = 1 << 20;
+
+/// The event's slot in the direct table, if it has one.
+#[inline]
+fn direct_key(e: Event) -> Option<usize> {
+    let (id, kind) = match e {
+        Event::Block(b) => (u64::from(b.0), 0),
+        Event::Path(p) => (p.0, 1),
+        Event::Enter(f) => (u64::from(f.0), 2),
+        Event::Leave => (0, 3),
+        Event::Thread(_) => return None,
+    };
+    (id < DIRECT_IDS).then_some((id as usize) << 2 | kind)
+}
+
+impl Interner {
+    #[inline]
+    fn intern(&mut self, e: Event) -> Result<Terminal, AlphabetFull> {
+        let key = direct_key(e);
+        if let Some(&t) = key.and_then(|k| self.direct.get(k)) {
+            if t != u32::MAX {
+                return Ok(Terminal(t));
+            }
+        }
+        let t = self.alphabet.intern(e)?;
+        if let Some(k) = key {
+            if self.direct.len() <= k {
+                self.direct.resize(k + 1, u32::MAX);
+            }
+            self.direct[k] = t.0;
+        }
+        Ok(t)
+    }
+}
+
 /// Compresses a trace, pushed event by event, into a [`WppFile`].
 pub struct TraceCompressor {
     algorithm: Algorithm,
     program: ProgramDb,
-    alphabet: Alphabet,
+    interner: Interner,
     demux: ThreadDemux,
     /// The stream of each thread that has emitted an event.
     streams: FxHashMap<ThreadId, usize>,
@@ -249,7 +319,7 @@ impl TraceCompressor {
         TraceCompressor {
             algorithm,
             program,
-            alphabet: Alphabet::new(),
+            interner: Interner::default(),
             demux: ThreadDemux::new(),
             streams: FxHashMap::default(),
             current: None,
@@ -270,8 +340,22 @@ impl TraceCompressor {
             Some(s) => s,
             None => self.open(thread)?,
         };
-        let t = self.alphabet.intern(event)?;
+        let t = self.interner.intern(event)?;
         self.engine.push(stream, t)
+    }
+
+    /// Appends events of `thread`, as `Thread(thread)` followed by `events` would, except that
+    /// the switch is not counted in [`events`](Self::events): the recording runtime hands each
+    /// thread's buffers over this way, and its events carry no switches. `events` must contain
+    /// no `Thread` event either (one would switch threads as in [`push`](Self::push)).
+    pub fn push_thread(
+        &mut self,
+        thread: ThreadId,
+        events: &[Event],
+    ) -> Result<(), TraceCompressError> {
+        self.demux.route(Event::Thread(thread));
+        self.current = self.streams.get(&thread).copied();
+        self.push_batch(events)
     }
 
     /// Appends a run of consecutive events, as repeated [`push`](Self::push). (Handing each
@@ -297,7 +381,7 @@ impl TraceCompressor {
 
     /// Distinct terminals so far.
     pub fn num_terminals(&self) -> usize {
-        self.alphabet.len()
+        self.interner.alphabet.len()
     }
 
     /// Threads that have emitted at least one event so far.
@@ -313,11 +397,11 @@ impl TraceCompressor {
 
     /// Finishes compression and returns the `.wpp` contents (without extra sections).
     pub fn finish(self) -> Result<WppFile, TraceCompressError> {
-        let num_terminals = self.alphabet.len() as u32;
+        let num_terminals = self.interner.alphabet.len() as u32;
         let grammar = self.engine.finish(num_terminals)?;
         Ok(WppFile {
             program: self.program,
-            alphabet: self.alphabet,
+            alphabet: self.interner.alphabet,
             grammar,
             algorithm: self.algorithm,
             events: self.events,
@@ -380,7 +464,8 @@ mod tests {
             assert_eq!(wpp.events, events.len() as u64, "{what}");
             assert_eq!(wpp.algorithm, algorithm);
             assert!(wpp.alphabet.events().iter().all(|e| e.letter() != 'T'));
-            crate::check::check(&wpp.grammar).unwrap_or_else(|e| panic!("{what}: {e:?}"));
+            crate::check::check_algorithm(algorithm, &wpp.grammar)
+                .unwrap_or_else(|e| panic!("{what}: {e:?}"));
             // The result is a valid file: it survives encoding and validation.
             let back = WppFile::from_bytes(&wpp.to_bytes().unwrap()).unwrap();
             assert_eq!(back, wpp, "{what}");
@@ -431,6 +516,32 @@ mod tests {
         let threads: Vec<u32> = wpp.grammar.starts().iter().map(|s| s.thread.0).collect();
         assert_eq!(threads, [0, 3, 9], "start rules in order of first event");
         assert_eq!(wpp.alphabet.len(), 5);
+    }
+
+    #[test]
+    fn push_thread_is_a_switch_that_is_not_counted() {
+        let program = SynthProgram::generate(3);
+        let mut events = Vec::new();
+        program
+            .run_threads(TraceKind::Paths, 5_000, 2, |e| {
+                events.push(e);
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+        // Large ids take the hash path of the interner, small ones the direct table.
+        events.extend([1u64 << 20, (1 << 20) - 1, u64::MAX].map(|p| Event::Path(PathId(p))));
+        let threads = split_threads(&events);
+        for algorithm in Algorithm::ALL {
+            let mut c = TraceCompressor::new(algorithm, None, ProgramDb::default());
+            for (&thread, evs) in &threads {
+                for half in evs.chunks(evs.len() / 2 + 1) {
+                    c.push_thread(thread, half).unwrap();
+                }
+            }
+            let n: usize = threads.values().map(Vec::len).sum();
+            assert_eq!(c.events(), n as u64);
+            assert_eq!(expand(&c.finish().unwrap()), threads, "{algorithm}");
+        }
     }
 
     #[test]

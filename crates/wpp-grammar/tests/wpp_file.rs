@@ -857,3 +857,20 @@ fn a_bad_cfg_table_is_a_program_database_error() {
         }
     }
 }
+
+#[test]
+fn every_zstd_level_reads_back_the_same_file() {
+    let (file, _) = synthetic(Variant::Sequitur, 200_000);
+    let mut sizes = Vec::new();
+    for level in [1, 3, 19] {
+        let bytes = file.to_bytes_with_level(level).unwrap();
+        assert_eq!(WppFile::from_bytes(&bytes).unwrap(), file, "level {level}");
+        sizes.push(bytes.len());
+    }
+    assert_eq!(
+        file.to_bytes().unwrap().len(),
+        sizes[2],
+        "the default is level 19"
+    );
+    assert!(sizes[0] > sizes[2], "{sizes:?}");
+}

@@ -210,29 +210,58 @@ fn sigkill_leaves_a_readable_prefix() {
     }
 }
 
-/// The default online mode writes a `.wpp` whose expansion is, thread by thread, exactly the raw
-/// trace of the same deterministic run.
+/// The online mode writes a `.wpp` whose expansion is, thread by thread, exactly the raw trace
+/// of the same deterministic run: with the default compressor (phrase) and with each one
+/// `WPP_COMPRESS` names; the file records which one built it.
 #[test]
 fn online_wpp_expands_to_the_raw_trace() {
     let dir = Scratch::new();
     let inst = dir.path("threads");
     build_instrumented("threads.c", &["-O1"], InstrumentMode::TraceBlocks, &inst);
     let raw = dir.path("t.trace");
-    let wpp = dir.path("t.wpp");
     let a = run(&inst, &[], Some(&raw));
-    let b = run_env(&inst, &[], Some(&wpp), &[]);
-    assert_eq!(a.stdout, b.stdout);
     let (_, events) = wpp_trace::file::read_events(&raw).expect("raw trace");
-    let raw_threads = wpp_trace::file::threads::split_threads(&events);
-    let (_, wpp_threads) = expand_wpp(&wpp);
     // Thread ids are given in registration order, which can differ between runs: compare the
     // multisets of per-thread streams.
-    let mut x: Vec<_> = raw_threads.into_values().collect();
-    let mut y: Vec<_> = wpp_threads.into_values().collect();
+    let mut x: Vec<_> = wpp_trace::file::threads::split_threads(&events)
+        .into_values()
+        .collect();
     x.sort();
-    y.sort();
     assert_eq!(x.len(), 5);
-    assert!(x == y, "online .wpp differs from the raw trace");
+    for (var, algorithm) in [
+        ("", "phrase"),
+        ("sequitur", "sequitur"),
+        ("phrase", "phrase"),
+        ("frequency", "frequency"),
+    ] {
+        let wpp = dir.path(&format!("t-{algorithm}.wpp"));
+        let b = run_env(&inst, &[], Some(&wpp), &[("WPP_COMPRESS", var)]);
+        assert_eq!(a.stdout, b.stdout);
+        let file = wpp_grammar::file::WppFile::read(&wpp).expect("online .wpp");
+        assert_eq!(file.algorithm.as_str(), algorithm);
+        let (_, wpp_threads) = expand_wpp(&wpp);
+        let mut y: Vec<_> = wpp_threads.into_values().collect();
+        y.sort();
+        assert!(
+            x == y,
+            "online .wpp ({algorithm}) differs from the raw trace"
+        );
+    }
+}
+
+/// An unknown `WPP_COMPRESS` stops recording with a message naming it; the program still runs.
+#[test]
+fn unknown_compressor_is_reported() {
+    let dir = Scratch::new();
+    let inst = dir.path("threads");
+    build_instrumented("threads.c", &["-O1"], InstrumentMode::TraceBlocks, &inst);
+    let wpp = dir.path("t.wpp");
+    let a = run(&inst, &[], Some(&dir.path("t.trace")));
+    let b = run_env(&inst, &[], Some(&wpp), &[("WPP_COMPRESS", "zip")]);
+    assert_eq!(a.stdout, b.stdout);
+    let stderr = String::from_utf8_lossy(&b.stderr);
+    assert!(stderr.contains("WPP_COMPRESS=zip"), "{stderr}");
+    assert!(!wpp.exists());
 }
 
 /// Separate compilation: `wpp cc -c` makes bitcode objects, and a later `wpp cc` link of those

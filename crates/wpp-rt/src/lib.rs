@@ -31,7 +31,9 @@
 //!   recorded.
 //!
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
-//! `PROGRAM.PID.trace`), `WPP_QUIET=0` prints a one-line summary on stderr at exit.
+//! `PROGRAM.PID.trace`), `WPP_QUIET=0` prints a one-line summary on stderr at exit,
+//! `WPP_COMPRESS` chooses the online compressor (`phrase` by default, `sequitur`, … see
+//! [`online`]).
 //!
 //! A child of `fork()` is not recorded (only the parent's run is). Not supported: `vfork`, and
 //! signals that kill without a handler

@@ -1,44 +1,74 @@
-//! Online compression: the program's buffers are handed to a background thread that feeds them
-//! to SEQUITUR (Larus §3.1: the algorithm is online and linear, which is what makes compressing
-//! during the run possible) with one stream per program thread, so only the `.wpp` grammar ever
-//! reaches the disk.
+//! Online compression: the program's buffers are handed to a background thread that compresses
+//! them into a grammar while the program runs (Larus §3.1: an online, linear compressor is what
+//! makes this possible), one stream per program thread, so only the `.wpp` ever reaches the
+//! disk.
+//!
+//! # The compressor
+//!
+//! `WPP_COMPRESS` chooses it (the names of `wpp compress --algorithm`):
+//!
+//! * `phrase` (default): content-defined phrases, deduplicated, then SEQUITUR over phrase ids
+//!   and new phrases ([`wpp_grammar::phrase`]). Exact, queryable, several times faster than
+//!   SEQUITUR on repetitive traces, with a somewhat larger grammar; the `.wpp` records
+//!   `phrase` as its algorithm, which keeps rule utility but not digram uniqueness.
+//! * `sequitur`: the paper's pure online SEQUITUR (Larus §3.1); `sequitur1`: SEQUITUR(1).
+//! * `frequency`: Tallam–Gupta's offline compressor; it buffers every event in memory
+//!   (1–4 bytes each) and compresses at exit.
+//!
+//! An unknown name is an error at the first event (the run is not recorded, and says why).
+//! The per-thread routing and interning are [`TraceCompressor`]'s, the same code as
+//! `wpp compress`: each buffer is decoded to events and handed over with
+//! [`TraceCompressor::push_thread`].
 //!
 //! # Flow and memory
 //!
 //! Full thread buffers reach the compressor through [`crate::handoff::Pipe`] (pooled copies on a
-//! bounded queue of [`QUEUE_BUFFERS`] buffers). The compressor interns each event in the
-//! [`Alphabet`] and pushes terminals with `Sequitur::push_slice`.
+//! bounded queue of [`QUEUE_BUFFERS`] buffers).
 //!
 //! # When compression falls behind
 //!
-//! The queue is bounded, so when the program produces events faster than SEQUITUR consumes
-//! them (typically: block traces of tight loops produce 10^8 events/s, SEQUITUR does ~10^7), a
-//! flushing thread *blocks* until the compressor has taken a buffer. The program then runs at
-//! the compressor's pace — slower, but with memory bounded by `QUEUE_BUFFERS` × 128 KiB plus the
-//! grammar — and no event is dropped. Use `WPP_RAW=1` to record a raw trace at full speed and
-//! compress it afterwards with `wpp compress`.
+//! The queue is bounded, so when the program produces events faster than the compressor
+//! consumes them (block traces of tight loops produce 10^8–10^9 events/s; SEQUITUR takes
+//! ~10^7, the phrase compressor a few times more), a flushing thread *blocks* until the
+//! compressor has taken a buffer. The program then runs at the compressor's pace — slower, but
+//! with memory bounded by `QUEUE_BUFFERS` × 128 KiB plus the compressor's tables — and no
+//! event is dropped. The tables grow with the grammar (the phrase compressor's dictionary holds
+//! each distinct phrase once), not with the run's length. Use `WPP_RAW=1` to record a raw trace
+//! at full speed and compress it afterwards with `wpp compress`.
 //!
-//! Limits: the run's length is unbounded, but the grammar SEQUITUR builds is capped at
-//! 2^31 − 2^22 symbols; past that the rest of the run is not recorded and the summary says so
-//! (record raw for such runs). The `.wpp` is written at exit, so a `SIGKILL`ed run leaves
-//! nothing (raw traces survive it).
+//! Limits: the run's length is unbounded, but a grammar is capped at 2^31 − 2^22 symbols (and
+//! the phrase compressor at 2^28 distinct phrases); past that the rest of the run is not
+//! recorded and the summary says so (record raw for such runs). The `.wpp` is written at exit,
+//! so a `SIGKILL`ed run leaves nothing (raw traces survive it).
 
 use crate::abi::{self, EmbeddedProgram};
 use crate::handoff::{Inbox, Pipe};
 use crate::sink::{output_path, SinkError};
 use std::path::PathBuf;
 use wpp_grammar::file::WppFile;
-use wpp_grammar::sequitur::{Sequitur, StreamId, Variant};
-use wpp_grammar::Algorithm;
-use wpp_trace::{Alphabet, Terminal, ThreadId};
+use wpp_grammar::{Algorithm, TraceCompressor};
+use wpp_trace::{Event, ThreadId};
 
 /// Buffers in flight between the program and the compressor.
 pub const QUEUE_BUFFERS: usize = 64;
+
+/// The environment variable that chooses the compressor.
+pub const COMPRESS_VAR: &str = "WPP_COMPRESS";
+
+/// The zstd level of the `.wpp` written at exit: the program waits for the write, and level 19
+/// (`wpp compress`'s) took ~40% of the phrase compressor's time on a zlib path trace, level 3
+/// a small part of that for a file ~5% larger (`wpp compress --zstd-level` rewrites it).
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// The compressor used when [`COMPRESS_VAR`] is unset or empty.
+pub const DEFAULT_ALGORITHM: Algorithm = Algorithm::Phrase;
 
 pub(crate) struct Outcome {
     file: Result<WppFile, String>,
     events: u64,
     dropped: u64,
+    /// Why recording stopped early, if it did.
+    stopped: Option<String>,
 }
 
 /// The online-compression output.
@@ -47,17 +77,27 @@ pub struct OnlineSink {
     pub(crate) pipe: Pipe<Outcome>,
 }
 
+/// The compressor [`COMPRESS_VAR`] names.
+fn chosen_algorithm() -> Result<Algorithm, String> {
+    match std::env::var(COMPRESS_VAR) {
+        Ok(v) if !v.is_empty() => v.parse().map_err(|e| format!("{COMPRESS_VAR}={v}: {e}")),
+        _ => Ok(DEFAULT_ALGORITHM),
+    }
+}
+
 impl OnlineSink {
     /// Starts the compressor thread.
     pub fn start(program: EmbeddedProgram) -> Result<OnlineSink, SinkError> {
         let path = output_path("wpp");
-        let pipe = Pipe::start("wpp-sequitur", QUEUE_BUFFERS, move |inbox| {
-            compress(program, inbox)
-        })
-        .map_err(|e| SinkError::Wpp {
+        let error = |message| SinkError::Wpp {
             path: path.display().to_string(),
-            message: format!("cannot start the compressor thread: {e}"),
-        })?;
+            message,
+        };
+        let algorithm = chosen_algorithm().map_err(error)?;
+        let pipe = Pipe::start("wpp-compress", QUEUE_BUFFERS, move |inbox| {
+            compress(program, algorithm, inbox)
+        })
+        .map_err(|e| error(format!("cannot start the compressor thread: {e}")))?;
         Ok(OnlineSink { path, pipe })
     }
 
@@ -77,21 +117,22 @@ impl OnlineSink {
             path: path.clone(),
             message,
         })?;
-        file.write(&self.path).map_err(|e| SinkError::Wpp {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        let dropped = if outcome.dropped > 0 {
-            format!(
-                " ({} events past SEQUITUR's grammar limit were NOT recorded)",
+        file.write_with_level(&self.path, ZSTD_LEVEL)
+            .map_err(|e| SinkError::Wpp {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        let dropped = match outcome.stopped {
+            Some(why) => format!(
+                " ({} events after `{why}` were NOT recorded)",
                 outcome.dropped
-            )
-        } else {
-            String::new()
+            ),
+            None => String::new(),
         };
         Ok(format!(
-            "compressed {} events into {} rules, {} symbols, {} threads: {path}{dropped}",
+            "compressed {} events with {} into {} rules, {} symbols, {} threads: {path}{dropped}",
             outcome.events,
+            file.algorithm,
             file.grammar.num_rules(),
             file.grammar.num_symbols(),
             file.grammar.starts().len()
@@ -99,88 +140,31 @@ impl OnlineSink {
     }
 }
 
-fn compress(program: EmbeddedProgram, inbox: Inbox) -> Outcome {
-    let mut seq = Sequitur::new(Variant::Sequitur);
-    let mut alphabet = Alphabet::new();
-    let mut streams: Vec<Option<StreamId>> = Vec::new();
-    let mut terminals: Vec<Terminal> = Vec::with_capacity(abi::BUF_CAP as usize);
-    // Direct map for the common small event words; the alphabet's hash map for the rest.
-    let mut fast: Vec<u32> = Vec::new();
-    let mut events = 0u64;
+/// The compressor thread: decodes each buffer, appends the `Leave`s of open frames, and hands
+/// the events to the [`TraceCompressor`] as its thread's. After the compressor's first error
+/// (a grammar limit) the rest of the run is counted, not recorded.
+fn compress(program: EmbeddedProgram, algorithm: Algorithm, inbox: Inbox) -> Outcome {
+    let mut c = TraceCompressor::new(algorithm, None, program.program);
+    let mut events: Vec<Event> = Vec::with_capacity(abi::BUF_CAP as usize);
     let mut dropped = 0u64;
-    let mut error: Option<String> = None;
-    let intern = |alphabet: &mut Alphabet, fast: &mut Vec<u32>, w: u64| -> Option<Terminal> {
-        if let Some(&t) = fast.get(w as usize) {
-            if t != u32::MAX {
-                return Some(Terminal(t));
-            }
-        }
-        let e = abi::decode_word(w)?;
-        let t = alphabet.intern(e).ok()?;
-        if w < (1 << 22) {
-            if fast.len() <= w as usize {
-                fast.resize(w as usize + 1, u32::MAX);
-            }
-            fast[w as usize] = t.0;
-        }
-        Some(t)
-    };
+    let mut stopped: Option<String> = None;
     while let Some(msg) = inbox.recv() {
-        let t = msg.thread as usize;
-        if streams.len() <= t {
-            streams.resize(t + 1, None);
-        }
-        let stream = match streams[t] {
-            Some(s) => s,
-            None => match seq.add_stream(ThreadId(msg.thread)) {
-                Ok(s) => {
-                    streams[t] = Some(s);
-                    s
-                }
-                Err(e) => {
-                    error.get_or_insert(e.to_string());
-                    continue;
-                }
-            },
-        };
-        terminals.clear();
-        for &w in &msg.words {
-            if let Some(term) = intern(&mut alphabet, &mut fast, w) {
-                terminals.push(term);
-            }
-        }
-        for _ in 0..msg.open_frames {
-            if let Some(term) = intern(&mut alphabet, &mut fast, abi::LEAVE_WORD) {
-                terminals.push(term);
-            }
-        }
-        if dropped > 0 || seq.push_slice(stream, &terminals).is_err() {
-            // Past the grammar limit: count what is lost.
-            dropped += terminals.len() as u64;
-        } else {
-            events += terminals.len() as u64;
-        }
+        events.clear();
+        events.extend(msg.words.iter().filter_map(|&w| abi::decode_word(w)));
+        events.extend((0..msg.open_frames).map(|_| Event::Leave));
         inbox.recycle(msg.words);
+        if stopped.is_some() {
+            dropped += events.len() as u64;
+        } else if let Err(e) = c.push_thread(ThreadId(msg.thread), &events) {
+            stopped = Some(e.to_string());
+            dropped += events.len() as u64;
+        }
     }
-    if let Some(e) = error {
-        return Outcome {
-            file: Err(e),
-            events,
-            dropped,
-        };
-    }
-    let grammar = seq.finish();
-    let file = WppFile {
-        program: program.program,
-        alphabet,
-        grammar,
-        algorithm: Algorithm::Sequitur,
-        events,
-        extra: Vec::new(),
-    };
+    let events = c.events();
     Outcome {
-        file: Ok(file),
+        file: c.finish().map_err(|e| e.to_string()),
         events,
         dropped,
+        stopped,
     }
 }

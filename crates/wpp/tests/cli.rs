@@ -9,7 +9,7 @@ use serde_json::Value;
 use wpp_trace::file::{read_events, to_binary};
 use wpp_trace::{same_per_thread, BlockId, Event, TraceReader};
 
-const ALGORITHMS: [&str; 3] = ["sequitur", "sequitur1", "frequency"];
+const ALGORITHMS: [&str; 4] = ["sequitur", "sequitur1", "frequency", "phrase"];
 
 /// A finished run of the binary.
 struct Run {
@@ -123,6 +123,20 @@ fn windowed_frequency_round_trips() {
     assert_eq!(report["runs"][0]["window"], 500);
     ok(&["verify", &out, &trace]);
     fails(&["compress", &trace, "-o", &out, "--window", "500"]);
+}
+
+#[test]
+fn any_zstd_level_verifies() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "20000"]);
+    let out = dir.path("z.wpp");
+    for level in ["1", "3", "22"] {
+        ok(&["compress", &trace, "-o", &out, "--zstd-level", level]);
+        ok(&["verify", &out, &trace]);
+    }
+    let r = wpp(&["compress", &trace, "-o", &out, "--zstd-level", "0"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("--zstd-level"), "{}", r.stderr);
 }
 
 #[test]
@@ -244,7 +258,7 @@ fn damaged_wpp_files_give_clear_errors() {
 }
 
 #[test]
-fn compress_all_prints_three_rows_and_writes_the_smallest() {
+fn compress_all_prints_a_row_per_algorithm_and_writes_the_smallest() {
     let dir = Dir::new();
     let trace = synth(&dir, "t.trace", &["--events", "30000"]);
     let w = dir.path("all.wpp");

@@ -14,8 +14,6 @@ use crate::symbol::{Symbol, SymbolKind};
 const STORED: u8 = 0;
 /// A stream stored as one zstd frame.
 const ZSTD: u8 = 1;
-/// The zstd level the writer uses.
-const ZSTD_LEVEL: i32 = 19;
 /// A zstd stream may declare at most this many raw bytes per stored byte; the writer stores a
 /// stream as is when zstd would compress it further (which no real grammar does).
 pub(super) const MAX_RATIO: usize = 1024;
@@ -51,7 +49,7 @@ fn width(defined: u32) -> usize {
 
 /// Encodes the rules with the start rules as roots if the grammar is numbered in their
 /// depth-first post-order (as SEQUITUR numbers it), else with every rule as its own root.
-pub(super) fn encode(g: &Grammar) -> Vec<u8> {
+pub(super) fn encode(g: &Grammar, level: i32) -> Vec<u8> {
     let streams = encode_streams(g, g.starts().iter().map(|s| s.rule))
         .or_else(|| encode_streams(g, g.rules()))
         .expect("a bottom-up grammar encodes with every rule as a root");
@@ -60,14 +58,15 @@ pub(super) fn encode(g: &Grammar) -> Vec<u8> {
     write_varint(&mut out, g.num_symbols() as u64);
     let refs = streams.refs.concat();
     for raw in [streams.lens, streams.kinds, streams.terms, refs] {
-        put_stream(&mut out, &raw);
+        put_stream(&mut out, &raw, level);
     }
     out
 }
 
-pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8]) {
+/// Appends `raw` as a stream, zstd-compressed at `level` unless that does not make it smaller.
+pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
     if raw.len() > 32 {
-        if let Ok(z) = zstd::bulk::compress(raw, ZSTD_LEVEL) {
+        if let Ok(z) = zstd::bulk::compress(raw, level) {
             if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() {
                 out.push(ZSTD);
                 write_varint(out, raw.len() as u64);

@@ -54,8 +54,10 @@
 //!
 //! The input length is unbounded: nodes of rules that die return to a free list, so the arena
 //! holds only the live grammar. The arena is capped at 2^31 − 2^22 nodes (the headroom covers the
-//! few nodes one push's cascade of repairs can allocate) and 2^20 streams, which keeps node
-//! indices below 2^32 − 2 and rule ids below 2^30 − 1 (a rule takes at least three nodes);
+//! few nodes one push's cascade of repairs can allocate) and 2^28 streams (the phrase compressor
+//! makes each distinct phrase a stream), which keeps node indices below 2^32 − 2 and rule ids
+//! below 2^30 − 1 (a stream's rule takes at least one node, any other rule three, so there are
+//! at most 2^28 + 2^31 / 3 rules);
 //! exceeding them is an error, not a panic.
 
 mod table;
@@ -73,7 +75,7 @@ const NIL: u32 = u32::MAX;
 /// `uses` of a start rule, which no rule references.
 const START: u32 = u32::MAX;
 const MAX_NODES: usize = (1 << 31) - (1 << 22);
-const MAX_STREAMS: usize = 1 << 20;
+const MAX_STREAMS: usize = 1 << 28;
 
 /// One symbol of a rule body, or a rule's guard.
 #[derive(Clone, Copy, Debug)]
@@ -139,8 +141,8 @@ pub enum SequiturError {
     /// The grammar under construction reached 2^31 − 2^22 live symbols.
     #[error("the grammar grew past 2^31 - 2^22 symbols; split the trace")]
     GrammarTooLarge,
-    /// More than 2^20 streams.
-    #[error("more than 2^20 streams")]
+    /// More than 2^28 streams.
+    #[error("more than 2^28 streams")]
     TooManyStreams,
     /// The stream id belongs to another compressor.
     #[error("stream {0} does not exist")]

@@ -586,11 +586,7 @@ fn check_trace(path: &Path, name: &str, events: u64, seed: u64) -> Result<bool, 
         &fails,
     );
     drop(all);
-    for alg in [
-        Algorithm::Sequitur,
-        Algorithm::Sequitur1,
-        Algorithm::Frequency,
-    ] {
+    for alg in Algorithm::ALL {
         ok &= check_grammar(name, alg, &alphabet, &streams, &expected, &mut rng);
     }
     Ok(ok)

@@ -89,17 +89,13 @@ pub fn flat(num_terminals: u32, streams: &[Vec<Terminal>]) -> Grammar {
     Grammar::new(num_terminals, bodies, starts).unwrap()
 }
 
-/// Structurally different grammars of the same streams: SEQUITUR, SEQUITUR(1), the frequency
-/// compressor and a flat grammar.
+/// Structurally different grammars of the same streams: every compressor (SEQUITUR,
+/// SEQUITUR(1), frequency, phrase) and a flat grammar.
 pub fn grammars(a: &Alphabet, streams: &[Vec<Terminal>]) -> Vec<(&'static str, Grammar)> {
     let refs: Vec<&[Terminal]> = streams.iter().map(|s| &s[..]).collect();
     let n = a.len() as u32;
     let mut out = vec![("flat", flat(n, streams))];
-    for alg in [
-        Algorithm::Sequitur,
-        Algorithm::Sequitur1,
-        Algorithm::Frequency,
-    ] {
+    for alg in Algorithm::ALL {
         if let Ok(g) = compress(alg, &refs) {
             out.push((alg.as_str(), g));
         }
