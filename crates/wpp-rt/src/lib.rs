@@ -31,9 +31,11 @@
 //!   recorded.
 //!
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
-//! `PROGRAM.PID.trace`), `WPP_QUIET=0` prints a one-line summary on stderr at exit,
-//! `WPP_COMPRESS` chooses the online compressor (`phrase` by default, `sequitur`, … see
-//! [`online`]).
+//! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles),
+//! `WPP_QUIET=0` prints a one-line summary on stderr at exit, `WPP_COMPRESS` chooses the online
+//! compressor (`phrase` by default, `sequitur`, … see [`online`]), `WPP_RAW=1` records a raw
+//! trace instead, whose chunks are zstd-compressed at level `WPP_ZSTD_LEVEL` (default 1, `0`
+//! stores them plain; see [`sink`]).
 //!
 //! A child of `fork()` is not recorded (only the parent's run is). Not supported: `vfork`, and
 //! signals that kill without a handler
