@@ -11,7 +11,9 @@ usage: bench/compressors.sh [--bytes N] [--algorithm A] [--window N] [--wpp PATH
                             [--profile P] [--json-dir D] [--traces "W/K ..."] [DIR]
 
 DIR holds WORKLOAD/KIND-raw.trace (default: bench/build of this checkout).
-  --bytes N        prefix length in bytes (default 40000000; 0 = whole trace)
+  --bytes N        prefix length in bytes (default 40000000; 0 = whole trace). Stored bytes:
+                   the runtime zstd-compresses chunks (14-150x), so BENCHMARKS.md's 40 MB
+                   prefixes are of plain recordings (WPP_ZSTD_LEVEL=0 when recording)
   --algorithm A    all (default), sequitur, sequitur1, frequency or phrase
   --window N       passed to `wpp compress` (frequency's bounded-buffer form)
   --wpp PATH       the wpp binary (default: $WPP, else cargo build --profile P -p wpp)
