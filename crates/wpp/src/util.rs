@@ -25,3 +25,30 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
     bar.set_message(what.to_owned());
     bar
 }
+
+/// What a file given to `wpp` holds, by its magic.
+pub enum InputKind {
+    /// A chunked grammar container (`wpp chunk`).
+    Chunked,
+    /// A `.wpp` grammar.
+    Wpp,
+    /// Anything else: a trace, binary or text (its reader says if it is neither).
+    Trace,
+}
+
+/// Reads the magic of the file at `path`.
+pub fn input_kind(path: &std::path::Path) -> anyhow::Result<InputKind> {
+    use anyhow::Context as _;
+    use std::io::Read as _;
+    let mut magic = [0u8; 4];
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let n = f
+        .read(&mut magic)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(match &magic[..n] {
+        b"WPPC" => InputKind::Chunked,
+        b"WPPG" => InputKind::Wpp,
+        _ => InputKind::Trace,
+    })
+}

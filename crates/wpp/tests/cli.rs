@@ -139,6 +139,22 @@ fn any_zstd_level_verifies() {
     assert!(r.stderr.contains("--zstd-level"), "{}", r.stderr);
 }
 
+/// A `.wpp` compresses again with any algorithm; the oracle is `verify` against the original
+/// trace (several threads, so each start rule must stay its thread's).
+#[test]
+fn a_wpp_recompresses_to_the_same_trace() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "60000", "--threads", "3"]);
+    let (phrase, again) = (dir.path("p.wpp"), dir.path("again.wpp"));
+    ok(&["compress", &trace, "-o", &phrase, "--algorithm", "phrase"]);
+    for alg in ["frequency", "sequitur", "phrase"] {
+        ok(&["compress", &phrase, "-o", &again, "--algorithm", alg]);
+        ok(&["verify", &again, &trace]);
+        assert_eq!(stats_json(&again)["algorithm"], alg, "{alg}");
+        assert_eq!(stats_json(&again)["events"], stats_json(&phrase)["events"]);
+    }
+}
+
 #[test]
 fn decompress_gives_the_same_events_per_thread() {
     let dir = Dir::new();

@@ -1,5 +1,7 @@
 //! `wpp compress`: a trace into a `.wpp` grammar, streaming the trace through
-//! [`TraceCompressor`] (which routes events by thread and interns them).
+//! [`TraceCompressor`] (which routes events by thread and interns them). The input may also be a
+//! `.wpp`, whose expansion is compressed again (another algorithm, or a smaller grammar than the
+//! online recording's).
 //!
 //! A truncated trace (a recording cut short) is compressed up to its last whole chunk, with a
 //! warning naming the byte offset where valid data ends.
@@ -22,11 +24,16 @@ use std::time::Instant;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use wpp_grammar::expand::Expander;
+use wpp_grammar::file::WppFile;
 use wpp_grammar::{Algorithm, TraceCompressor};
 use wpp_query::matching::partition::index_section;
 use wpp_trace::file::{self, TraceReader, Truncation};
+use wpp_trace::ProgramDb;
 
+use super::decompress::{read_wpp, starts_by_thread};
 use crate::heap;
+use crate::util::InputKind;
 
 /// Which compressor to run, as named on the command line.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -151,20 +158,14 @@ fn compress_once(
     let base = heap::start();
     let cpu0 = thread_cpu_seconds();
     let t0 = Instant::now();
-    let mut reader = open_trace(input)?;
+    let mut source = Source::open(input)?;
     let win = window.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
-    let mut c = TraceCompressor::new(algorithm, win, reader.program().clone());
+    let mut c = TraceCompressor::new(algorithm, win, source.program().clone());
     let bar = event_counter(format!("compressing with {algorithm}"));
     let fail = || format!("cannot compress {} with {algorithm}", input.display());
-    while let Some(run) = reader
-        .next_batch()
-        .with_context(|| format!("cannot read {}", input.display()))?
-    {
-        c.push_batch(run).with_context(fail)?;
-        bar.set_position(c.events());
-    }
-    let (truncation, events, threads) = (reader.truncation(), c.events(), c.num_threads());
-    drop(reader);
+    let truncation = source.feed(input, &mut c, &bar).with_context(fail)?;
+    let (events, threads) = (c.events(), c.num_threads());
+    drop(source);
     let mut wpp = c.finish().with_context(fail)?;
     if index {
         let section = index_section(&wpp.grammar, &wpp.alphabet).with_context(fail)?;
@@ -194,6 +195,72 @@ fn compress_once(
         bytes,
         truncation,
     })
+}
+
+/// What `wpp compress` reads: a trace, or a `.wpp` whose expansion it compresses again (say, an
+/// online recording, which the runtime builds with the fast `phrase` compressor, into the
+/// smaller `frequency` grammar).
+enum Source {
+    Trace(Box<TraceReader>),
+    Grammar(Box<WppFile>),
+}
+
+/// Events handed to the compressor at a time when expanding a `.wpp`.
+const EXPAND_BATCH: usize = 1 << 16;
+
+impl Source {
+    fn open(path: &Path) -> anyhow::Result<Source> {
+        Ok(match crate::util::input_kind(path)? {
+            InputKind::Wpp => Source::Grammar(Box::new(read_wpp(path)?)),
+            _ => Source::Trace(Box::new(open_trace(path)?)),
+        })
+    }
+
+    fn program(&self) -> &ProgramDb {
+        match self {
+            Source::Trace(r) => r.program(),
+            Source::Grammar(w) => &w.program,
+        }
+    }
+
+    /// Pushes every event into `c`, counting them on `bar`; returns where a trace was found
+    /// cut short. A `.wpp` is expanded thread by thread, never materialized.
+    fn feed(
+        &mut self,
+        path: &Path,
+        c: &mut TraceCompressor,
+        bar: &ProgressBar,
+    ) -> anyhow::Result<Option<Truncation>> {
+        match self {
+            Source::Trace(reader) => {
+                while let Some(run) = reader
+                    .next_batch()
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                {
+                    c.push_batch(run)?;
+                    bar.set_position(c.events());
+                }
+                Ok(reader.truncation())
+            }
+            Source::Grammar(wpp) => {
+                let events = wpp.alphabet.events();
+                let mut batch = Vec::with_capacity(EXPAND_BATCH);
+                for s in starts_by_thread(wpp) {
+                    for t in Expander::new(&wpp.grammar, s.rule) {
+                        batch.push(events[t.index()]);
+                        if batch.len() == EXPAND_BATCH {
+                            c.push_thread(s.thread, &batch)?;
+                            batch.clear();
+                            bar.set_position(c.events());
+                        }
+                    }
+                    c.push_thread(s.thread, &batch)?;
+                    batch.clear();
+                }
+                Ok(None)
+            }
+        }
+    }
 }
 
 /// CPU time of the calling thread (`/proc/thread-self/schedstat`, nanoseconds on the CPU), or

@@ -12,8 +12,8 @@
 //! output instead).
 
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -26,6 +26,8 @@ use wpp_query::matching::{
 };
 use wpp_query::pattern::Pattern;
 use wpp_trace::{BlockId, Event, FunctionId, ThreadDemux, ThreadId};
+
+use crate::util::{input_kind, InputKind};
 
 /// Arguments of `wpp match`.
 #[derive(clap::Args)]
@@ -87,32 +89,14 @@ fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::R
     lookup(name).with_context(|| format!("no function named `{name}`"))
 }
 
-/// What `wpp match` was given, by its magic.
-enum Input {
-    Chunked,
-    Wpp,
-    Trace,
-}
-
-fn input_kind(path: &Path) -> anyhow::Result<Input> {
-    let mut magic = [0u8; 4];
-    let mut f = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let n = f.read(&mut magic)?;
-    Ok(match &magic[..n] {
-        b"WPPC" => Input::Chunked,
-        b"WPPG" => Input::Wpp,
-        _ => Input::Trace,
-    })
-}
-
 /// Runs `wpp match`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mode = if args.count { Mode::Count } else { Mode::First };
     let t0 = Instant::now();
     let (scheme, answers) = match input_kind(&args.file)? {
-        Input::Chunked => match_chunked(&args, mode)?,
-        Input::Wpp => match_wpp(&args, mode)?,
-        Input::Trace => match_trace(&args, mode)?,
+        InputKind::Chunked => match_chunked(&args, mode)?,
+        InputKind::Wpp => match_wpp(&args, mode)?,
+        InputKind::Trace => match_trace(&args, mode)?,
     };
     let seconds = t0.elapsed().as_secs_f64();
     let outs: Vec<Output> = args
