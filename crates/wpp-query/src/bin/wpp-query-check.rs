@@ -297,19 +297,31 @@ fn check_matching(
                 ),
             ];
             for (name, r) in got {
-                match r {
-                    Ok(v) if answers(&v, mode) == *want => {}
-                    Ok(v) => fails.push(format!(
-                        "{name} {mode:?} {q:?}: {:?}, oracle {want:?}",
-                        answers(&v, mode)
-                    )),
-                    Err(e) => fails.push(format!("{name} {mode:?} {q:?}: {e}")),
-                }
+                judge(name, q, mode, r, want, fails);
             }
             checked += 1;
         }
     }
     checked
+}
+
+/// Records a failure unless `got` (scheme `name`'s answer to `q` in `mode`) is the oracle's.
+fn judge<E: std::fmt::Display>(
+    name: impl std::fmt::Display,
+    q: &PathQuery,
+    mode: Mode,
+    got: Result<Vec<StreamMatch>, E>,
+    want: &Answers,
+    fails: &mut Vec<String>,
+) {
+    match got {
+        Ok(v) if answers(&v, mode) == *want => {}
+        Ok(v) => fails.push(format!(
+            "{name} {mode:?} {q:?}: {:?}, oracle {want:?}",
+            answers(&v, mode)
+        )),
+        Err(e) => fails.push(format!("{name} {mode:?} {q:?}: {e}")),
+    }
 }
 
 /// Scheme 3 (zstd and gzip containers of the interleaved trace) against the oracle.
@@ -325,14 +337,8 @@ fn check_chunked(
         let mut c = container(db, all, codec, chunk_bytes);
         for (q, want) in expected {
             for (mode, want) in MODES.into_iter().zip(want) {
-                match chunked::run(&mut c, q, mode) {
-                    Ok((v, _)) if answers(&v, mode) == *want => {}
-                    Ok((v, _)) => fails.push(format!(
-                        "scheme 3 {codec:?} {mode:?} {q:?}: {:?}, oracle {want:?}",
-                        answers(&v, mode)
-                    )),
-                    Err(e) => fails.push(format!("scheme 3 {codec:?} {mode:?} {q:?}: {e}")),
-                }
+                let got = chunked::run(&mut c, q, mode).map(|r| r.0);
+                judge(format!("scheme 3 {codec:?}"), q, mode, got, want, fails);
                 checked += 1;
             }
         }
