@@ -72,6 +72,15 @@ pub(crate) fn instrument<'m>(
     let count_ty = m.fn_type(void, &[ptr, ptr, i64t, i32t, i64t, i64t]);
     let count = build_count_helper(m, count_ty, miss, miss_ty, atomic);
     let slot_ty = m.struct_type(&[ptr, ptr, i64t, i64t]);
+    // One entry of the table `__wpp_rt_ppp_init` reads (`abi::SYM_PPP_INIT`).
+    let slot = |counts, ids, len, indexing| {
+        m.const_struct(&[
+            counts,
+            ids,
+            m.const_int(i64t, len),
+            m.const_int(i64t, indexing),
+        ])
+    };
     let mut slots = Vec::with_capacity(targets.len());
     let mut records = 0;
     let no_paths = Default::default();
@@ -105,12 +114,7 @@ pub(crate) fn instrument<'m>(
             let mut stored = vec![u64::MAX; n as usize];
             ids.iter().for_each(|&id| stored[id as usize] = id);
             let (counts, id_arr, arr_ty) = counter_arrays(m, fid, &stored);
-            slots.push(m.const_struct(&[
-                counts,
-                id_arr,
-                m.const_int(i64t, n),
-                m.const_int(i64t, BL_INDEXED),
-            ]));
+            slots.push(slot(counts, id_arr, n, BL_INDEXED));
             let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
                 let p = b.gep(arr_ty, counts, &[m.const_int(i64t, 0), v[0]]);
                 b.increment(i64t, p, atomic);
@@ -120,12 +124,7 @@ pub(crate) fn instrument<'m>(
         }
         let plan = PppPlan::compute(&fp.dag, &fp.bl, &paths).map_err(unsupported)?;
         if ids.is_empty() || plan.interval > abi::PPP_ARRAY_MAX {
-            slots.push(m.const_struct(&[
-                m.const_null(ptr),
-                m.const_null(ptr),
-                m.const_int(i64t, 0),
-                m.const_int(i64t, PPP_INDEXED),
-            ]));
+            slots.push(slot(m.const_null(ptr), m.const_null(ptr), 0, PPP_INDEXED));
             let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
                 b.call(miss_ty, miss, &[fidv, v[0]]);
             };
@@ -141,12 +140,7 @@ pub(crate) fn instrument<'m>(
             stored[q as usize] = plan.bl_ids[i as usize];
         }
         let (counts, id_arr, _) = counter_arrays(m, fid, &stored);
-        slots.push(m.const_struct(&[
-            counts,
-            id_arr,
-            m.const_int(i64t, n),
-            m.const_int(i64t, PPP_INDEXED),
-        ]));
+        slots.push(slot(counts, id_arr, n, PPP_INDEXED));
         let nv = m.const_int(i64t, n);
         let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
             b.call(count_ty, count, &[counts, id_arr, nv, fidv, v[0], v[1]]);
