@@ -40,8 +40,8 @@ pub enum ProfileError {
     /// The body does not decode.
     #[error("malformed profile: {0}")]
     Malformed(String),
-    /// Profiles that cannot be merged: of different programs, modes or PPP plans.
-    #[error("cannot merge: {0}")]
+    /// Profiles that cannot be merged or compared: of different programs, modes or PPP plans.
+    #[error("{0}")]
     Mismatch(String),
 }
 

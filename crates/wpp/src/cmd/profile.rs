@@ -150,8 +150,13 @@ struct DiffPath {
 /// `wpp profile diff`: every path (function, Ball–Larus id) whose counts differ.
 fn diff(a: &Path, b: &Path, json: bool, top: usize) -> anyhow::Result<()> {
     let (fa, fb) = (read(a)?, read(b)?);
-    fa.check_same_paths(&fb)
-        .with_context(|| format!("cannot compare {} with {}", a.display(), b.display()))?;
+    fa.check_same_paths(&fb).with_context(|| {
+        format!(
+            "cannot compare {} with {} (path ids agree only between profiles of one build)",
+            a.display(),
+            b.display()
+        )
+    })?;
     let (ca, cb) = (fa.path_counts(), fb.path_counts());
     let nums = numberings(&fa);
     let none = BTreeMap::new();
