@@ -6,7 +6,7 @@
 //! A truncated trace (a recording cut short) is compressed up to its last whole chunk, with a
 //! warning naming the byte offset where valid data ends.
 //!
-//! `--algorithm all` runs the four compressors one after another, each streaming the trace
+//! `--algorithm all` runs every compressor one after another, each streaming the trace
 //! from the file again (a mapped file is cheap to re-read; nothing is materialized), prints
 //! them side by side, and writes **the smallest `.wpp`** (ties go to the earlier of sequitur,
 //! sequitur1, frequency, phrase) to the output; the file records which algorithm built it (`wpp stats`
