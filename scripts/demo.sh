@@ -26,7 +26,7 @@ step "compiling examples/wordfreq.c natively and with \`wpp cc --mode trace-bloc
 clang-19 -O2 examples/wordfreq.c -o "$out/wordfreq.native"
 "$wpp" cc --mode trace-blocks -- -O2 examples/wordfreq.c -o "$out/wordfreq"
 
-step "running it: the program compresses its own trace with SEQUITUR while it runs"
+step "running it: the program compresses its own trace (phrases + SEQUITUR) while it runs"
 "$out/wordfreq.native" > "$out/native.txt"
 WPP_OUT="$out/wordfreq.wpp" WPP_QUIET=0 "$out/wordfreq" > "$out/recorded.txt"
 cmp "$out/native.txt" "$out/recorded.txt" && echo "output identical to the native build:"
@@ -46,7 +46,7 @@ step "recording the same run raw, and verifying the online .wpp against it"
 WPP_RAW=1 WPP_OUT="$out/wordfreq.trace" "$out/wordfreq" > /dev/null
 "$wpp" verify "$out/wordfreq.wpp" "$out/wordfreq.trace"
 
-step "the three compressors side by side on the raw trace"
+step "every compressor side by side on the raw trace"
 "$wpp" compress "$out/wordfreq.trace" -o "$out/wordfreq.best.wpp" --algorithm all --index
 "$wpp" verify "$out/wordfreq.best.wpp" "$out/wordfreq.trace"
 
