@@ -21,7 +21,7 @@
 #   --query-events N  events of the blocks-raw trace the query check reads (default 500000;
 #                 0: no query check)
 #
-# Per workload: build natively (clang-19) and with `wpp cc --mode M` for each variant
+# Per workload: build natively (clang-22) and with `wpp cc --mode M` for each variant
 # (trace-blocks, trace-paths, bl, ppp --interesting <the bl run's profile>), run the size with
 # bench/workloads/run.sh, and check per mode that
 #   * the run succeeded and its outputs (stdout, exit statuses; bzip2: every file it wrote) are

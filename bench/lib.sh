@@ -54,7 +54,7 @@ valid_mode() { mode_variant "$1" >/dev/null 2>&1; }
 # libwpp_rt.a next to wpp may be left over from an older `cargo build`).
 setup_wpp() {
     local profile=$1 dir
-    export LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}
+    export LLVM_SYS_221_PREFIX=${LLVM_SYS_221_PREFIX:-/usr/lib/llvm-22}
     if [[ -z ${WPP:-} ]]; then
         local td=${CARGO_TARGET_DIR:-$ROOT/target}
         [[ $td == /* ]] || td=$ROOT/$td
@@ -120,7 +120,7 @@ needs_build() {
 }
 
 # build_workload B VARIANT WORKLOAD CFLAGS FORCE: builds $B/cc-VARIANT/WORKLOAD/WORKLOAD (VARIANT
-# native: clang-19; else `wpp cc --mode VARIANT`) with build.sh, unless it is up to date
+# native: clang-22; else `wpp cc --mode VARIANT`) with build.sh, unless it is up to date
 # (FORCE=1: always). ppp uses $B/interesting/WORKLOAD.blprof. One directory per executable, so
 # builds can run in parallel. Build time (s) goes to its build-times.tsv.
 build_workload() {
@@ -128,7 +128,7 @@ build_workload() {
     local deps=("$WL/$w" "$WL/build.sh" "$WL/bzip2/gencorpus.c")
     out=$b/cc-$variant/$w
     if [[ $variant == native ]]; then
-        cc=clang-19
+        cc=clang-22
     else
         cc="$WPP cc --mode $variant"
         deps+=("$WPP" "$WPP_RT_LIB")

@@ -137,7 +137,7 @@ report() {
     echo
     echo "\`bench/run.sh $ARGS\` — size \`$SIZE\`, best of $REPS run(s), cflags \`$CFLAGS\`;"
     echo "wpp \`$WPP\` (commit $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && [[ -n $(git status --porcelain -- crates 2>/dev/null) ]] && echo ', crates/ modified')),"
-    echo "runtime \`$(basename "$WPP_RT_LIB")\`; $(clang-19 --version | head -n1); $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo "runtime \`$(basename "$WPP_RT_LIB")\`; $(clang-22 --version | head -n1); $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)."
     echo
     echo "Slowdown = time of the mode / native time, wall-clock (CPU = user + sys in parentheses;"
     echo "the online \`.wpp\` compressor runs on its own thread, so its CPU can exceed its wall time)."

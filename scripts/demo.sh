@@ -6,7 +6,7 @@
 #
 #   scripts/demo.sh [OUT_DIR]      # default: demo-out/ (kept, so you can explore the files)
 #
-# Installs what it needs first (LLVM 19 from Debian; see scripts/install-deps.sh).
+# Installs what it needs first (LLVM 22 from Debian; see scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +14,7 @@ out="${1:-demo-out}"
 mkdir -p "$out"
 step() { printf '\n== %s\n' "$*"; }
 
-step "installing what recording needs (LLVM 19), where missing"
+step "installing what recording needs (LLVM 22), where missing"
 scripts/install-deps.sh
 . scripts/env.sh
 
@@ -23,7 +23,7 @@ cargo build --release -p wpp -p wpp-rt --features wpp/llvm
 wpp="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/wpp"
 
 step "compiling examples/wordfreq.c natively and with \`wpp cc --mode trace-blocks\`"
-clang-19 -O2 examples/wordfreq.c -o "$out/wordfreq.native"
+clang-22 -O2 examples/wordfreq.c -o "$out/wordfreq.native"
 "$wpp" cc --mode trace-blocks -- -O2 examples/wordfreq.c -o "$out/wordfreq"
 
 step "running it: the program compresses its own trace (phrases + SEQUITUR) while it runs"

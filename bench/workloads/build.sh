@@ -4,18 +4,18 @@
 # Usage: bench/workloads/build.sh [--cc "CMD"] [--cflags "FLAGS"] [--out DIR] [--size small|full]
 #                                 [--hostcc "CMD"] [WORKLOAD...]
 #
-#   --cc CMD       compiler command, word-split (default: clang-19). The native build and every
+#   --cc CMD       compiler command, word-split (default: clang-22). The native build and every
 #                  instrumented build differ ONLY here, e.g.
-#                    --cc clang-19                                  (native)
+#                    --cc clang-22                                  (native)
 #                    --cc "wpp cc --mode trace-blocks --"           (instrumented; `wpp cc` runs
-#                                                                   clang-19 itself)
+#                                                                   clang-22 itself)
 #   --cflags F     optimisation/debug flags appended right after CMD (default: -O2), e.g. "-O0"
 #                  or "-O2 -g". Keep them equal across the builds you compare.
 #   --out DIR      output directory (default: bench/build/workloads/native)
 #   --size S       also pre-generate the inputs of size S (small|full) for run.sh; the binaries
 #                  themselves do not depend on the size
-#   --hostcc CMD   compiler for the never-instrumented helper bzip2/gencorpus (default: clang-19
-#                  -O2, or cc -O2 when clang-19 is missing)
+#   --hostcc CMD   compiler for the never-instrumented helper bzip2/gencorpus (default: clang-22
+#                  -O2, or cc -O2 when clang-22 is missing)
 #   WORKLOAD...    any of: lua sqlite bzip2 zlib (default: all)
 #
 # Every workload is ONE compiler invocation with all of its sources:
@@ -30,11 +30,11 @@ ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${WPP_WORKLOADS_BUILD:-$ROOT/bench/build/workloads}
 SRC=$BUILD/src
 
-CC_STR=clang-19
+CC_STR=clang-22
 CFLAGS_STR=-O2
 OUT=$BUILD/native
 SIZE=
-if command -v clang-19 >/dev/null 2>&1; then HOSTCC_STR="clang-19 -O2"; else HOSTCC_STR="cc -O2"; fi
+if command -v clang-22 >/dev/null 2>&1; then HOSTCC_STR="clang-22 -O2"; else HOSTCC_STR="cc -O2"; fi
 WORKLOADS=()
 usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do

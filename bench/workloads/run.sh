@@ -52,7 +52,7 @@ DIR=$(cd "$DIR" && pwd)
 
 # ---- input sizes ------------------------------------------------------------------------------
 # lua: bench.lua's N; sqlite: scale N (800 N customers, 6000 N orders); bzip2: corpus of N * 64 KiB;
-# zlib: corpus of N * 64 KiB. `full` was tuned to about 1 s of CPU time each with clang-19 -O2
+# zlib: corpus of N * 64 KiB. `full` was tuned to about 1 s of CPU time each with clang-22 -O2
 # on the reference machine (see bench/README.md).
 case $SIZE in
 small) N_LUA=1 N_SQLITE=1 N_BZIP2=2 N_ZLIB=1 ;;
@@ -75,8 +75,8 @@ corpus() {
     if [[ ! -s $c ]]; then
         local gen=$DIR/gencorpus
         if [[ ! -x $gen ]]; then
-            local hostcc=(clang-19 -O2)
-            command -v clang-19 >/dev/null 2>&1 || hostcc=(cc -O2)
+            local hostcc=(clang-22 -O2)
+            command -v clang-22 >/dev/null 2>&1 || hostcc=(cc -O2)
             "${hostcc[@]}" "$HERE/bzip2/gencorpus.c" -o "$gen"
         fi
         "$gen" "$N_BZIP2" >"$c.tmp"

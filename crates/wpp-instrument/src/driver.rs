@@ -4,19 +4,19 @@
 //!
 //! | invocation | behaviour |
 //! |---|---|
-//! | `-E`, `-S`, `-M`/`-MM` alone, `-fsyntax-only`, `--version`, `-###`, no inputs | passed to clang-19 unchanged |
+//! | `-E`, `-S`, `-M`/`-MM` alone, `-fsyntax-only`, `--version`, `-###`, no inputs | passed to clang-22 unchanged |
 //! | `-c` | each source compiled to an object file that holds LLVM **bitcode** (as with `-flto`), with the user's flags; instrumentation waits for the link, when the whole program is known |
 //! | sources and/or objects, no `-c` | sources compiled to bitcode; bitcode objects (from `wpp cc -c`) and sources `llvm-link`ed into one module; instrumented ([`crate::instrument_module`], so function ids are program-wide); compiled with the user's flags; linked with the remaining native objects and libraries, the user's link flags, and the `wpp-rt` static library |
 //!
 //! Native objects and archives are linked as they are, uninstrumented (their functions do not
 //! appear in traces). Archives of bitcode objects are not supported: link their members or
 //! build them with plain clang. `-x LANG` is not supported (the language is taken from each
-//! file's extension). C++ is linked with `clang++-19` when a source has a C++ extension, when
+//! file's extension). C++ is linked with `clang++-22` when a source has a C++ extension, when
 //! `--cxx` is given, or when the linked module refers to C++ runtime symbols.
 //!
 //! The runtime library is `$WPP_RT_LIB`, else `libwpp_rt.a` next to the `wpp` executable, else
 //! the newest `deps/libwpp_rt-*.a` there (cargo's location for a dependency's staticlib).
-//! Tools are `clang-19`, `clang++-19` and `llvm-link-19` on `PATH`, overridable with
+//! Tools are `clang-22`, `clang++-22` and `llvm-link-22` on `PATH`, overridable with
 //! `WPP_CLANG`, `WPP_CLANGXX` and `WPP_LLVM_LINK`.
 
 use crate::{instrument_module, read_bitcode, Options};
@@ -137,9 +137,9 @@ impl Driver {
             .and_then(|p| p.parent().map(Path::to_path_buf));
         Driver {
             options,
-            clang: env_path("WPP_CLANG", "clang-19"),
-            clangxx: env_path("WPP_CLANGXX", "clang++-19"),
-            llvm_link: env_path("WPP_LLVM_LINK", "llvm-link-19"),
+            clang: env_path("WPP_CLANG", "clang-22"),
+            clangxx: env_path("WPP_CLANGXX", "clang++-22"),
+            llvm_link: env_path("WPP_LLVM_LINK", "llvm-link-22"),
             runtime: find_runtime(exe_dir.as_deref()),
             cxx: false,
             verbose: std::env::var_os("WPP_VERBOSE").is_some(),

@@ -1,4 +1,4 @@
-//! The LLVM 19 instrumenter: reads a bitcode module, adds recording probes for one mode, embeds
+//! The LLVM 22 instrumenter: reads a bitcode module, adds recording probes for one mode, embeds
 //! the program database and writes bitcode that links against the `wpp-rt` runtime.
 //!
 //! # Modes

@@ -8,7 +8,7 @@
 //! * at `-O0`, each function's `Enter` count must equal the call count the program itself
 //!   counted and printed (`calls NAME=N`), an oracle independent of the instrumentation.
 //!
-//! Needs clang-19 and llvm-link-19 on PATH (Debian: clang-19 llvm-19).
+//! Needs clang-22 and llvm-link-22 on PATH (Debian: clang-22 llvm-22).
 
 mod common;
 
@@ -287,7 +287,7 @@ fn compile_only_then_link_bitcode_objects() {
     let native_c = dir.path("extra.c");
     std::fs::write(&native_c, "int wpp_extra(int x) { return x + 1; }\n").unwrap();
     let native_o = dir.path("extra.o");
-    let st = Command::new("clang-19")
+    let st = Command::new("clang-22")
         .args([
             "-c",
             native_c.to_str().unwrap(),

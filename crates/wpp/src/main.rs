@@ -44,7 +44,7 @@ enum Command {
     Subpath(cmd::subpath::Args),
     /// Match an intraprocedural path in a compressed trace (Zhang–Gupta schemes 1–4).
     Match(cmd::matching::Args),
-    /// Compile and link C/C++ through clang-19 with wpp instrumentation.
+    /// Compile and link C/C++ through clang-22 with wpp instrumentation.
     Cc(cmd::cc::Args),
     /// Instrument an LLVM bitcode file.
     Instrument(cmd::instrument::Args),

@@ -40,12 +40,12 @@ fn is_cxx(src: &str) -> bool {
     src.ends_with(".cpp")
 }
 
-/// Builds `tests/programs/<src>` natively with clang-19.
+/// Builds `tests/programs/<src>` natively with clang-22.
 pub fn build_native(src: &str, flags: &[&str], out: &Path) {
     let compiler = if is_cxx(src) {
-        "clang++-19"
+        "clang++-22"
     } else {
-        "clang-19"
+        "clang-22"
     };
     let status = Command::new(compiler)
         .args(flags)
@@ -54,7 +54,7 @@ pub fn build_native(src: &str, flags: &[&str], out: &Path) {
         .arg("-o")
         .arg(out)
         .status()
-        .unwrap_or_else(|e| panic!("cannot run {compiler} (install clang-19): {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {compiler} (install clang-22): {e}"));
     assert!(status.success(), "native build of {src} failed");
 }
 

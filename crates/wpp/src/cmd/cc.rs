@@ -1,4 +1,4 @@
-//! `wpp cc`: compile and link C/C++ through clang-19 with wpp instrumentation (see
+//! `wpp cc`: compile and link C/C++ through clang-22 with wpp instrumentation (see
 //! `wpp_instrument::driver` for what each kind of invocation does). Needs the `llvm` feature.
 
 use super::instrument::{Counters, Mode};

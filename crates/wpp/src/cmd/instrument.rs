@@ -66,8 +66,8 @@ pub struct Args {
 /// The message for builds without LLVM.
 #[cfg_attr(feature = "llvm", allow(dead_code))]
 pub const NO_LLVM: &str = "this wpp was built without LLVM support; rebuild with \
-     `LLVM_SYS_191_PREFIX=/usr/lib/llvm-19 cargo build --release -p wpp --features llvm` \
-     (needs the Debian packages clang-19 llvm-19-dev lld-19 libpolly-19-dev libzstd-dev zlib1g-dev)";
+     `LLVM_SYS_221_PREFIX=/usr/lib/llvm-22 cargo build --release -p wpp --features llvm` \
+     (needs the Debian packages clang-22 llvm-22-dev lld-22 libpolly-22-dev libzstd-dev zlib1g-dev)";
 
 #[cfg(feature = "llvm")]
 impl Mode {
