@@ -1,0 +1,225 @@
+//! The byte-granular last-writer table: for every byte of memory, the store instance that last
+//! wrote it. Tallam and Gupta (§5, the text after Figure 22) recover dependences from an address
+//! trace with a hash table indexed by address holding the latest definition and instance; this
+//! one is indexed by *byte*, so a load depends on the last store to each byte it reads: partial
+//! overlaps, unions written as bytes and read as a word, and block copies are exact.
+//!
+//! Memory is a hash map of 4 KiB pages, each an array of packed writers (8 bytes per byte of
+//! traced memory): a byte never written reads as [`Writer::External`].
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// One execution of a memory instruction: instance `n` (from 1) of instruction `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Instance {
+    /// The memory instruction ([`crate::MemoryDb`] id).
+    pub id: u32,
+    /// Which execution, from 1.
+    pub n: u64,
+}
+
+/// Who last wrote a byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Writer {
+    /// No store of the instrumented program: the loader, a library, the kernel, or memory
+    /// freshly returned by the allocator.
+    External,
+    /// This store instance.
+    Store(Instance),
+}
+
+const PAGE_BITS: u32 = 12;
+const PAGE: usize = 1 << PAGE_BITS;
+/// Bits of a packed writer that hold the instance.
+const INSTANCE_BITS: u32 = 40;
+
+/// The largest instruction id the table can hold (ids are packed beside the instance).
+pub const MAX_ID: u32 = (1 << (64 - INSTANCE_BITS)) - 2;
+/// The largest instance number the table can hold.
+pub const MAX_INSTANCE: u64 = (1 << INSTANCE_BITS) - 1;
+
+fn pack(w: Writer) -> u64 {
+    match w {
+        Writer::External => 0,
+        Writer::Store(i) => (u64::from(i.id + 1) << INSTANCE_BITS) | i.n,
+    }
+}
+
+fn unpack(p: u64) -> Writer {
+    if p == 0 {
+        return Writer::External;
+    }
+    Writer::Store(Instance {
+        id: (p >> INSTANCE_BITS) as u32 - 1,
+        n: p & MAX_INSTANCE,
+    })
+}
+
+/// The table. See the module docs.
+#[derive(Default)]
+pub struct LastWriter {
+    pages: FxHashMap<u64, Box<[u64; PAGE]>>,
+}
+
+/// The pieces of `[addr, addr + size)` that fall in one page each: (page number, first offset
+/// in the page, length). Addresses past the top of memory are cut off.
+fn pieces(addr: u64, size: u64) -> impl Iterator<Item = (u64, usize, usize)> {
+    let end = addr.saturating_add(size);
+    let mut at = addr;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let off = (at & (PAGE as u64 - 1)) as usize;
+        let len = ((PAGE - off) as u64).min(end - at) as usize;
+        let piece = (at >> PAGE_BITS, off, len);
+        at += len as u64;
+        Some(piece)
+    })
+}
+
+impl LastWriter {
+    /// An empty table: every byte external.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that `w` wrote `[addr, addr + size)`. The instance must satisfy [`MAX_ID`] and
+    /// [`MAX_INSTANCE`] (the caller checks; see [`crate::recover`]).
+    pub fn write(&mut self, addr: u64, size: u64, w: Writer) {
+        let p = pack(w);
+        for (page, off, len) in pieces(addr, size) {
+            if p == 0 && !self.pages.contains_key(&page) {
+                continue; // already external
+            }
+            let bytes = self
+                .pages
+                .entry(page)
+                .or_insert_with(|| Box::new([0; PAGE]));
+            bytes[off..off + len].fill(p);
+        }
+    }
+
+    /// Calls `f(offset, len, writer)` for each maximal run of bytes of `[addr, addr + size)`
+    /// with one last writer, in address order (`offset` from `addr`).
+    pub fn read(&self, addr: u64, size: u64, mut f: impl FnMut(u64, u64, Writer)) {
+        let mut run: Option<(u64, u64, u64)> = None; // (offset, len, packed)
+        let mut offset = 0u64;
+        for (page, off, len) in pieces(addr, size) {
+            let bytes = self.pages.get(&page);
+            for i in 0..len {
+                let p = bytes.map_or(0, |b| b[off + i]);
+                match &mut run {
+                    Some((_, l, q)) if *q == p => *l += 1,
+                    _ => {
+                        if let Some((o, l, q)) = run {
+                            f(o, l, unpack(q));
+                        }
+                        run = Some((offset, 1, p));
+                    }
+                }
+                offset += 1;
+            }
+        }
+        if let Some((o, l, q)) = run {
+            f(o, l, unpack(q));
+        }
+    }
+
+    /// Bytes of memory the table holds (pages × 4 KiB × 8).
+    pub fn memory_bytes(&self) -> usize {
+        self.pages.len() * PAGE * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn st(id: u32, n: u64) -> Writer {
+        Writer::Store(Instance { id, n })
+    }
+
+    fn runs(t: &LastWriter, addr: u64, size: u64) -> Vec<(u64, u64, Writer)> {
+        let mut v = Vec::new();
+        t.read(addr, size, |o, l, w| v.push((o, l, w)));
+        v
+    }
+
+    #[test]
+    fn byte_writes_then_word_read() {
+        let mut t = LastWriter::new();
+        for b in 0..4 {
+            t.write(100 + b, 1, st(b as u32, 1));
+        }
+        let want: Vec<_> = (0..4).map(|b| (b, 1, st(b as u32, 1))).collect();
+        assert_eq!(runs(&t, 100, 4), want);
+        assert_eq!(
+            runs(&t, 98, 4),
+            vec![(0, 2, Writer::External), (2, 1, st(0, 1)), (3, 1, st(1, 1))]
+        );
+    }
+
+    #[test]
+    fn pages_are_crossed_and_top_of_memory_is_cut() {
+        let mut t = LastWriter::new();
+        t.write(4090, 12, st(7, 3));
+        assert_eq!(
+            runs(&t, 4088, 16),
+            vec![
+                (0, 2, Writer::External),
+                (2, 12, st(7, 3)),
+                (14, 2, Writer::External)
+            ]
+        );
+        t.write(u64::MAX - 1, 10, st(1, 1));
+        assert_eq!(
+            runs(&t, u64::MAX - 2, 10),
+            vec![(0, 1, Writer::External), (1, 1, st(1, 1))]
+        );
+    }
+
+    #[test]
+    fn packing_round_trips_at_the_limits() {
+        for w in [
+            Writer::External,
+            st(0, 1),
+            st(MAX_ID, MAX_INSTANCE),
+            st(5, 1 << 39),
+        ] {
+            assert_eq!(unpack(pack(w)), w);
+        }
+    }
+
+    proptest! {
+        /// Against a plain byte array: after any sequence of writes (stores and clobbers), every
+        /// byte's writer is the last write covering it, and runs are maximal.
+        #[test]
+        fn matches_a_byte_array(ops in proptest::collection::vec((0u64..9000, 0u64..300, 0u32..4), 1..60),
+                                probe in (0u64..9000, 1u64..600)) {
+            let mut t = LastWriter::new();
+            let mut sim = vec![Writer::External; 10000];
+            for (k, &(addr, size, id)) in ops.iter().enumerate() {
+                let w = if id == 3 { Writer::External } else { st(id, k as u64 + 1) };
+                t.write(addr, size, w);
+                for b in addr..(addr + size).min(10000) {
+                    sim[b as usize] = w;
+                }
+            }
+            let (addr, size) = probe;
+            let mut expanded = Vec::new();
+            let mut last: Option<Writer> = None;
+            for (o, l, w) in runs(&t, addr, size) {
+                prop_assert!(l > 0);
+                prop_assert_ne!(Some(w), last, "runs must be maximal");
+                last = Some(w);
+                prop_assert_eq!(o, expanded.len() as u64);
+                expanded.extend(std::iter::repeat_n(w, l as usize));
+            }
+            let want: Vec<_> = (addr..addr + size).map(|b| sim.get(b as usize).copied().unwrap_or(Writer::External)).collect();
+            prop_assert_eq!(expanded, want);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The memory instructions of an instrumented program (the "program database" of an address
+//! trace): the instrumenter numbers every load, store and modelled library write of the
+//! instrumented functions in module order (function by function, blocks in layout order,
+//! instructions in block order), so an id is stable for a given bitcode file.
+
+use serde::{Deserialize, Serialize};
+use wpp_trace::ProgramDb;
+
+/// Version of [`MemoryDb`]'s postcard layout.
+pub const MEMORY_DB_VERSION: u32 = 1;
+
+/// What a memory instruction does to the bytes it touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AccessKind {
+    /// Reads them (a `load`, the source of `memcpy`/`memmove`, the read half of an atomic
+    /// read-modify-write).
+    Load,
+    /// Writes them (a `store`, the destination of `memcpy`/`memmove`/`memset`, the write half
+    /// of an atomic read-modify-write).
+    Store,
+    /// Code outside the instrumented program wrote them (a fresh `malloc`/`calloc`/`realloc`
+    /// block, the buffer `read(2)` filled): later loads of these bytes depend on no store of
+    /// the program, and are reported as external.
+    Clobber,
+}
+
+/// One memory instruction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemInstr {
+    /// Its function's id (the block trace's function id).
+    pub function: u32,
+    /// Its block's id within the function (the block trace's block id).
+    pub block: u32,
+    /// Source line, 0 when unknown (compile with `-g`).
+    pub line: u32,
+    /// Source column, 0 when unknown.
+    pub column: u32,
+    /// What it does.
+    pub kind: AccessKind,
+    /// A short description (`load i32`, `memcpy dst`, `malloc`).
+    pub what: String,
+}
+
+/// The memory instructions of a program, with the functions they belong to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryDb {
+    /// [`MEMORY_DB_VERSION`] when written.
+    pub version: u32,
+    /// The program's functions (names, source locations), as in its block trace.
+    pub program: ProgramDb,
+    /// Memory instructions by id.
+    pub instructions: Vec<MemInstr>,
+}
+
+impl MemoryDb {
+    /// The instruction with this id.
+    pub fn get(&self, id: u32) -> Option<&MemInstr> {
+        self.instructions.get(id as usize)
+    }
+
+    /// `function:line:column` of an instruction, for messages and listings.
+    pub fn location(&self, id: u32) -> String {
+        let Some(i) = self.get(id) else {
+            return format!("#{id}");
+        };
+        let name = self
+            .program
+            .functions
+            .get(i.function as usize)
+            .map_or("?", |f| f.name.as_str());
+        format!("{name}:{}:{}", i.line, i.column)
+    }
+
+    /// The ids of the instructions whose source line is `line` (in any function whose file
+    /// name ends with `file`, or any function when `file` is empty) and whose kind is `kind`.
+    pub fn at_line(&self, file: &str, line: u32, kind: AccessKind) -> Vec<u32> {
+        (0..self.instructions.len() as u32)
+            .filter(|&id| {
+                let i = &self.instructions[id as usize];
+                let in_file = file.is_empty()
+                    || self
+                        .program
+                        .functions
+                        .get(i.function as usize)
+                        .and_then(|f| f.file.as_deref())
+                        .is_some_and(|f| f.ends_with(file));
+                i.line == line && i.kind == kind && in_file
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,158 @@
+//! Recovery and chains against brute force over the raw access list: Figure 22's backtracking
+//! (scan back from each load, byte by byte, to the latest write), independent of the
+//! last-writer table, and Figure 21 evaluated on it.
+
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use wpp_deps::chain::ChainIndex;
+use wpp_deps::{recover, Access, AccessKind, Instance, MemInstr, MemoryDb, Writer};
+
+fn db_strategy() -> impl Strategy<Value = MemoryDb> {
+    prop::collection::vec((0u32..2, 0u32..3, 0u8..3), 2..8).prop_map(|v| MemoryDb {
+        version: 1,
+        program: Default::default(),
+        instructions: v
+            .into_iter()
+            .map(|(block, line, k)| MemInstr {
+                function: 0,
+                block,
+                line,
+                column: 0,
+                kind: [AccessKind::Load, AccessKind::Store, AccessKind::Clobber][k as usize % 3],
+                what: String::new(),
+            })
+            .collect(),
+    })
+}
+
+fn case() -> impl Strategy<Value = (MemoryDb, Vec<Access>)> {
+    db_strategy().prop_flat_map(|db| {
+        let n = db.instructions.len() as u32;
+        let acc = prop::collection::vec((0..n, 0u64..40, 1u64..9), 0..120).prop_map(|v| {
+            v.into_iter()
+                .map(|(id, addr, size)| Access { id, addr, size })
+                .collect::<Vec<_>>()
+        });
+        (Just(db), acc)
+    })
+}
+
+/// The instance number of the access at position `p`.
+fn instance_at(acc: &[Access], p: usize) -> Instance {
+    let id = acc[p].id;
+    Instance {
+        id,
+        n: acc[..=p].iter().filter(|a| a.id == id).count() as u64,
+    }
+}
+
+/// Figure 22: the writer of byte `b` as seen by the access at position `p`.
+fn backtrack(db: &MemoryDb, acc: &[Access], p: usize, b: u64) -> Writer {
+    for q in (0..p).rev() {
+        let a = acc[q];
+        if a.addr <= b && b < a.addr + a.size {
+            match db.instructions[a.id as usize].kind {
+                AccessKind::Store => return Writer::Store(instance_at(acc, q)),
+                AccessKind::Clobber => return Writer::External,
+                AccessKind::Load => {}
+            }
+        }
+    }
+    Writer::External
+}
+
+/// Per load instance: writer → (first offset, bytes).
+type Deps = BTreeMap<(Instance, Writer), (u64, u64)>;
+
+fn brute_deps(db: &MemoryDb, acc: &[Access]) -> Deps {
+    let mut out = Deps::new();
+    for (p, a) in acc.iter().enumerate() {
+        if db.instructions[a.id as usize].kind != AccessKind::Load {
+            continue;
+        }
+        let u = instance_at(acc, p);
+        for off in 0..a.size {
+            let e = out
+                .entry((u, backtrack(db, acc, p, a.addr + off)))
+                .or_insert((off, 0));
+            e.1 += 1;
+        }
+    }
+    out
+}
+
+/// Whether load `u` is a use at the statement of store `d` (same block and line, before it).
+fn is_use_at(db: &MemoryDb, u: u32, d: u32) -> bool {
+    let (iu, id) = (&db.instructions[u as usize], &db.instructions[d as usize]);
+    u < d
+        && iu.kind == AccessKind::Load
+        && id.line != 0
+        && iu.line == id.line
+        && (u..d).all(|x| db.instructions[x as usize].block == id.block)
+}
+
+/// Figure 21 on the raw list: does the load at position `p` start `chain`?
+fn brute_chain(db: &MemoryDb, acc: &[Access], p: usize, chain: &[u32]) -> bool {
+    let Some(&d) = chain.first() else { return true };
+    let a = acc[p];
+    (0..a.size).any(|off| match backtrack(db, acc, p, a.addr + off) {
+        Writer::Store(s) if s.id == d => {
+            let q = (0..p)
+                .rev()
+                .find(|&q| instance_at(acc, q) == s)
+                .expect("writer position");
+            match chain.get(1) {
+                None => true,
+                Some(&u) => {
+                    is_use_at(db, u, d)
+                        && (0..q)
+                            .rev()
+                            .find(|&r| acc[r].id == u)
+                            .is_some_and(|r| brute_chain(db, acc, r, &chain[2..]))
+                }
+            }
+        }
+        _ => false,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn recovery_matches_backtracking((db, acc) in case()) {
+        let mut got = Deps::new();
+        let stats = recover(&db, [Ok::<_, std::convert::Infallible>(acc.clone())], |d| {
+            let old = got.insert((d.load, d.store), (d.offset, d.bytes));
+            assert!(old.is_none(), "writer reported twice for one load");
+        }).unwrap();
+        let want = brute_deps(&db, &acc);
+        prop_assert_eq!(&got, &want);
+        let loads = acc.iter().filter(|a| db.instructions[a.id as usize].kind == AccessKind::Load).count();
+        prop_assert_eq!(stats.loads, loads as u64);
+        prop_assert_eq!(stats.dependences + stats.external, want.len() as u64);
+    }
+
+    #[test]
+    fn chains_match_figure_21_by_brute_force((db, acc) in case(), depth in 1usize..4) {
+        let index = ChainIndex::build(&db, [Ok::<_, std::convert::Infallible>(acc.clone())]).unwrap();
+        for u0 in 0..db.instructions.len() as u32 {
+            if db.instructions[u0 as usize].kind != AccessKind::Load {
+                continue;
+            }
+            let positions: Vec<usize> = (0..acc.len()).filter(|&p| acc[p].id == u0).collect();
+            let chains = index.chains(u0, depth);
+            for (chain, &freq) in &chains {
+                prop_assert!(freq > 0);
+                let brute = positions.iter().filter(|&&p| brute_chain(&db, &acc, p, chain)).count() as u64;
+                prop_assert_eq!(freq, brute, "chain {:?} from {}", chain, u0);
+                prop_assert_eq!(index.chain_freq(u0, chain), brute);
+            }
+            // Every one-step chain the brute force finds is enumerated.
+            for d in 0..db.instructions.len() as u32 {
+                let brute = positions.iter().filter(|&&p| brute_chain(&db, &acc, p, &[d])).count() as u64;
+                prop_assert_eq!(chains.get(&vec![d]).copied().unwrap_or(0), brute);
+            }
+        }
+    }
+}
