@@ -51,6 +51,17 @@
 //! [`SYM_UNWIND`]`(saved)`, which appends one `Leave` per frame that was skipped. This gives exact
 //! `Leave` events for frames abandoned by `longjmp` and by C++ exceptions.
 //!
+//! # Address trace buffer
+//!
+//! In `trace-addr` mode every instrumented module also defines `__wpp_abuf` (`ptr`) and
+//! `__wpp_aidx` (`i32`, initially [`AT_BUF_CAP`]), thread-local, and [`SYM_MEMORY_DB`], the
+//! postcard-encoded `wpp_deps::MemoryDb` (every load, store and modelled library write, by
+//! id). Each executed access appends three words — `id`, address, size — with the same inline
+//! full-check as event words; a full buffer calls [`SYM_AT_FLUSH`]`(&__wpp_abuf, &__wpp_aidx,
+//! memory_db, memory_db_len)`, which writes it as one chunk of the address-trace file
+//! (`wpp_deps::at`). The address trace is a stream of its own beside the event stream, so
+//! event words, the block trace and every reader of it are unchanged.
+//!
 //! # Program database
 //!
 //! The module also defines [`SYM_PROGRAM_DB`], a constant byte array holding the postcard
@@ -81,6 +92,17 @@ pub const TAG_PATH: u64 = 3;
 pub const SYM_FLUSH: &str = "__wpp_rt_flush_v2";
 /// `void __wpp_rt_unwind(uint32_t saved_depth)`.
 pub const SYM_UNWIND: &str = "__wpp_rt_unwind";
+/// `void __wpp_rt_at_flush_v1(uint64_t **abuf, uint32_t *aidx, const uint8_t *memory_db,
+/// uint64_t memory_db_len)`: writes the calling thread's address-trace buffer (`trace-addr`).
+pub const SYM_AT_FLUSH: &str = "__wpp_rt_at_flush_v1";
+/// Capacity of a thread's address-trace buffer, in words (three per access).
+pub const AT_BUF_CAP: u32 = 3 * 8192;
+/// Thread-local address-trace buffer address global (`trace-addr`).
+pub const SYM_ABUF: &str = "__wpp_abuf";
+/// Thread-local address-trace index global (`trace-addr`).
+pub const SYM_AIDX: &str = "__wpp_aidx";
+/// `const uint8_t __wpp_memory_db[]` (`trace-addr`).
+pub const SYM_MEMORY_DB: &str = "__wpp_memory_db";
 /// `const uint8_t __wpp_program_db[]`.
 pub const SYM_PROGRAM_DB: &str = "__wpp_program_db";
 /// `const uint64_t __wpp_program_db_len`.
@@ -143,6 +165,10 @@ pub enum Mode {
     Bl,
     /// A preferential path profile (PPP §5).
     Ppp,
+    /// `Enter`/`Block`/`Leave` events plus an address trace of every load and store (see
+    /// [Address trace buffer](self#address-trace-buffer)); the runtime records the block
+    /// trace exactly as for [`Mode::TraceBlocks`].
+    TraceAddr,
 }
 
 impl Mode {
@@ -153,6 +179,7 @@ impl Mode {
             Mode::TracePaths => "trace-paths",
             Mode::Bl => "bl",
             Mode::Ppp => "ppp",
+            Mode::TraceAddr => "trace-addr",
         }
     }
 }

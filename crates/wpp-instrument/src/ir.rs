@@ -780,3 +780,135 @@ impl<'m> Mod<'m> {
         )
     }
 }
+
+/// Memory-access inspection and the few builders `trace-addr` probes need.
+impl<'m> Value<'m> {
+    /// Operand `i` of an instruction (for calls, argument `i`).
+    pub fn operand(self, i: u32) -> Option<Value<'m>> {
+        // SAFETY: the value is a live user; the index is checked against its operand count.
+        unsafe {
+            if i32::try_from(i).is_ok_and(|i| i < c::LLVMGetNumOperands(self.0)) {
+                opt_value(c::LLVMGetOperand(self.0, i))
+            } else {
+                None
+            }
+        }
+    }
+
+    /// Whether the value is a constant integer, and its zero-extended value.
+    pub fn const_int_value(self) -> Option<u64> {
+        // SAFETY: the value is live; only constant integers are read.
+        unsafe {
+            (!c::LLVMIsAConstantInt(self.0).is_null()).then(|| c::LLVMConstIntGetZExtValue(self.0))
+        }
+    }
+
+    /// The source column of an instruction's debug location, 0 when it has none.
+    pub fn debug_column(self) -> u32 {
+        // SAFETY: the value is a live instruction.
+        unsafe { c::LLVMGetDebugLocColumn(self.0) }
+    }
+
+    /// The intrinsic id of a function (0 for ordinary functions).
+    pub fn intrinsic_id(self) -> u32 {
+        // SAFETY: the value is a live function.
+        unsafe { c::LLVMGetIntrinsicID(self.0) }
+    }
+}
+
+impl<'m> Mod<'m> {
+    /// The store size in bytes of a sized type under the module's data layout (`None` for
+    /// scalable vectors, whose size is only known at run time).
+    pub fn store_size(self, ty: Type<'m>) -> Option<u64> {
+        use inkwell::llvm_sys::LLVMTypeKind;
+        // SAFETY: the module and type are live; the data layout belongs to the module.
+        unsafe {
+            if c::LLVMGetTypeKind(ty.0) == LLVMTypeKind::LLVMScalableVectorTypeKind
+                || c::LLVMTypeIsSized(ty.0) == 0
+            {
+                return None;
+            }
+            let dl = inkwell::llvm_sys::target::LLVMGetModuleDataLayout(self.m);
+            Some(inkwell::llvm_sys::target::LLVMStoreSizeOfType(dl, ty.0))
+        }
+    }
+
+    /// The name of an intrinsic by id (`llvm.memcpy.p0.p0.i64` → `llvm.memcpy`).
+    pub fn intrinsic_name(self, id: u32) -> String {
+        let mut len = 0usize;
+        // SAFETY: LLVM returns a static name of `len` bytes for a valid id.
+        unsafe {
+            let p = c::LLVMIntrinsicGetName(id, &mut len);
+            if p.is_null() {
+                return String::new();
+            }
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
+        }
+    }
+}
+
+impl<'m> Builder<'m> {
+    /// `ptrtoint p to i64`.
+    pub fn ptr_to_i64(&self, p: Value<'m>, i64t: Type<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; `p` is a pointer.
+        Value(
+            unsafe { c::LLVMBuildPtrToInt(self.0, p.0, i64t.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// An integer value as `i64`: zero-extended or truncated (`signed`: sign-extended).
+    pub fn to_i64(&self, v: Value<'m>, i64t: Type<'m>, signed: bool) -> Value<'m> {
+        // SAFETY: builder positioned; `v` is an integer.
+        Value(
+            unsafe { c::LLVMBuildIntCast2(self.0, v.0, i64t.0, signed as i32, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `mul a, b`.
+    pub fn mul(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; operands of the same integer type.
+        Value(
+            unsafe { c::LLVMBuildMul(self.0, a.0, b.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `select (icmp sgt v, 0), v, 0`: a byte count from a signed result (`read(2)`'s).
+    pub fn positive_or_zero(&self, v: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; `v` is an integer.
+        unsafe {
+            let zero = c::LLVMConstNull(c::LLVMTypeOf(v.0));
+            let pos = c::LLVMBuildICmp(
+                self.0,
+                inkwell::llvm_sys::LLVMIntPredicate::LLVMIntSGT,
+                v.0,
+                zero,
+                c"".as_ptr(),
+            );
+            Value(
+                c::LLVMBuildSelect(self.0, pos, v.0, zero, c"".as_ptr()),
+                PhantomData,
+            )
+        }
+    }
+
+    /// `extractvalue agg, i`.
+    pub fn extract_value(&self, agg: Value<'m>, i: u32) -> Value<'m> {
+        // SAFETY: builder positioned; `agg` is an aggregate with more than `i` fields.
+        Value(
+            unsafe { c::LLVMBuildExtractValue(self.0, agg.0, i, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+
+    /// `select c, a, b`.
+    pub fn select(&self, cond: Value<'m>, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        // SAFETY: builder positioned; `cond` is i1, `a` and `b` of one type.
+        Value(
+            unsafe { c::LLVMBuildSelect(self.0, cond.0, a.0, b.0, c"".as_ptr()) },
+            PhantomData,
+        )
+    }
+}

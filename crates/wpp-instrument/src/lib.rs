@@ -8,6 +8,7 @@
 //! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | a buffer append per block, function entry and exit | [`blocks`] |
 //! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
 //! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths; atomic if the program may run threads) or a runtime hash-table call | `instrument_bl` (this file) |
+//! | `trace-addr` | the `trace-blocks` events plus an address trace: id, address and size of every executed load, store and modelled library write (Tallam–Gupta's CF + AT) | `trace-blocks`' probes, and an append of three words per access to a second buffer | [`memory`] |
 //! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment (atomic if the program may run threads), runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
 //!
 //! # Design
@@ -52,6 +53,7 @@ pub mod blocks;
 pub mod driver;
 pub mod helpers;
 pub mod ir;
+pub mod memory;
 pub mod paths;
 pub mod ppp;
 
@@ -165,6 +167,8 @@ pub struct Report {
     pub program_db_bytes: usize,
     /// Whether profile counters were incremented atomically (`bl`/`ppp`).
     pub atomic_counters: bool,
+    /// Memory instructions given address probes (`trace-addr`).
+    pub memory_instructions: usize,
 }
 
 /// Parses a bitcode file into `ctx`.
@@ -399,6 +403,27 @@ fn drop_purity(m: Mod<'_>, targets: &[ir::Value<'_>]) {
     }
 }
 
+/// `trace-addr`: embeds the memory database as [`abi::SYM_MEMORY_DB`] and inserts the address
+/// probes; returns their number.
+fn embed_memory_db<'m>(
+    m: Mod<'m>,
+    mdb: &wpp_deps::MemoryDb,
+    sites: &memory::Sites<'m>,
+) -> Result<usize, Error> {
+    let bytes = postcard::to_allocvec(mdb).map_err(|e| Error::Encode(e.to_string()))?;
+    let arr = m.array(m.int(8), bytes.len() as u64);
+    let global = m.add_global(
+        abi::SYM_MEMORY_DB,
+        arr,
+        m.const_bytes(&bytes),
+        true,
+        true,
+        false,
+    );
+    let h = memory::Helper::build(m, global, bytes.len() as u64);
+    Ok(sites.instrument(m, &h))
+}
+
 /// Instruments a module in place and verifies it.
 pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, Error> {
     let m = Mod::new(module);
@@ -417,7 +442,18 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
+    if opts.mode == Mode::TraceAddr && module_may_run_threads(module) {
+        return Err(Error::Unsupported {
+            function: "(program)".into(),
+            what: "trace-addr records single-threaded programs only, and this one refers to a \
+                   thread-starting function (pthread_create, std::thread, OpenMP, …): without a \
+                   global order of accesses a cross-thread dependence could not be told from a \
+                   wrong one"
+                .into(),
+        });
+    }
     drop_purity(m, &targets);
+    let mut memory_sites = memory::Sites::new();
     // Collect every site before inserting anything.
     let mut all_sites = Vec::with_capacity(targets.len());
     let mut all_paths = Vec::new();
@@ -426,8 +462,11 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         atomic_counters: atomic,
         ..Report::default()
     };
-    for &f in &targets {
+    for (fid, &f) in targets.iter().enumerate() {
         let sites = blocks::collect_sites(m, f)?;
+        if opts.mode == Mode::TraceAddr {
+            memory_sites.collect(m, fid as u32, &sites.blocks);
+        }
         let (file, line) = match f.subprogram_location() {
             Some((file, line)) => (
                 (!file.is_empty()).then_some(file),
@@ -467,6 +506,11 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         all_sites.push(sites);
     }
     let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
+    let memory_db = (opts.mode == Mode::TraceAddr).then(|| wpp_deps::MemoryDb {
+        version: wpp_deps::memdb::MEMORY_DB_VERSION,
+        program: db.clone(),
+        instructions: std::mem::take(&mut memory_sites.instructions),
+    });
     let embedded = EmbeddedProgram {
         version: abi::EMBEDDED_VERSION,
         mode: opts.mode,
@@ -494,6 +538,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         true,
         false,
     );
+    if let Some(mdb) = &memory_db {
+        report.memory_instructions = mdb.instructions.len();
+        report.probes += embed_memory_db(m, mdb, &memory_sites)?;
+    }
     if matches!(opts.mode, Mode::Ppp | Mode::Bl) {
         let (t, s, p, len) = (&targets[..], &all_sites[..], &all_paths[..], bytes.len());
         report.probes += match opts.mode {

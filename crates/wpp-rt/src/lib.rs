@@ -46,6 +46,7 @@
 /// The contract with instrumented code, shared with the instrumenter and the tools.
 pub use wpp_abi as abi;
 
+pub mod addr;
 pub mod handoff;
 pub mod heap;
 pub mod online;

@@ -51,6 +51,9 @@ enum Command {
     /// Show Ball–Larus and preferential path profiles.
     #[command(subcommand)]
     Profile(cmd::profile::Command),
+    /// Memory dependences of a `--mode trace-addr` recording (Tallam–Gupta §5).
+    #[command(subcommand)]
+    Deps(cmd::deps::Command),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -69,6 +72,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cc(a) => cmd::cc::run(a),
         Command::Instrument(a) => cmd::instrument::run(a),
         Command::Profile(c) => cmd::profile::run(c),
+        Command::Deps(c) => cmd::deps::run(c),
     }
 }
 

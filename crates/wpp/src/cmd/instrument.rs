@@ -14,6 +14,9 @@ pub enum Mode {
     Bl,
     /// A preferential path profile (PPP §5).
     Ppp,
+    /// Block events plus an address trace of every load and store (`PROGRAM.PID.at`), for
+    /// `wpp deps` (Tallam–Gupta's CF + AT). Single-threaded programs only.
+    TraceAddr,
 }
 
 /// How `bl`/`ppp` counters are incremented.
@@ -79,6 +82,7 @@ impl Mode {
             Mode::TracePaths => M::TracePaths,
             Mode::Bl => M::Bl,
             Mode::Ppp => M::Ppp,
+            Mode::TraceAddr => M::TraceAddr,
         }
     }
 }

@@ -4,6 +4,7 @@ pub mod cc;
 pub mod chunk;
 pub mod compress;
 pub mod decompress;
+pub mod deps;
 pub mod hot;
 pub mod instrument;
 pub mod matching;

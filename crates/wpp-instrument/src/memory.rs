@@ -1,0 +1,288 @@
+//! The `trace-addr` probes: every load and store of an instrumented function, and the library
+//! calls whose writes matter to dependences, append `id, address, size` to the thread's
+//! address-trace buffer (`wpp_abi`'s "Address trace buffer"; the file is `wpp_deps::at`).
+//!
+//! | instruction | memory instructions (ids) | probe |
+//! |---|---|---|
+//! | `load` (scalar or vector, volatile or atomic) | load | before it: pointer, store size of the type |
+//! | `store` | store | before it |
+//! | `atomicrmw` | load, store | before it |
+//! | `cmpxchg` | load; store | load before it; store after it, of size 0 when the exchange failed |
+//! | `llvm.memcpy`/`llvm.memmove`, `memcpy`/`memmove` (and `__*_chk`) | load of the source, store of the destination | before it |
+//! | `llvm.memset`, `memset` (and `__memset_chk`) | store | before it |
+//! | `malloc`, `calloc`, `realloc`, `aligned_alloc` | clobber of the new block | after it (size 0 on failure: null) |
+//! | `read`, `fread` | clobber of the bytes read | after it |
+//!
+//! A clobber marks bytes as written outside the program, so a load of fresh heap memory (or
+//! of a reused block before the program writes it) is reported as external instead of
+//! depending on a store to a freed block. Writes by other uninstrumented code (libc functions
+//! not in the table, such as `strcpy` or `sprintf`, native libraries, the kernel through other
+//! system calls) are not seen: their bytes keep their previous last writer. Masked and
+//! gather/scatter vector intrinsics and scalable vectors are not traced.
+//!
+//! Ids number the memory instructions in module order (function id, block layout order,
+//! instruction order), so they are stable for a given bitcode file.
+
+use crate::ir::{Mod, Opcode, Type, Value};
+use wpp_abi as abi;
+use wpp_deps::{AccessKind, MemInstr};
+
+/// Where an access's byte count comes from.
+#[derive(Clone, Copy)]
+enum Size {
+    /// A constant.
+    Bytes(u64),
+    /// An integer operand of the instruction (zero-extended).
+    Operand(u32),
+    /// `calloc`: the product of operands 0 and 1.
+    Product,
+    /// The call's result, when positive (`read`).
+    Result,
+    /// `fread`: the call's result times operand 1.
+    ResultTimes(u32),
+    /// Operand `.0` when the `cmpxchg` result says it succeeded.
+    IfExchanged(u64),
+}
+
+/// One access a probe records.
+struct Probe<'m> {
+    inst: Value<'m>,
+    id: u32,
+    /// The pointer: an operand, or the call's result.
+    ptr: Option<u32>,
+    size: Size,
+    /// After the instruction (it needs the result).
+    after: bool,
+}
+
+/// The memory sites of a module, collected before any probe is inserted.
+pub(crate) struct Sites<'m> {
+    probes: Vec<Probe<'m>>,
+    /// The memory database's instructions (index = id).
+    pub instructions: Vec<MemInstr>,
+}
+
+/// How a call touches memory, by callee name (intrinsics by their base name).
+fn call_accesses(name: &str) -> &'static [(AccessKind, &'static str, Option<u32>, u8)] {
+    // (kind, what, pointer operand (None: result), size rule: 0 = operand 2, 1 = operand 0,
+    // 2 = operand 1, 3 = product, 4 = result, 5 = result × operand 1)
+    use AccessKind::*;
+    match name {
+        "llvm.memcpy" | "llvm.memcpy.inline" | "memcpy" | "__memcpy_chk" => &[
+            (Load, "memcpy src", Some(1), 0),
+            (Store, "memcpy dst", Some(0), 0),
+        ],
+        "llvm.memmove" | "memmove" | "__memmove_chk" => &[
+            (Load, "memmove src", Some(1), 0),
+            (Store, "memmove dst", Some(0), 0),
+        ],
+        "llvm.memset" | "llvm.memset.inline" | "memset" | "__memset_chk" => {
+            &[(Store, "memset", Some(0), 0)]
+        }
+        "malloc" => &[(Clobber, "malloc", None, 1)],
+        "calloc" => &[(Clobber, "calloc", None, 3)],
+        "realloc" => &[(Clobber, "realloc", None, 2)],
+        "aligned_alloc" => &[(Clobber, "aligned_alloc", None, 2)],
+        "read" => &[(Clobber, "read", Some(1), 4)],
+        "fread" => &[(Clobber, "fread", Some(0), 5)],
+        _ => &[],
+    }
+}
+
+/// A direct callee's name; for an intrinsic its base name without overload suffixes
+/// (`llvm.memcpy.p0.p0.i64` → `llvm.memcpy`).
+fn callee_name(m: Mod<'_>, call: Value<'_>) -> Option<String> {
+    let f = call.called_function()?;
+    match f.intrinsic_id() {
+        0 => Some(f.name()),
+        id => Some(m.intrinsic_name(id)),
+    }
+}
+
+impl<'m> Sites<'m> {
+    /// An empty set (modes without address tracing).
+    pub fn new() -> Self {
+        Sites {
+            probes: Vec::new(),
+            instructions: Vec::new(),
+        }
+    }
+
+    /// Collects the accesses of function `fid`, whose blocks are `blocks` in layout order.
+    pub fn collect(&mut self, m: Mod<'m>, fid: u32, blocks: &[crate::ir::Block<'m>]) {
+        for (bi, b) in blocks.iter().enumerate() {
+            for inst in b.instructions() {
+                let mut add = |kind, what: &str, ptr, size, after| {
+                    let id = self.instructions.len() as u32;
+                    self.instructions.push(MemInstr {
+                        function: fid,
+                        block: bi as u32,
+                        line: inst.debug_line(),
+                        column: inst.debug_column(),
+                        kind,
+                        what: what.to_string(),
+                    });
+                    self.probes.push(Probe {
+                        inst,
+                        id,
+                        ptr,
+                        size,
+                        after,
+                    });
+                };
+                match inst.opcode() {
+                    Opcode::LLVMLoad => {
+                        if let Some(n) = m.store_size(inst.type_of()) {
+                            add(AccessKind::Load, "load", Some(0), Size::Bytes(n), false);
+                        }
+                    }
+                    Opcode::LLVMStore => {
+                        if let Some(n) = inst.operand(0).and_then(|v| m.store_size(v.type_of())) {
+                            add(AccessKind::Store, "store", Some(1), Size::Bytes(n), false);
+                        }
+                    }
+                    Opcode::LLVMAtomicRMW => {
+                        if let Some(n) = m.store_size(inst.type_of()) {
+                            add(
+                                AccessKind::Load,
+                                "atomicrmw",
+                                Some(0),
+                                Size::Bytes(n),
+                                false,
+                            );
+                            add(
+                                AccessKind::Store,
+                                "atomicrmw",
+                                Some(0),
+                                Size::Bytes(n),
+                                false,
+                            );
+                        }
+                    }
+                    Opcode::LLVMAtomicCmpXchg => {
+                        if let Some(n) = inst.operand(1).and_then(|v| m.store_size(v.type_of())) {
+                            add(AccessKind::Load, "cmpxchg", Some(0), Size::Bytes(n), false);
+                            add(
+                                AccessKind::Store,
+                                "cmpxchg",
+                                Some(0),
+                                Size::IfExchanged(n),
+                                true,
+                            );
+                        }
+                    }
+                    Opcode::LLVMCall => {
+                        let name = callee_name(m, inst).unwrap_or_default();
+                        for &(kind, what, ptr, rule) in call_accesses(&name) {
+                            let size = match rule {
+                                0 => Size::Operand(2),
+                                1 => Size::Operand(0),
+                                2 => Size::Operand(1),
+                                3 => Size::Product,
+                                4 => Size::Result,
+                                _ => Size::ResultTimes(1),
+                            };
+                            let after = kind == AccessKind::Clobber;
+                            add(kind, what, ptr, size, after);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Inserts the probes: each calls `access(id, address, size)` (see [`Helper`]).
+    pub fn instrument(&self, m: Mod<'m>, h: &Helper<'m>) -> usize {
+        let b = m.builder();
+        let i64t = m.int(64);
+        for p in &self.probes {
+            match (p.after, p.inst.next()) {
+                (true, Some(next)) => b.before(next),
+                (true, None) => continue, // a call is never a terminator
+                (false, _) => b.before(p.inst),
+            }
+            let ptr = match p.ptr {
+                Some(i) => p.inst.operand(i).expect("pointer operand"),
+                None => p.inst,
+            };
+            let op = |i: u32| b.to_i64(p.inst.operand(i).expect("size operand"), i64t, false);
+            let size = match p.size {
+                Size::Bytes(n) => m.const_int(i64t, n),
+                Size::Operand(i) => op(i),
+                Size::Product => b.mul(op(0), op(1)),
+                Size::Result => b.to_i64(b.positive_or_zero(p.inst), i64t, false),
+                Size::ResultTimes(i) => b.mul(b.to_i64(p.inst, i64t, false), op(i)),
+                Size::IfExchanged(n) => {
+                    let ok = b.extract_value(p.inst, 1);
+                    b.select(ok, m.const_int(i64t, n), m.const_int(i64t, 0))
+                }
+            };
+            let args = [
+                m.const_int(i64t, u64::from(p.id)),
+                b.ptr_to_i64(ptr, i64t),
+                size,
+            ];
+            b.call(h.access_ty, h.access, &args);
+        }
+        self.probes.len()
+    }
+}
+
+/// The inline `access(id, address, size)` helper and the globals it appends to.
+pub(crate) struct Helper<'m> {
+    access: Value<'m>,
+    access_ty: Type<'m>,
+}
+
+impl<'m> Helper<'m> {
+    /// Adds `__wpp_abuf`, `__wpp_aidx` and the helper `__wpp_access` to `m`; `db` is the
+    /// embedded memory database (`db_len` bytes), passed to the runtime on every flush.
+    pub fn build(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helper<'m> {
+        let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
+        let cap = u64::from(abi::AT_BUF_CAP);
+        let abuf = m.add_global(abi::SYM_ABUF, ptr, m.const_null(ptr), true, false, true);
+        let aidx = m.add_global(
+            abi::SYM_AIDX,
+            i32t,
+            m.const_int(i32t, cap),
+            true,
+            false,
+            true,
+        );
+        let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, i64t]);
+        let flush = m.declare(abi::SYM_AT_FLUSH, flush_ty);
+        m.add_fn_attr(flush, "nounwind");
+        m.add_fn_attr(flush, "cold");
+        let access_ty = m.fn_type(void, &[i64t, i64t, i64t]);
+        let access = m.add_internal_function("__wpp_access", access_ty);
+        m.add_fn_attr(access, "alwaysinline");
+        m.add_fn_attr(access, "nounwind");
+        let b = m.builder();
+        let entry = m.append_block(access, "entry");
+        let slow = m.append_block(access, "flush");
+        let fast = m.append_block(access, "append");
+        b.at_end(entry);
+        let i = b.load(i32t, aidx);
+        // Room for three words: idx ≤ cap − 3.
+        let full = b.icmp_uge(i, m.const_int(i32t, cap - 2));
+        b.cond_br(full, slow, fast);
+        b.at_end(slow);
+        b.call(
+            flush_ty,
+            flush,
+            &[abuf, aidx, db, m.const_int(i64t, db_len)],
+        );
+        b.br(fast);
+        b.at_end(fast);
+        let j = b.load(i32t, aidx);
+        let base = b.load(ptr, abuf);
+        for k in 0..3u32 {
+            let at = b.zext(b.add(j, m.const_int(i32t, u64::from(k))), i64t);
+            b.store(crate::ir::param(access, k), b.gep(i64t, base, &[at]));
+        }
+        b.store(b.add(j, m.const_int(i32t, 3)), aidx);
+        b.ret_void();
+        Helper { access, access_ty }
+    }
+}

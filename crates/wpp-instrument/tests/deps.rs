@@ -1,0 +1,187 @@
+//! `trace-addr` end to end: programs in `tests/programs` built natively and with
+//! `--mode trace-addr`; the output must be identical, and the dependences recovered from the
+//! address trace must be exactly the ones written here by hand (by the name of a marker
+//! comment on the access's line, so the expectations do not depend on the tool).
+
+mod common;
+
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use wpp_deps::{recover, Access, AccessKind, AtReader, MemoryDb, Writer};
+use wpp_instrument::{InstrumentMode, Options};
+
+/// Marker name → source line, from `/* NAME */` comments of the program.
+fn markers(src: &str) -> BTreeMap<String, u32> {
+    let text = std::fs::read_to_string(programs_dir().join(src)).expect("source");
+    let mut out = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(c) = line.split("/* ").nth(1).and_then(|c| c.strip_suffix(" */")) {
+            if c.chars().all(|ch| ch.is_ascii_uppercase() || ch == '_') {
+                out.insert(c.to_string(), i as u32 + 1);
+            }
+        }
+    }
+    out
+}
+
+/// Builds and runs `src` natively and in `trace-addr`; returns the AT path (in `dir`).
+fn record(src: &str, flags: &[&str], dir: &Scratch) -> PathBuf {
+    let (native, inst, trace) = (dir.path("native"), dir.path("inst"), dir.path("out.trace"));
+    build_native(src, flags, &native);
+    build_with_options(
+        src,
+        flags,
+        Options::new(InstrumentMode::TraceAddr),
+        &inst,
+        None,
+    );
+    let a = run(&native, &[], None);
+    let b = run(&inst, &[], Some(&trace));
+    assert_eq!(
+        String::from_utf8_lossy(&a.stdout),
+        String::from_utf8_lossy(&b.stdout)
+    );
+    assert_eq!(
+        a.status.code(),
+        b.status.code(),
+        "{src}: exit status differs"
+    );
+    assert!(
+        b.stderr.is_empty(),
+        "{src}: {}",
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let (_, events) = wpp_trace::file::read_events(&trace).expect("block trace");
+    assert!(!events.is_empty());
+    let mut at = trace.into_os_string();
+    at.push(".at");
+    at.into()
+}
+
+fn read_at(at: &Path) -> (MemoryDb, Vec<Access>) {
+    let r = AtReader::open(at).expect("address trace");
+    let db = r.db().clone();
+    let accesses = r.flat_map(|c| c.expect("chunk")).collect();
+    (db, accesses)
+}
+
+/// The one instruction of `kind` on `line`.
+fn only(db: &MemoryDb, line: u32, kind: AccessKind, name: &str) -> u32 {
+    let ids = db.at_line("", line, kind);
+    assert_eq!(
+        ids.len(),
+        1,
+        "{name} (line {line}): {kind:?} instructions {ids:?}"
+    );
+    ids[0]
+}
+
+/// One expected writer: marker (None = external), its instance, bytes.
+type Want = Vec<(Option<&'static str>, u64, u64)>;
+
+/// (load marker, instance) → writers as (store id (None = external), instance, bytes).
+type Writers = BTreeMap<(&'static str, u64), BTreeSet<(Option<u32>, u64, u64)>>;
+
+#[test]
+fn hand_known_dependences() {
+    let dir = Scratch::new();
+    let at = record("deps.c", &["-O1", "-g"], &dir);
+    let (db, accesses) = read_at(&at);
+    let m = markers("deps.c");
+    let line = |n: &str| *m.get(n).unwrap_or_else(|| panic!("marker {n}"));
+    let store = |n: &str| only(&db, line(n), AccessKind::Store, n);
+    let load = |n: &str| only(&db, line(n), AccessKind::Load, n);
+
+    // (load marker, instance) → writers, written by hand from the program's comments.
+    let mut want: Vec<((&'static str, u64), Want)> = vec![
+        (("L_GET", 1), vec![(Some("S_SET"), 3, 4)]),
+        (("L_GET", 2), vec![(Some("S_SET"), 2, 4)]),
+        (("L_GET", 3), vec![(Some("S_SET"), 4, 4)]),
+        (("L_GET", 4), vec![(None, 0, 4)]),
+        (("L_GET", 5), vec![(Some("S_SET"), 5, 4)]),
+        (
+            ("S_COPY", 1),
+            vec![(Some("S_FILL_A"), 1, 4), (Some("S_FILL_B"), 1, 12)],
+        ),
+        (("L_READ_A", 1), vec![(Some("S_COPY"), 1, 4)]),
+        (
+            ("L_WORD", 1),
+            (1..=4).map(|k| (Some("S_BYTE"), k, 1)).collect(),
+        ),
+        (("L_FRAME_A", 1), vec![(Some("S_FRAME_A"), 1, 4)]),
+        (("L_FRAME_B", 1), vec![(Some("S_FRAME_B"), 1, 4)]),
+    ];
+    want.extend((1..=10).map(|k| (("L_SUM", k), vec![(Some("S_LOOP"), k, 4)])));
+    let loads: BTreeMap<u32, &'static str> = want.iter().map(|((n, _), _)| (load(n), *n)).collect();
+
+    let mut got = Writers::new();
+    recover(
+        &db,
+        [Ok::<_, std::convert::Infallible>(accesses.clone())],
+        |d| {
+            if let Some(&name) = loads.get(&d.load.id) {
+                let (s, n) = match d.store {
+                    Writer::Store(s) => (Some(s.id), s.n),
+                    Writer::External => (None, 0),
+                };
+                got.entry((name, d.load.n))
+                    .or_default()
+                    .insert((s, n, d.bytes));
+            }
+        },
+    )
+    .unwrap();
+    let want: Writers = want
+        .into_iter()
+        .map(|(k, ws)| {
+            (
+                k,
+                ws.into_iter()
+                    .map(|(s, n, b)| (s.map(store), n, b))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    // The scenarios are what they claim: calloc reused the freed block, frame_b reused
+    // frame_a's stack slot.
+    let addr = |id: u32, n: usize| {
+        accesses
+            .iter()
+            .filter(|a| a.id == id)
+            .nth(n - 1)
+            .map(|a| a.addr)
+    };
+    assert_eq!(
+        addr(store("S_SET"), 4),
+        addr(store("S_SET"), 5),
+        "calloc did not reuse the freed block"
+    );
+    assert_eq!(
+        addr(store("S_FRAME_A"), 1),
+        addr(store("S_FRAME_B"), 1),
+        "frames did not share the slot"
+    );
+}
+
+/// A program that starts threads is refused at instrumentation with a clear message.
+#[test]
+fn threaded_programs_are_refused() {
+    let ctx = inkwell::context::Context::create();
+    let dir = Scratch::new();
+    let bc = dir.path("t.bc");
+    let st = std::process::Command::new("clang-22")
+        .args(["-c", "-emit-llvm", "-O1", "-o"])
+        .arg(&bc)
+        .arg(programs_dir().join("threads.c"))
+        .status()
+        .expect("clang-22");
+    assert!(st.success());
+    let module = wpp_instrument::read_bitcode(&ctx, &bc).unwrap();
+    let e = wpp_instrument::instrument_module(&module, &Options::new(InstrumentMode::TraceAddr))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("single-threaded"), "{e}");
+}

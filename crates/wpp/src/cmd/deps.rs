@@ -1,0 +1,243 @@
+//! `wpp deps list|stats|chain`: the dynamic memory dependences of a `wpp cc --mode trace-addr`
+//! recording, recovered from its address trace (`PROGRAM.PID.at`, `wpp_deps::at`) with the
+//! byte-granular last-writer table (Tallam–Gupta §5).
+
+use anyhow::Context as _;
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use wpp_deps::chain::ChainIndex;
+use wpp_deps::{AccessKind, AtReader, Dependence, Instance, MemoryDb, Writer};
+
+/// Subcommands of `wpp deps`.
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// List every dynamic dependence (store instance → load instance), in execution order of
+    /// the loads. Instances count from 1 per instruction; `external` means the bytes were last
+    /// written outside the program (the loader, a library, a fresh heap block).
+    List {
+        /// The address trace (`PROGRAM.PID.at`).
+        file: PathBuf,
+        /// Only this load: a memory-instruction id, or `FILE:LINE` (`:LINE` for any file).
+        #[arg(long)]
+        load: Option<String>,
+        /// Print JSON Lines (one object per dependence).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Counts: loads, stores, dependences, external reads, static pairs exercised.
+    Stats {
+        /// The address trace.
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Dependence chains from a load (Figure 21's RecoverChain/ChainFreq): load → the store
+    /// it read → a load of that store's statement → … , each chain with the number of the
+    /// load's instances that start it. Holds the run's dependences in memory.
+    Chain {
+        /// The address trace.
+        file: PathBuf,
+        /// The load: a memory-instruction id, or `FILE:LINE`.
+        #[arg(long)]
+        load: String,
+        /// Longest chain, in dependences.
+        #[arg(long, default_value_t = 3)]
+        depth: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `wpp deps`.
+pub fn run(cmd: Command) -> anyhow::Result<()> {
+    match cmd {
+        Command::List { file, load, json } => list(&file, load.as_deref(), json),
+        Command::Stats { file, json } => stats(&file, json),
+        Command::Chain {
+            file,
+            load,
+            depth,
+            json,
+        } => chain(&file, &load, depth, json),
+    }
+}
+
+fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File>>> {
+    if !wpp_deps::at::is_at_file(file) && file.exists() {
+        anyhow::bail!(
+            "{} is not an address trace: `wpp deps` reads the PROGRAM.PID.at file a \
+             `wpp cc --mode trace-addr` program writes beside its trace",
+            file.display()
+        );
+    }
+    Ok(AtReader::open(file)?)
+}
+
+/// The load ids `spec` names: an id, or `FILE:LINE`.
+fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
+    if let Ok(id) = spec.parse::<u32>() {
+        match db.get(id) {
+            Some(i) if i.kind == AccessKind::Load => return Ok(vec![id]),
+            Some(_) => anyhow::bail!(
+                "memory instruction {id} ({}) is not a load",
+                db.location(id)
+            ),
+            None => anyhow::bail!(
+                "no memory instruction {id} (the program has {})",
+                db.instructions.len()
+            ),
+        }
+    }
+    let (file, line) = spec
+        .rsplit_once(':')
+        .and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?)))
+        .with_context(|| format!("--load {spec}: expected an id or FILE:LINE"))?;
+    let ids = db.at_line(file, line, AccessKind::Load);
+    if ids.is_empty() {
+        anyhow::bail!("--load {spec}: no load at that line (was the program compiled with -g?)");
+    }
+    Ok(ids)
+}
+
+/// One end of a dependence, for output.
+#[derive(Serialize)]
+struct End {
+    id: u32,
+    instance: u64,
+    function: String,
+    line: u32,
+    column: u32,
+    what: String,
+}
+
+fn end(db: &MemoryDb, i: Instance) -> End {
+    let m = db.get(i.id);
+    End {
+        id: i.id,
+        instance: i.n,
+        function: m
+            .and_then(|m| db.program.functions.get(m.function as usize))
+            .map_or_else(String::new, |f| f.name.clone()),
+        line: m.map_or(0, |m| m.line),
+        column: m.map_or(0, |m| m.column),
+        what: m.map_or_else(String::new, |m| m.what.clone()),
+    }
+}
+
+#[derive(Serialize)]
+struct DepOut {
+    load: End,
+    /// `None`: external.
+    store: Option<End>,
+    offset: u64,
+    bytes: u64,
+}
+
+fn show(e: &End) -> String {
+    format!(
+        "#{}({}) {}:{}:{} {}",
+        e.id, e.instance, e.function, e.line, e.column, e.what
+    )
+}
+
+fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
+    let r = open(file)?;
+    let db = r.db().clone();
+    let only = load.map(|s| loads(&db, s)).transpose()?;
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let mut err = Ok(());
+    let mut print = |d: &Dependence| {
+        if err.is_err() || only.as_ref().is_some_and(|ids| !ids.contains(&d.load.id)) {
+            return;
+        }
+        let o = DepOut {
+            load: end(&db, d.load),
+            store: match d.store {
+                Writer::Store(s) => Some(end(&db, s)),
+                Writer::External => None,
+            },
+            offset: d.offset,
+            bytes: d.bytes,
+        };
+        err = if json {
+            serde_json::to_writer(&mut out, &o)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| Ok(writeln!(out)?))
+        } else {
+            let from = o.store.as_ref().map_or("external".to_string(), show);
+            writeln!(
+                out,
+                "{} <- {} [{} bytes at +{}]",
+                show(&o.load),
+                from,
+                o.bytes,
+                o.offset
+            )
+            .map_err(anyhow::Error::from)
+        };
+    };
+    wpp_deps::recover(&db, r, &mut print)?;
+    err?;
+    out.flush()?;
+    Ok(())
+}
+
+fn stats(file: &Path, json: bool) -> anyhow::Result<()> {
+    let r = open(file)?;
+    let db = r.db().clone();
+    let s = wpp_deps::recover(&db, r, |_| {})?;
+    if json {
+        return crate::util::print_json(&s);
+    }
+    println!("memory instructions  {}", db.instructions.len());
+    println!("load instances       {}", s.loads);
+    println!("store instances      {}", s.stores);
+    println!("library writes       {}", s.clobbers);
+    println!("dependences          {}", s.dependences);
+    println!("external reads       {}", s.external);
+    println!("multi-writer loads   {}", s.multi_writer_loads);
+    println!("static pairs         {}", s.pairs);
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ChainOut {
+    load: u32,
+    /// Alternating store and load ids, ending with a store.
+    chain: Vec<u32>,
+    locations: Vec<String>,
+    frequency: u64,
+}
+
+fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()> {
+    let r = open(file)?;
+    let db = r.db().clone();
+    let ids = loads(&db, load)?;
+    let index = ChainIndex::build(&db, r)?;
+    let mut all = Vec::new();
+    for u0 in ids {
+        for (chain, frequency) in index.chains(u0, depth) {
+            let locations = std::iter::once(u0)
+                .chain(chain.iter().copied())
+                .map(|id| db.location(id))
+                .collect();
+            all.push(ChainOut {
+                load: u0,
+                chain,
+                locations,
+                frequency,
+            });
+        }
+    }
+    if json {
+        return crate::util::print_json(&all);
+    }
+    for c in &all {
+        println!("{:>10}  {}", c.frequency, c.locations.join(" <- "));
+    }
+    Ok(())
+}
