@@ -11,6 +11,8 @@
 //! * [`recover`]: every dynamic dependence (store instance → load instance) of an AT, and the
 //!   counts of `wpp deps stats`.
 //! * [`chain`]: dependence chains, `RecoverChain` and `ChainFreq` (Figure 21).
+//! * [`filter`]: the filtering phase's classification of exercised pairs (§3.1, Definitions 1–4)
+//!   and its report file.
 //!
 //! Instances are numbered per instruction from 1: instance `k` of store `s` is the `k`-th
 //! execution of `s` in the recording.
@@ -19,6 +21,7 @@
 
 pub mod at;
 pub mod chain;
+pub mod filter;
 pub mod lastwriter;
 pub mod memdb;
 pub mod recover;

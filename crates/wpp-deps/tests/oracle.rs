@@ -8,7 +8,7 @@ use wpp_deps::chain::ChainIndex;
 use wpp_deps::{recover, Access, AccessKind, Instance, MemInstr, MemoryDb, Writer};
 
 fn db_strategy() -> impl Strategy<Value = MemoryDb> {
-    prop::collection::vec((0u32..2, 0u32..3, 0u8..3), 2..8).prop_map(|v| MemoryDb {
+    prop::collection::vec((0u32..2, 0u32..2, 0u8..3), 2..8).prop_map(|v| MemoryDb {
         version: 1,
         program: Default::default(),
         instructions: v
@@ -28,7 +28,7 @@ fn db_strategy() -> impl Strategy<Value = MemoryDb> {
 fn case() -> impl Strategy<Value = (MemoryDb, Vec<Access>)> {
     db_strategy().prop_flat_map(|db| {
         let n = db.instructions.len() as u32;
-        let acc = prop::collection::vec((0..n, 0u64..40, 1u64..9), 0..120).prop_map(|v| {
+        let acc = prop::collection::vec((0..n, 0u64..24, 1u64..9), 0..120).prop_map(|v| {
             v.into_iter()
                 .map(|(id, addr, size)| Access { id, addr, size })
                 .collect::<Vec<_>>()

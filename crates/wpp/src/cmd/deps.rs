@@ -33,6 +33,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The filtering phase (Tallam–Gupta §3.1): classify every exercised (store, load) pair
+    /// as fully free, partially free, last-instance (fixed-cost) or any-instance
+    /// (variable-cost), print Table VIII's distribution per function and in total, and
+    /// optionally save the report (versioned, checksummed) for a collection build.
+    Filter {
+        /// The address trace.
+        file: PathBuf,
+        /// Write the report here.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Dependence chains from a load (Figure 21's RecoverChain/ChainFreq): load → the store
     /// it read → a load of that store's statement → … , each chain with the number of the
     /// load's instances that start it. Holds the run's dependences in memory.
@@ -56,6 +70,7 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
     match cmd {
         Command::List { file, load, json } => list(&file, load.as_deref(), json),
         Command::Stats { file, json } => stats(&file, json),
+        Command::Filter { file, output, json } => filter(&file, output.as_deref(), json),
         Command::Chain {
             file,
             load,
@@ -239,5 +254,54 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     for c in &all {
         println!("{:>10}  {}", c.frequency, c.locations.join(" <- "));
     }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct FilterOut {
+    classes: [wpp_deps::filter::Class; 4],
+    functions: std::collections::BTreeMap<String, wpp_deps::filter::Distribution>,
+    total: wpp_deps::filter::Distribution,
+}
+
+fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> {
+    use wpp_deps::filter::{classify, Class, Distribution};
+    let r = open(file)?;
+    let db = r.db().clone();
+    let report = classify(&db, r)?;
+    if let Some(o) = output {
+        std::fs::write(o, report.to_bytes())
+            .with_context(|| format!("cannot write {}", o.display()))?;
+    }
+    let (functions, total) = report.distribution(&db);
+    if json {
+        let classes = Class::ALL;
+        return crate::util::print_json(&FilterOut {
+            classes,
+            functions,
+            total,
+        });
+    }
+    let row = |name: &str, d: &Distribution| {
+        let all: u64 = d.occurrences.iter().sum::<u64>().max(1);
+        let pct = |i: usize| 100.0 * d.occurrences[i] as f64 / all as f64;
+        println!(
+            "{name:<24} {:>8} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}%   pairs {:?}",
+            d.occurrences.iter().sum::<u64>(),
+            pct(0),
+            pct(1),
+            pct(2),
+            pct(3),
+            d.pairs
+        );
+    };
+    println!(
+        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}   (dynamic dependences; pairs per class)",
+        "function", "deps", "fully", "partly", "last", "any"
+    );
+    for (f, d) in &functions {
+        row(f, d);
+    }
+    row("total", &total);
     Ok(())
 }

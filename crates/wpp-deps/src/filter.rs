@@ -1,0 +1,332 @@
+//! The filtering phase (Tallam and Gupta §3.1): which (store, load) pairs a run exercised, and
+//! the class of each (§2.1–2.3, Definitions 1–4), observed dynamically:
+//!
+//! | class | cost of its check in the collection run | observed when |
+//! |---|---|---|
+//! | fully free (Def. 1) | none: the control flow trace alone recovers it | the store and the load each accessed one address, the same, and every byte the load ever read was last written by this store |
+//! | partially free (Def. 2) | none for the occurrences the CF recovers | the store and the load each accessed one address, the same, but the load sometimes read bytes of another writer |
+//! | last-instance (Def. 3), fixed-cost | one address comparison per execution of the load | the store accessed one address (every execution overwrites it, so only its last instance can reach a load) |
+//! | any-instance (Def. 4), variable-cost | a search of the store's address buffer | the store accessed several addresses |
+//!
+//! The report is computed from a `trace-addr` recording (the filtering run's information is
+//! exactly what the address trace holds) and saved as a versioned, checksummed file that names
+//! the program's memory database by its CRC-32, so a collection build can refuse a report of
+//! another program.
+//!
+//! # File layout (version 1)
+//!
+//! `WPP-DEPF` (8 bytes), `u32` version, `u32` length `n`, `n` bytes of postcard
+//! [`FilterReport`], `u32` CRC-32 of those bytes; integers little-endian.
+
+use crate::at::Access;
+use crate::lastwriter::Writer;
+use crate::memdb::MemoryDb;
+use crate::recover::{RecoverError, Recovery};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The classes of Definitions 1–4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Class {
+    /// Definition 1 (no-cost).
+    FullyFree,
+    /// Definition 2 (no-cost where the CF recovers it).
+    PartiallyFree,
+    /// Definition 3 (fixed-cost check).
+    LastInstance,
+    /// Definition 4 (variable-cost check).
+    AnyInstance,
+}
+
+impl Class {
+    /// All classes, in the order of Table VIII.
+    pub const ALL: [Class; 4] = [
+        Class::FullyFree,
+        Class::PartiallyFree,
+        Class::LastInstance,
+        Class::AnyInstance,
+    ];
+}
+
+/// One exercised (store, load) pair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pair {
+    /// The store's memory-instruction id.
+    pub store: u32,
+    /// The load's.
+    pub load: u32,
+    /// Its class.
+    pub class: Class,
+    /// Dynamic occurrences in the filtering run.
+    pub occurrences: u64,
+}
+
+/// The filtering run's result: the input of a collection build.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterReport {
+    /// CRC-32 of the postcard encoding of the program's [`MemoryDb`].
+    pub program_crc: u32,
+    /// Exercised pairs, by (store, load).
+    pub pairs: Vec<Pair>,
+}
+
+/// One address an instruction accessed, or several.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Addresses {
+    One(u64, u64),
+    Many,
+}
+
+fn note(map: &mut FxHashMap<u32, Addresses>, a: &Access) {
+    map.entry(a.id)
+        .and_modify(|s| {
+            if *s != Addresses::One(a.addr, a.size) {
+                *s = Addresses::Many;
+            }
+        })
+        .or_insert(Addresses::One(a.addr, a.size));
+}
+
+/// Classifies every pair a recording exercised.
+pub fn classify<E>(
+    db: &MemoryDb,
+    chunks: impl IntoIterator<Item = Result<Vec<Access>, E>>,
+) -> Result<FilterReport, RecoverError>
+where
+    RecoverError: From<E>,
+{
+    let mut r = Recovery::new(db);
+    let mut addrs = FxHashMap::default();
+    let mut occurrences: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+    // Per load: every writer its bytes ever had (None: external).
+    let mut writers: FxHashMap<u32, FxHashSet<Option<u32>>> = FxHashMap::default();
+    for chunk in chunks {
+        for a in chunk? {
+            note(&mut addrs, &a);
+            let (_, deps) = r.step(a)?;
+            for d in deps {
+                let store = match d.store {
+                    Writer::Store(s) => Some(s.id),
+                    Writer::External => None,
+                };
+                writers.entry(d.load.id).or_default().insert(store);
+                if let Some(s) = store {
+                    *occurrences.entry((s, d.load.id)).or_default() += 1;
+                }
+            }
+        }
+    }
+    let mut pairs: Vec<Pair> = occurrences
+        .into_iter()
+        .map(|((store, load), occurrences)| {
+            let class = match (addrs[&store], addrs[&load]) {
+                (Addresses::One(x, n), Addresses::One(y, m)) if x <= y && y + m <= x + n => {
+                    if writers[&load].len() == 1 {
+                        Class::FullyFree
+                    } else {
+                        Class::PartiallyFree
+                    }
+                }
+                (Addresses::One(..), _) => Class::LastInstance,
+                (Addresses::Many, _) => Class::AnyInstance,
+            };
+            Pair {
+                store,
+                load,
+                class,
+                occurrences,
+            }
+        })
+        .collect();
+    pairs.sort_by_key(|p| (p.store, p.load));
+    let program_crc = program_crc(db);
+    Ok(FilterReport { program_crc, pairs })
+}
+
+/// The CRC-32 a report uses to name its program.
+pub fn program_crc(db: &MemoryDb) -> u32 {
+    crc32fast::hash(&postcard::to_allocvec(db).unwrap_or_default())
+}
+
+/// One row of Table VIII: pairs and dynamic occurrences per class.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Distribution {
+    /// Static pairs per class (in [`Class::ALL`] order).
+    pub pairs: [u64; 4],
+    /// Dynamic occurrences per class.
+    pub occurrences: [u64; 4],
+}
+
+impl FilterReport {
+    /// Table VIII: the distribution per function (of the load) and in total.
+    pub fn distribution(&self, db: &MemoryDb) -> (BTreeMap<String, Distribution>, Distribution) {
+        let mut per: BTreeMap<String, Distribution> = BTreeMap::new();
+        let mut total = Distribution::default();
+        for p in &self.pairs {
+            let c = Class::ALL
+                .iter()
+                .position(|&c| c == p.class)
+                .expect("class");
+            let f = db
+                .get(p.load)
+                .and_then(|i| db.program.functions.get(i.function as usize))
+                .map_or_else(|| "?".to_string(), |f| f.name.clone());
+            for d in [per.entry(f).or_default(), &mut total] {
+                d.pairs[c] += 1;
+                d.occurrences[c] += p.occurrences;
+            }
+        }
+        (per, total)
+    }
+
+    /// Encodes the report file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let body = postcard::to_allocvec(self).expect("plain data encodes");
+        let mut out = Vec::with_capacity(body.len() + 20);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out
+    }
+
+    /// Decodes a report file; `path` names it in errors.
+    pub fn from_bytes(bytes: &[u8], path: &str) -> Result<FilterReport, crate::at::AtError> {
+        let err = |offset: u64, message: String| crate::at::AtError::Format {
+            path: path.to_string(),
+            offset,
+            message,
+        };
+        let u32_at = |at: usize| -> Result<u32, crate::at::AtError> {
+            bytes
+                .get(at..at + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .ok_or_else(|| err(at as u64, "truncated dependence report".into()))
+        };
+        if bytes.get(..8) != Some(&MAGIC[..]) {
+            return Err(err(0, "not a dependence report (bad magic)".into()));
+        }
+        let version = u32_at(8)?;
+        if version != VERSION {
+            return Err(err(
+                8,
+                format!("report version {version} (this wpp reads {VERSION})"),
+            ));
+        }
+        let len = u32_at(12)? as usize;
+        let body = bytes
+            .get(16..16usize.saturating_add(len))
+            .ok_or_else(|| err(16, format!("truncated: the report body of {len} bytes")))?;
+        if u32_at(16 + len)? != crc32fast::hash(body) {
+            return Err(err(16, "report checksum mismatch".into()));
+        }
+        if bytes.len() != 20 + len {
+            return Err(err(20 + len as u64, "bytes after the report".into()));
+        }
+        postcard::from_bytes(body).map_err(|e| err(16, format!("cannot decode the report: {e}")))
+    }
+}
+
+/// The report file's first 8 bytes.
+pub const MAGIC: &[u8; 8] = b"WPP-DEPF";
+/// The report layout version.
+pub const VERSION: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memdb::{AccessKind, MemInstr};
+
+    fn db(kinds: &[AccessKind]) -> MemoryDb {
+        MemoryDb {
+            version: 1,
+            program: Default::default(),
+            instructions: kinds
+                .iter()
+                .map(|&kind| MemInstr {
+                    function: 0,
+                    block: 0,
+                    line: 1,
+                    column: 0,
+                    kind,
+                    what: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    fn acc(id: u32, addr: u64, size: u64) -> Access {
+        Access { id, addr, size }
+    }
+
+    /// One case per class, worked out by hand from Definitions 1–4.
+    #[test]
+    fn classes_by_hand() {
+        use AccessKind::{Load, Store};
+        // 0: store to X only; 1: load of X only (fully free).
+        // 2: store to X as well, 3: load of X that also reads 2's value (partially free with 0).
+        // 4: load of varying addresses reading 0's X once (last-instance).
+        // 5: store to varying addresses, 6: load reading them (any-instance).
+        let d = db(&[Store, Load, Store, Load, Load, Store, Load]);
+        let t = vec![
+            acc(0, 100, 4),
+            acc(1, 100, 4),
+            acc(3, 100, 4),
+            acc(4, 100, 4),
+            acc(4, 200, 4),
+            acc(2, 100, 4),
+            acc(3, 100, 4),
+            acc(5, 300, 4),
+            acc(5, 304, 4),
+            acc(6, 300, 4),
+            acc(6, 304, 4),
+        ];
+        let r = classify(&d, [Ok::<_, std::convert::Infallible>(t)]).unwrap();
+        let got: Vec<_> = r
+            .pairs
+            .iter()
+            .map(|p| (p.store, p.load, p.class, p.occurrences))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, Class::FullyFree, 1),
+                (0, 3, Class::PartiallyFree, 1),
+                (0, 4, Class::LastInstance, 1),
+                (2, 3, Class::PartiallyFree, 1),
+                (5, 6, Class::AnyInstance, 2),
+            ]
+        );
+        let (_, total) = r.distribution(&d);
+        assert_eq!(total.pairs, [1, 2, 1, 1]);
+        assert_eq!(total.occurrences, [1, 2, 1, 2]);
+    }
+
+    #[test]
+    fn report_round_trips_and_rejects_damage() {
+        let r = FilterReport {
+            program_crc: 7,
+            pairs: vec![Pair {
+                store: 1,
+                load: 2,
+                class: Class::AnyInstance,
+                occurrences: 9,
+            }],
+        };
+        let b = r.to_bytes();
+        assert_eq!(FilterReport::from_bytes(&b, "r").unwrap(), r);
+        for cut in 0..b.len() {
+            let e = FilterReport::from_bytes(&b[..cut], "r")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("byte offset"), "{e}");
+        }
+        for i in 0..b.len() {
+            let mut c = b.clone();
+            c[i] ^= 0x10;
+            assert!(FilterReport::from_bytes(&c, "r").is_err(), "flip at {i}");
+        }
+    }
+}
