@@ -16,7 +16,10 @@
 //!
 //! A chunk is `'C'`, then `u32` sequence number (0, 1, …), `u32` record count, `u32` length of
 //! the decoded payload, `u32` length of the stored payload, `u32` CRC-32 of the decoded payload,
-//! then the stored payload: the decoded payload compressed with zstd. The decoded payload is
+//! then the stored payload: the decoded payload compressed with raw deflate (RFC 1951, level 1).
+//! Deflate rather than zstd because the runtime compresses on the program's own thread: the
+//! pure-Rust encoder (`miniz_oxide`) allocates from the runtime's private heap, while zstd's C
+//! context would allocate from the program's `malloc` and move the program's heap blocks. The decoded payload is
 //! one record per access, in execution order: varint `id`, zigzag varint of `address −
 //! previous address` (the previous address starts at 0 in each chunk), varint `size`.
 //!
@@ -81,7 +84,7 @@ pub struct AtWriter<W: Write> {
     chunks: u32,
     records: u64,
     raw: Vec<u8>,
-    zstd: zstd::bulk::Compressor<'static>,
+    stored: Vec<u8>,
 }
 
 impl<W: Write> AtWriter<W> {
@@ -99,7 +102,7 @@ impl<W: Write> AtWriter<W> {
             chunks: 0,
             records: 0,
             raw: Vec::new(),
-            zstd: zstd::bulk::Compressor::new(1)?,
+            stored: Vec::new(),
         })
     }
 
@@ -119,7 +122,12 @@ impl<W: Write> AtWriter<W> {
         if n == 0 {
             return Ok(());
         }
-        let stored = self.zstd.compress(&self.raw)?;
+        let mut z = flate2::write::DeflateEncoder::new(
+            std::mem::take(&mut self.stored),
+            flate2::Compression::fast(),
+        );
+        z.write_all(&self.raw)?;
+        let stored = z.finish()?;
         let mut h = Vec::with_capacity(21);
         h.push(b'C');
         for v in [self.chunks, n, self.raw.len() as u32, stored.len() as u32] {
@@ -128,6 +136,8 @@ impl<W: Write> AtWriter<W> {
         h.extend_from_slice(&crc32fast::hash(&self.raw).to_le_bytes());
         self.out.write_all(&h)?;
         self.out.write_all(&stored)?;
+        self.stored = stored;
+        self.stored.clear();
         self.chunks += 1;
         self.records += u64::from(n);
         Ok(())
@@ -326,8 +336,9 @@ impl<R: Read> AtReader<R> {
         let payload_at = self.offset;
         let stored = self.bytes(stored_len as usize, "chunk payload")?;
         let mut raw = Vec::new();
-        zstd::stream::read::Decoder::new(&stored[..])
-            .and_then(|d| d.take(u64::from(raw_len) + 1).read_to_end(&mut raw))
+        flate2::read::DeflateDecoder::new(&stored[..])
+            .take(u64::from(raw_len) + 1)
+            .read_to_end(&mut raw)
             .map_err(|e| self.err(payload_at, format!("chunk {seq}: cannot decompress: {e}")))?;
         if raw.len() != raw_len as usize || crc32fast::hash(&raw) != crc {
             return Err(self.err(

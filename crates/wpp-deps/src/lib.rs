@@ -5,7 +5,7 @@
 //!   (function, block, source line and column, what kind of access).
 //! * [`at`]: the address trace (AT) file `wpp cc --mode trace-addr` programs write next to
 //!   their block trace: every executed load and store of instrumented code with its address
-//!   and size, in chunks compressed with zstd.
+//!   and size, in compressed chunks.
 //! * [`lastwriter`]: the byte-granular last-writer table (the hash table the paper describes
 //!   after Figure 22, per byte so that partial overlaps, unions and `memcpy` are exact).
 //! * [`recover`]: every dynamic dependence (store instance → load instance) of an AT, and the

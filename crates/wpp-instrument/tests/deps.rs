@@ -185,3 +185,41 @@ fn threaded_programs_are_refused() {
         .to_string();
     assert!(e.contains("single-threaded"), "{e}");
 }
+
+/// Every single-threaded test program behaves exactly as natively in `trace-addr` (output,
+/// exit status; `deps_heap.c`: heap layout), and leaves an address trace that reads to its
+/// end record and replays. Programs that leave through `longjmp`, exceptions, `exit` from
+/// deep frames and `fork` included.
+#[test]
+fn programs_run_unchanged_and_leave_readable_address_traces() {
+    let programs: [(&str, &[&str]); 7] = [
+        ("deps_heap.c", &[]),
+        ("recursion.c", &[]),
+        ("longjmp.c", &[]),
+        ("exceptions.cpp", &[]),
+        ("computed_goto.c", &[]),
+        ("fork.c", &[]),
+        ("exit_deep.c", &["exit"]),
+    ];
+    for (src, args) in programs {
+        let dir = Scratch::new();
+        let (native, inst, trace) = (dir.path("native"), dir.path("inst"), dir.path("out.trace"));
+        build_native(src, &["-O1"], &native);
+        let opts = Options::new(InstrumentMode::TraceAddr);
+        build_with_options(src, &["-O1"], opts, &inst, None);
+        let a = run(&native, args, None);
+        let b = run(&inst, args, Some(&trace));
+        assert_eq!(
+            String::from_utf8_lossy(&a.stdout),
+            String::from_utf8_lossy(&b.stdout),
+            "{src}"
+        );
+        assert_eq!(a.status.code(), b.status.code(), "{src}: exit status");
+        let mut at = trace.into_os_string();
+        at.push(".at");
+        let r = AtReader::open(Path::new(&at)).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let db = r.db().clone();
+        let stats = recover(&db, r, |_| {}).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(stats.loads > 0 && stats.stores > 0, "{src}: {stats:?}");
+    }
+}
