@@ -10,6 +10,7 @@
 #   paths-wpp   trace-paths                    (WPP_RAW unset)   PROGRAM.PID.wpp
 #   bl          bl                                               PROGRAM.PID.blprof
 #   ppp         ppp --interesting P                              PROGRAM.PID.pppprof
+#   addr        trace-addr                     WPP_RAW=1         PROGRAM.PID.at (+ PROGRAM.PID.trace)
 # P is the bl profile of the same workload and size (PPP §5: every path that ran in the BL run
 # is interesting), so `bl` runs before `ppp`. bzip2 runs its program six times and leaves six
 # profiles; P is their sum (`wpp profile merge`, see bench/README.md).
@@ -18,7 +19,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 WL=$BENCH_DIR/workloads
 ALL_WORKLOADS=(lua sqlite bzip2 zlib)
-ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp)
+ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp addr)
 
 mode_variant() {
     case $1 in
@@ -26,6 +27,7 @@ mode_variant() {
     paths-raw | paths-wpp) echo trace-paths ;;
     bl) echo bl ;;
     ppp) echo ppp ;;
+    addr) echo trace-addr ;;
     *) return 1 ;;
     esac
 }
@@ -35,12 +37,13 @@ mode_ext() {
     *-wpp) echo wpp ;;
     bl) echo blprof ;;
     ppp) echo pppprof ;;
+    addr) echo at ;;
     esac
 }
 # The environment of a mode's run, as arguments of env(1).
 mode_env() {
     case $1 in
-    *-raw) echo "WPP_RAW=1" ;;
+    *-raw | addr) echo "WPP_RAW=1" ;;
     *) echo "-u WPP_RAW" ;; # native, bl, ppp, *-wpp
     esac
 }
@@ -216,6 +219,7 @@ check_output() {
         rm -f "$f.cat-err"
         ;;
     bl | ppp) err=$("$WPP" profile show "$f" 2>&1 >/dev/null) || { echo "wpp profile show $f: $err" >&2; return 1; } ;;
+    addr) err=$("$WPP" deps stats "$f" 2>&1 >/dev/null) || { echo "wpp deps stats $f: $err" >&2; return 1; } ;;
     esac
 }
 
