@@ -10,15 +10,19 @@
 //! | `cmpxchg` | load; store | load before it; store after it, of size 0 when the exchange failed |
 //! | `llvm.memcpy`/`llvm.memmove`, `memcpy`/`memmove` (and `__*_chk`) | load of the source, store of the destination | before it |
 //! | `llvm.memset`, `memset` (and `__memset_chk`) | store | before it |
-//! | `malloc`, `calloc`, `realloc`, `aligned_alloc` | clobber of the new block | after it (size 0 on failure: null) |
+//! | `malloc`, `calloc`, `realloc`, `aligned_alloc`, C++ `operator new` (`call`, not `invoke`), `mmap` | clobber of the new block | after it |
 //! | `read`, `fread` | clobber of the bytes read | after it |
 //!
 //! A clobber marks bytes as written outside the program, so a load of fresh heap memory (or
 //! of a reused block before the program writes it) is reported as external instead of
 //! depending on a store to a freed block. Writes by other uninstrumented code (libc functions
 //! not in the table, such as `strcpy` or `sprintf`, native libraries, the kernel through other
-//! system calls) are not seen: their bytes keep their previous last writer. Masked and
-//! gather/scatter vector intrinsics and scalable vectors are not traced.
+//! system calls, inline assembly) are not seen: their bytes keep their previous last writer, so
+//! a load of such bytes is attributed to the program's previous store there. So are blocks
+//! from allocation calls made through `invoke` (C++ `new` inside a `try`) or by libraries
+//! (`strdup`): a load of their bytes before the program writes them can be attributed to a
+//! store into a freed block that occupied the same bytes. Masked and gather/scatter vector
+//! intrinsics and scalable vectors are not traced.
 //!
 //! Ids number the memory instructions in module order (function id, block layout order,
 //! instruction order), so they are stable for a given bitcode file.
@@ -83,6 +87,13 @@ fn call_accesses(name: &str) -> &'static [(AccessKind, &'static str, Option<u32>
         "calloc" => &[(Clobber, "calloc", None, 3)],
         "realloc" => &[(Clobber, "realloc", None, 2)],
         "aligned_alloc" => &[(Clobber, "aligned_alloc", None, 2)],
+        "_Znwm"
+        | "_Znam"
+        | "_ZnwmRKSt9nothrow_t"
+        | "_ZnamRKSt9nothrow_t"
+        | "_ZnwmSt11align_val_t"
+        | "_ZnamSt11align_val_t" => &[(Clobber, "operator new", None, 1)],
+        "mmap" | "mmap64" => &[(Clobber, "mmap", None, 2)],
         "read" => &[(Clobber, "read", Some(1), 4)],
         "fread" => &[(Clobber, "fread", Some(0), 5)],
         _ => &[],
