@@ -219,7 +219,7 @@ check_output() {
         rm -f "$f.cat-err"
         ;;
     bl | ppp) err=$("$WPP" profile show "$f" 2>&1 >/dev/null) || { echo "wpp profile show $f: $err" >&2; return 1; } ;;
-    addr) err=$("$WPP" deps stats "$f" 2>&1 >/dev/null) || { echo "wpp deps stats $f: $err" >&2; return 1; } ;;
+    addr) err=$("$WPP" deps stats --prefix 1000000 "$f" 2>&1 >/dev/null) || { echo "wpp deps stats $f: $err" >&2; return 1; } ;;
     esac
 }
 

@@ -29,6 +29,10 @@ pub enum Command {
     Stats {
         /// The address trace.
         file: PathBuf,
+        /// Replay only the first N accesses (every chunk is still read and checked to the end
+        /// record): a quick check of a large recording.
+        #[arg(long)]
+        prefix: Option<u64>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -69,7 +73,7 @@ pub enum Command {
 pub fn run(cmd: Command) -> anyhow::Result<()> {
     match cmd {
         Command::List { file, load, json } => list(&file, load.as_deref(), json),
-        Command::Stats { file, json } => stats(&file, json),
+        Command::Stats { file, prefix, json } => stats(&file, prefix, json),
         Command::Filter { file, output, json } => filter(&file, output.as_deref(), json),
         Command::Chain {
             file,
@@ -201,10 +205,19 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn stats(file: &Path, json: bool) -> anyhow::Result<()> {
+fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
     let r = open(file)?;
     let db = r.db().clone();
-    let s = wpp_deps::recover(&db, r, |_| {})?;
+    let mut left = prefix.unwrap_or(u64::MAX);
+    let chunks = r.map(|chunk| {
+        chunk.map(|mut accesses| {
+            let keep = left.min(accesses.len() as u64);
+            accesses.truncate(keep as usize);
+            left -= keep;
+            accesses
+        })
+    });
+    let s = wpp_deps::recover(&db, chunks, |_| {})?;
     if json {
         return crate::util::print_json(&s);
     }
