@@ -459,6 +459,26 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any accesses in any chunking read back exactly (address deltas wrap both ways).
+        #[test]
+        fn any_chunking_round_trips(
+            accesses in proptest::collection::vec((0u32..5000, proptest::num::u64::ANY, 0u64..1 << 40), 0..300),
+            cuts in proptest::collection::vec(0usize..300, 0..5),
+        ) {
+            let accesses: Vec<Access> = accesses.into_iter().map(|(id, addr, size)| Access { id, addr, size }).collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(accesses.len())).collect();
+            cuts.push(0);
+            cuts.push(accesses.len());
+            cuts.sort_unstable();
+            let mut w = AtWriter::new(Vec::new(), &db()).unwrap();
+            for c in cuts.windows(2) {
+                w.chunk(accesses[c[0]..c[1]].iter().copied()).unwrap();
+            }
+            proptest::prop_assert_eq!(read_all(&w.finish().unwrap()).unwrap(), accesses);
+        }
+    }
+
     #[test]
     fn abandoned_recording_is_reported() {
         let mut w = AtWriter::new(Vec::new(), &db()).unwrap();
