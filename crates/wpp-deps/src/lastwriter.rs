@@ -86,7 +86,7 @@ impl LastWriter {
     }
 
     /// Records that `w` wrote `[addr, addr + size)`. The instance must satisfy [`MAX_ID`] and
-    /// [`MAX_INSTANCE`] (the caller checks; see [`crate::recover`]).
+    /// [`MAX_INSTANCE`] (the caller checks; see [`crate::recover::Recovery`]).
     pub fn write(&mut self, addr: u64, size: u64, w: Writer) {
         let p = pack(w);
         for (page, off, len) in pieces(addr, size) {

@@ -8,7 +8,7 @@
 //!   and size, in compressed chunks.
 //! * [`lastwriter`]: the byte-granular last-writer table (the hash table the paper describes
 //!   after Figure 22, per byte so that partial overlaps, unions and `memcpy` are exact).
-//! * [`recover`]: every dynamic dependence (store instance → load instance) of an AT, and the
+//! * [`mod@recover`]: every dynamic dependence (store instance → load instance) of an AT, and the
 //!   counts of `wpp deps stats`.
 //! * [`chain`]: dependence chains, `RecoverChain` and `ChainFreq` (Figure 21).
 //! * [`filter`]: the filtering phase's classification of exercised pairs (§3.1, Definitions 1–4)

@@ -6,7 +6,7 @@
 use crate::at::Access;
 use crate::lastwriter::{self, Instance, LastWriter, Writer};
 use crate::memdb::{AccessKind, MemoryDb};
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 /// One dynamic memory dependence: `load` read `bytes` bytes whose last writer is `store`.
@@ -75,7 +75,8 @@ pub struct Recovery<'a> {
     db: &'a MemoryDb,
     table: LastWriter,
     instances: Vec<u64>,
-    pairs: FxHashMap<(Option<u32>, u32), ()>,
+    /// Static (store, load) pairs seen (`None`: external).
+    pairs: FxHashSet<(Option<u32>, u32)>,
     stats: Stats,
     index: u64,
     writers: Vec<Dependence>,
@@ -88,7 +89,7 @@ impl<'a> Recovery<'a> {
             db,
             table: LastWriter::new(),
             instances: vec![0; db.instructions.len()],
-            pairs: FxHashMap::default(),
+            pairs: FxHashSet::default(),
             stats: Stats::default(),
             index: 0,
             writers: Vec::new(),
@@ -165,14 +166,14 @@ impl<'a> Recovery<'a> {
                     Some(s.id)
                 }
             };
-            self.pairs.insert((store, inst.id), ());
+            self.pairs.insert((store, inst.id));
         }
     }
 
     /// The counts so far.
     pub fn stats(&self) -> Stats {
         Stats {
-            pairs: self.pairs.keys().filter(|(s, _)| s.is_some()).count() as u64,
+            pairs: self.pairs.iter().filter(|(s, _)| s.is_some()).count() as u64,
             ..self.stats.clone()
         }
     }
