@@ -1,4 +1,4 @@
-//! Small helpers shared by the command modules: JSON output and progress bars.
+//! Small helpers shared by the command modules: JSON output, progress bars and counts.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -26,29 +26,18 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
-/// What a file given to `wpp` holds, by its magic.
-pub enum InputKind {
-    /// A chunked grammar container (`wpp chunk`).
-    Chunked,
-    /// A `.wpp` grammar.
-    Wpp,
-    /// Anything else: a trace, binary or text (its reader says if it is neither).
-    Trace,
+/// A counter of events processed, on standard error; hidden when it is not a terminal.
+pub fn event_counter(what: String) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}: {human_pos} events ({per_sec})")
+            .expect("static template"),
+    );
+    bar.set_message(what);
+    bar
 }
 
-/// Reads the magic of the file at `path`.
-pub fn input_kind(path: &std::path::Path) -> anyhow::Result<InputKind> {
-    use anyhow::Context as _;
-    use std::io::Read as _;
-    let mut magic = [0u8; 4];
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let n = f
-        .read(&mut magic)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(match &magic[..n] {
-        b"WPPC" => InputKind::Chunked,
-        b"WPPG" => InputKind::Wpp,
-        _ => InputKind::Trace,
-    })
+/// "1 thread", "3 threads".
+pub fn threads(n: usize) -> String {
+    format!("{n} thread{}", if n == 1 { "" } else { "s" })
 }

@@ -27,7 +27,7 @@ use wpp_query::matching::{
 use wpp_query::pattern::Pattern;
 use wpp_trace::{BlockId, Event, FunctionId, ThreadDemux, ThreadId};
 
-use crate::util::{input_kind, InputKind};
+use crate::input::{self, Kind as FileKind};
 
 /// Arguments of `wpp match`.
 #[derive(clap::Args)]
@@ -93,10 +93,16 @@ fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::R
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mode = if args.count { Mode::Count } else { Mode::First };
     let t0 = Instant::now();
-    let (scheme, answers) = match input_kind(&args.file)? {
-        InputKind::Chunked => match_chunked(&args, mode)?,
-        InputKind::Wpp => match_wpp(&args, mode)?,
-        InputKind::Trace => match_trace(&args, mode)?,
+    let kinds = [
+        FileKind::Chunked,
+        FileKind::Wpp,
+        FileKind::Trace,
+        FileKind::TextTrace,
+    ];
+    let (scheme, answers) = match input::expect(&args.file, &kinds, "match")? {
+        FileKind::Chunked => match_chunked(&args, mode)?,
+        FileKind::Wpp => match_wpp(&args, mode)?,
+        _ => match_trace(&args, mode)?,
     };
     let seconds = t0.elapsed().as_secs_f64();
     let outs: Vec<Output> = args
@@ -153,8 +159,7 @@ fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Str
 
 /// Schemes 1, 2 and 4 on a `.wpp` file.
 fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
-    let wpp = WppFile::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let wpp = input::read_wpp(&args.file, "match")?;
     let function = resolve(&args.function, |n| wpp.program.find(n))?;
     let qs = queries(args, function);
     let index = partition::find_index(&wpp.extra, &wpp.grammar)
@@ -210,7 +215,7 @@ fn match_trace(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Strea
         );
     }
     let path = &args.file;
-    let mut reader = super::compress::open_trace(path)?;
+    let mut reader = input::open_trace(path, "match")?;
     let db = reader.program().clone();
     let function = resolve(&args.function, |n| db.find(n))?;
     let qs = queries(args, function);
@@ -238,7 +243,7 @@ fn match_trace(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Strea
             }
         }
     }
-    super::compress::warn_truncated(path, reader.truncation());
+    input::warn_truncated(path, reader.truncation());
     Ok((Scheme::Expand, m.answers(mode)))
 }
 

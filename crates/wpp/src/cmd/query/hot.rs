@@ -7,7 +7,6 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
-use wpp_grammar::file::WppFile;
 use wpp_query::hot::{hot_subpaths, HotConfig};
 use wpp_query::report::{decode_hot, folded_line};
 
@@ -67,8 +66,7 @@ fn read_costs(path: &PathBuf, n: usize) -> anyhow::Result<Vec<u64>> {
 
 /// Runs `wpp hot`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp = WppFile::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let wpp = crate::input::read_wpp(&args.file, "hot")?;
     let cfg = HotConfig {
         min_length: args.min_length,
         max_length: args.max_length,

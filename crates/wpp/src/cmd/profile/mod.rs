@@ -90,8 +90,7 @@ struct ShownFunction {
 }
 
 fn read(path: &Path) -> anyhow::Result<ProfileFile> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    ProfileFile::from_bytes(&bytes).with_context(|| format!("cannot read {}", path.display()))
+    crate::input::read_profile(path, "profile")
 }
 
 /// Numberings of every function of a profile, by name.

@@ -1,0 +1,10 @@
+//! Questions on one recording, answered on its grammar or trace without expanding it where the
+//! papers allow: `wpp stats`, `wpp hot`, `wpp subpath`, `wpp match`, and the path-numbering
+//! views `wpp paths` and `wpp ppp`.
+
+pub mod hot;
+pub mod matching;
+pub mod paths;
+pub mod ppp;
+pub mod stats;
+pub mod subpath;
