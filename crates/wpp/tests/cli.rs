@@ -754,9 +754,32 @@ fn hot_paths_show_their_blocks_and_lines() {
         "50",
         "--json",
     ]);
-    let reports: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let found: Value = serde_json::from_str(&out).unwrap();
+    let reports = found["paths"].as_array().unwrap();
     let mut decoded = 0;
-    for r in &reports {
+    for r in reports {
+        // A qualified string occurs at most as often as its unqualified events (`wpp subpath`).
+        let terminals: Vec<String> = r["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let sub: Value = serde_json::from_str(&ok(&[
+            "subpath",
+            &pw,
+            "--terminals",
+            &terminals.join(","),
+            "--json",
+        ]))
+        .unwrap();
+        let all: u64 = sub
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["count"].as_u64().unwrap())
+            .sum();
+        assert!(r["count"].as_u64().unwrap() <= all, "{r} vs {sub}");
         let ids = |k: &str| -> Vec<u64> {
             r[k].as_array()
                 .unwrap()

@@ -1,0 +1,271 @@
+//! The grammar over *qualified* events: each event paired with the function it runs in.
+//!
+//! Block and path ids are local to a function and `E` leaves whichever function is on top of
+//! the call stack, so the same terminal means different code under different callers, and a
+//! grammar rule used in several calling contexts stands for different qualified strings (Larus
+//! §4 counts strings of terminals, which for `B 0` merges every function's entry block). This
+//! module rewrites the grammar so that each terminal is a pair (event, function): `F f` runs in
+//! `f`, `B`/`P`/`E` in the function on top of the stack. It never expands the trace:
+//!
+//! 1. bottom-up, each rule's stack effect: how far below its start it pops (`pops`), its net
+//!    depth change, and the functions it leaves pushed (only the top `reach` of them, where
+//!    `reach` bounds how deep any body suffix reads the stack, so nothing read is dropped);
+//! 2. top-down (parents before children, as in [`rule_frequencies`](crate::dag::rule_frequencies)),
+//!    each rule is specialised by its *context*: the top `pops + 1` functions of the stack
+//!    where it starts, which fix every function its expansion reads. A rule used under two
+//!    contexts becomes two rules; one used under one context stays one.
+//!
+//! The result is a valid grammar (children before parents) of the same expansion length per
+//! thread, whose terminal `i` is [`Qualified::events`]`[i]`; its size is the original's times
+//! the number of contexts per rule (1 for most rules in practice).
+
+use rustc_hash::FxHashMap;
+use wpp_grammar::grammar::GrammarError;
+use wpp_grammar::symbol::SymbolKind;
+use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
+use wpp_trace::{Alphabet, Event, FunctionId, Terminal};
+
+/// A function on the stack, or [`NONE`] below the bottom (a thread's first events, or a
+/// recording that started inside a call).
+type Frame = u32;
+/// No function.
+const NONE: Frame = u32::MAX;
+
+/// The qualified grammar and its alphabet.
+pub struct Qualified {
+    /// The grammar over qualified terminals.
+    pub grammar: Grammar,
+    /// Per qualified terminal: the original terminal and its function, if known.
+    pub events: Vec<(Terminal, Option<FunctionId>)>,
+    /// Per qualified rule: the original rule it specialises.
+    pub origin: Vec<RuleId>,
+}
+
+/// A rule's effect on the call stack.
+#[derive(Clone, Default)]
+struct Effect {
+    /// How many frames below its start it pops at most.
+    pops: usize,
+    /// Frames it leaves pushed (the top `reach` of them), bottom first.
+    pushed: Vec<Frame>,
+}
+
+/// How each event moves the stack: `Some(f)` pushes `f`, `None` pops; blocks and paths neither.
+enum Move {
+    Push(Frame),
+    Pop,
+    Stay,
+}
+
+fn move_of(e: Event) -> Move {
+    match e {
+        Event::Enter(f) => Move::Push(f.0),
+        Event::Leave => Move::Pop,
+        _ => Move::Stay,
+    }
+}
+
+/// Per rule `(pops, net)`, and the deepest any body suffix reads below its own start plus one:
+/// the number of top frames that can ever be read, and so the most of a pushed list to keep.
+fn depths(g: &Grammar, moves: &[Move]) -> (Vec<(usize, i64)>, usize) {
+    let mut out: Vec<(usize, i64)> = Vec::with_capacity(g.num_rules());
+    let mut reach = 1usize;
+    for r in g.rules() {
+        // Right to left: the suffix's (pops, net); prepending s gives
+        // pops = max(pops_s, pops_suffix − net_s).
+        let (mut pops, mut net) = (0i64, 0i64);
+        for &s in g.body(r).iter().rev() {
+            let (ps, ns) = match s.kind() {
+                SymbolKind::Terminal(t) => match moves[t.index()] {
+                    Move::Push(_) => (0, 1),
+                    Move::Pop => (1, -1),
+                    Move::Stay => (0, 0),
+                },
+                SymbolKind::Rule(c) => {
+                    let (p, n) = out[c.index()];
+                    (p as i64, n)
+                }
+            };
+            pops = ps.max(pops - ns);
+            net += ns;
+            reach = reach.max(pops as usize + 1);
+        }
+        out.push((pops as usize, net));
+    }
+    (out, reach)
+}
+
+/// The functions each rule leaves pushed (top `reach` only).
+fn pushed_lists(g: &Grammar, moves: &[Move], pops: &[(usize, i64)], reach: usize) -> Vec<Effect> {
+    let mut out: Vec<Effect> = Vec::with_capacity(g.num_rules());
+    for r in g.rules() {
+        let mut stack: Vec<Frame> = Vec::new();
+        for &s in g.body(r) {
+            match s.kind() {
+                SymbolKind::Terminal(t) => match moves[t.index()] {
+                    Move::Push(f) => stack.push(f),
+                    Move::Pop => {
+                        stack.pop();
+                    }
+                    Move::Stay => {}
+                },
+                SymbolKind::Rule(c) => apply(&mut stack, &out[c.index()]),
+            }
+            trim(&mut stack, reach);
+        }
+        out.push(Effect {
+            pops: pops[r.index()].0,
+            pushed: stack,
+        });
+    }
+    out
+}
+
+/// Pops `e.pops` frames (those present) and pushes `e.pushed`.
+fn apply(stack: &mut Vec<Frame>, e: &Effect) {
+    let keep = stack.len().saturating_sub(e.pops);
+    stack.truncate(keep);
+    stack.extend_from_slice(&e.pushed);
+}
+
+/// Keeps the top `reach` frames: deeper ones are never read.
+fn trim(stack: &mut Vec<Frame>, reach: usize) {
+    if stack.len() > reach {
+        stack.drain(..stack.len() - reach);
+    }
+}
+
+/// The top `n` frames of `stack`, padded with [`NONE`] below its bottom.
+fn top(stack: &[Frame], n: usize) -> Vec<Frame> {
+    let have = stack.len().min(n);
+    let mut ctx = vec![NONE; n - have];
+    ctx.extend_from_slice(&stack[stack.len() - have..]);
+    ctx
+}
+
+/// Each rule's contexts, numbered in order of discovery.
+struct Contexts {
+    map: Vec<FxHashMap<Vec<Frame>, u32>>,
+    list: Vec<Vec<Vec<Frame>>>,
+}
+
+impl Contexts {
+    fn new(rules: usize) -> Self {
+        Contexts {
+            map: vec![FxHashMap::default(); rules],
+            list: vec![Vec::new(); rules],
+        }
+    }
+
+    /// The number of context `ctx` of rule `r`, added if new.
+    fn id(&mut self, r: RuleId, ctx: Vec<Frame>) -> u32 {
+        let next = self.list[r.index()].len() as u32;
+        let list = &mut self.list[r.index()];
+        *self.map[r.index()].entry(ctx).or_insert_with_key(|ctx| {
+            list.push(ctx.clone());
+            next
+        })
+    }
+}
+
+/// A specialised body symbol before the final rule ids are known.
+#[derive(Clone, Copy)]
+enum Item {
+    Terminal(u32),
+    Child(RuleId, u32),
+}
+
+/// Rewrites `g` over qualified terminals (see the module documentation).
+pub fn qualify(g: &Grammar, alphabet: &Alphabet) -> Result<Qualified, GrammarError> {
+    let moves: Vec<Move> = alphabet.events().iter().map(|&e| move_of(e)).collect();
+    let (pops, reach) = depths(g, &moves);
+    let effects = pushed_lists(g, &moves, &pops, reach);
+    let mut contexts = Contexts::new(g.num_rules());
+    let starts: Vec<(StartRule, u32)> = g
+        .starts()
+        .iter()
+        .map(|&s| {
+            (
+                s,
+                contexts.id(s.rule, vec![NONE; pops[s.rule.index()].0 + 1]),
+            )
+        })
+        .collect();
+    let mut qterms: FxHashMap<(u32, Frame), u32> = FxHashMap::default();
+    let mut events: Vec<(Terminal, Option<FunctionId>)> = Vec::new();
+    let mut bodies: Vec<Vec<Vec<Item>>> = vec![Vec::new(); g.num_rules()];
+    for r in g.rules().rev() {
+        // Every context of `r` is known: its parents, all above it, are done.
+        for i in 0..contexts.list[r.index()].len() {
+            let mut stack = contexts.list[r.index()][i].clone();
+            let mut body = Vec::with_capacity(g.body(r).len());
+            for &s in g.body(r) {
+                match s.kind() {
+                    SymbolKind::Terminal(t) => {
+                        let f = match moves[t.index()] {
+                            Move::Push(f) => f,
+                            _ => stack.last().copied().unwrap_or(NONE),
+                        };
+                        let next = events.len() as u32;
+                        let q = *qterms.entry((t.0, f)).or_insert_with(|| {
+                            events.push((t, (f != NONE).then_some(FunctionId(f))));
+                            next
+                        });
+                        body.push(Item::Terminal(q));
+                        match moves[t.index()] {
+                            Move::Push(f) => stack.push(f),
+                            Move::Pop => {
+                                stack.pop();
+                            }
+                            Move::Stay => {}
+                        }
+                    }
+                    SymbolKind::Rule(c) => {
+                        let ctx = top(&stack, pops[c.index()].0 + 1);
+                        body.push(Item::Child(c, contexts.id(c, ctx)));
+                        apply(&mut stack, &effects[c.index()]);
+                    }
+                }
+                trim(&mut stack, reach);
+            }
+            bodies[r.index()].push(body);
+        }
+    }
+    build(g, bodies, starts, events)
+}
+
+/// Numbers the specialised rules bottom-up (rule by rule, contexts in order) and builds the
+/// grammar.
+fn build(
+    g: &Grammar,
+    bodies: Vec<Vec<Vec<Item>>>,
+    starts: Vec<(StartRule, u32)>,
+    events: Vec<(Terminal, Option<FunctionId>)>,
+) -> Result<Qualified, GrammarError> {
+    let mut first = Vec::with_capacity(bodies.len());
+    let mut origin = Vec::new();
+    for (r, b) in g.rules().zip(&bodies) {
+        first.push(origin.len() as u32);
+        origin.extend(std::iter::repeat_n(r, b.len()));
+    }
+    let id = |c: RuleId, k: u32| RuleId(first[c.index()] + k);
+    let symbols = bodies.into_iter().flatten().map(|body| {
+        body.into_iter().map(|item| match item {
+            Item::Terminal(q) => Symbol::terminal(Terminal(q)),
+            Item::Child(c, k) => Symbol::rule(id(c, k)),
+        })
+    });
+    let starts = starts
+        .into_iter()
+        .map(|(s, k)| StartRule {
+            rule: id(s.rule, k),
+            ..s
+        })
+        .collect();
+    let grammar = Grammar::new(events.len() as u32, symbols, starts)?;
+    Ok(Qualified {
+        grammar,
+        events,
+        origin,
+    })
+}
