@@ -37,7 +37,9 @@ enum Command {
     Trace(cmd::compress::trace::Command),
     /// Print a `.wpp` grammar's statistics (Larus Table 1).
     Stats(cmd::query::stats::Args),
-    /// Minimal hot subpaths of a `.wpp` grammar (Larus §4).
+    /// The recording's functions: calls, events, source line, blocks, paths.
+    Functions(cmd::query::functions::Args),
+    /// Hot paths of a `.wpp` grammar: minimal hot subpaths with exact counts (Larus §4).
     Hot(cmd::query::hot::Args),
     /// Frequency of a subpath, counted on the grammar.
     Subpath(cmd::query::subpath::Args),
@@ -64,6 +66,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify(a) => cmd::compress::verify::run(a),
         Command::Trace(c) => cmd::compress::trace::run(c),
         Command::Stats(a) => cmd::query::stats::run(a),
+        Command::Functions(a) => cmd::query::functions::run(a),
         Command::Hot(a) => cmd::query::hot::run(a),
         Command::Subpath(a) => cmd::query::subpath::run(a),
         Command::Match(a) => cmd::query::matching::run(a),
@@ -81,7 +84,15 @@ const GROUPS: [(&str, &[&str]); 4] = [
     ("Compress", &["compress", "decompress", "verify", "trace"]),
     (
         "Query",
-        &["stats", "hot", "subpath", "match", "paths", "ppp"],
+        &[
+            "stats",
+            "functions",
+            "hot",
+            "subpath",
+            "match",
+            "paths",
+            "ppp",
+        ],
     ),
     ("Profiles", &["profile"]),
 ];
@@ -149,7 +160,10 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wpp: error: {e:#}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<util::NotInFile>() {
+                Some(_) => ExitCode::from(2),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

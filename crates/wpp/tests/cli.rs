@@ -809,3 +809,148 @@ fn hot_paths_show_their_blocks_and_lines() {
     }
     assert!(decoded > 0, "no hot paths: {out}");
 }
+
+/// Every command, given a missing file, a directory, an empty file, a file that is no wpp file
+/// and a wpp file of a kind it does not read: a one-line error (exit 1) naming the file and the
+/// kind found, and for a wrong kind the commands that read it.
+#[test]
+fn every_command_names_wrong_empty_missing_and_directory_inputs() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "2000"]);
+    let wpp = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &wpp]);
+    let json = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wpp-paths/examples/fig3.json")
+        .display()
+        .to_string();
+    let interesting = json.replace("fig3.json", "fig3_paths.json");
+    let (empty, garbage) = (dir.path("empty"), dir.path("garbage"));
+    std::fs::write(&empty, b"").unwrap();
+    std::fs::write(&garbage, b"hello, world\n").unwrap();
+    let missing = dir.path("missing.wpp");
+    let folder = dir.0.path().display().to_string();
+    let out = dir.path("out");
+    // (command with FILE as the input, a file of a kind the command does not read)
+    let table: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["compress", "FILE", "-o", &out], &json),
+        (vec!["decompress", "FILE", "-o", &out], &trace),
+        (vec!["verify", "FILE", &trace], &trace),
+        (vec!["verify", &wpp, "FILE"], &wpp),
+        (vec!["stats", "FILE"], &trace),
+        (vec!["functions", "FILE"], &json),
+        (vec!["hot", "FILE"], &trace),
+        (vec!["subpath", "FILE", "--terminals", "0"], &json),
+        (
+            vec!["match", "FILE", "--function", "f0", "--path", "0"],
+            &json,
+        ),
+        (vec!["paths", "number", "FILE"], &trace),
+        (
+            vec!["ppp", "plan", "FILE", "--interesting", &interesting],
+            &trace,
+        ),
+        (vec!["trace", "cat", "FILE"], &wpp),
+        (
+            vec!["trace", "convert", "FILE", "-o", &out, "--to", "text"],
+            &wpp,
+        ),
+        (vec!["trace", "blocks", "FILE", "-o", &out], &wpp),
+        (vec!["trace", "chunk", "FILE", "-o", &out], &wpp),
+        (vec!["profile", "show", "FILE"], &wpp),
+    ];
+    for (args, wrong) in &table {
+        let cases = [
+            (&missing[..], "No such file"),
+            (&folder[..], "is a directory"),
+            (&empty[..], "is empty"),
+            (&garbage[..], "is not a wpp file"),
+            (wrong, ""),
+        ];
+        for (file, says) in cases {
+            let argv: Vec<&str> = args
+                .iter()
+                .map(|&a| if a == "FILE" { file } else { a })
+                .collect();
+            let err = fails(&argv);
+            assert_eq!(err.trim_end().lines().count(), 1, "{argv:?}: {err}");
+            assert!(err.contains(file), "{argv:?} does not name {file}: {err}");
+            assert!(err.contains(says), "{argv:?}: {err}");
+            if says.is_empty() && !argv.starts_with(&["paths"]) && !argv.starts_with(&["ppp"]) {
+                assert!(
+                    err.contains(", but `wpp "),
+                    "{argv:?} names no reader: {err}"
+                );
+            }
+        }
+    }
+}
+
+/// Unknown function names and blocks or paths a function does not have exit with status 2 and
+/// suggest the nearest names.
+#[test]
+fn unknown_functions_and_ids_exit_2_with_suggestions() {
+    let dir = Dir::new();
+    let (paths, _, _) = path_and_block_traces(&dir);
+    let pw = dir.path("p.wpp");
+    ok(&["compress", &paths, "-o", &pw]);
+    let json = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wpp-paths/examples/fig3.json")
+        .display()
+        .to_string();
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["match", &pw, "--function", "helpr", "--path", "0"],
+            "did you mean `helper`?",
+        ),
+        (
+            vec!["match", &paths, "--function", "mian", "--path", "0"],
+            "did you mean `main`?",
+        ),
+        (
+            vec!["match", &pw, "--function", "main", "--path", "0,999"],
+            "block 999 is not one of them",
+        ),
+        (
+            vec!["paths", "decode", &json, "--function", "fig", "--id", "0"],
+            "did you mean `fig3`?",
+        ),
+        (
+            vec!["paths", "decode", &json, "--function", "fig3", "--id", "6"],
+            "has paths 0 to 5",
+        ),
+    ];
+    for (args, says) in cases {
+        let r = wpp(&args);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// `wpp functions` counts agree between a path recording's `.wpp` (from the grammar) and its
+/// trace (streamed), and each function's calls equal a count of its `F` events.
+#[test]
+fn functions_counts_agree_between_grammar_trace_and_brute_force() {
+    let dir = Dir::new();
+    let (paths, _, db) = path_and_block_traces(&dir);
+    let pw = dir.path("p.wpp");
+    ok(&["compress", &paths, "-o", &pw]);
+    let rows =
+        |f: &str| -> Value { serde_json::from_str(&ok(&["functions", f, "--json"])).unwrap() };
+    let (from_wpp, from_trace) = (rows(&pw), rows(&paths));
+    assert_eq!(from_wpp, from_trace);
+    let (_, events) = read_events(&paths).unwrap();
+    let mut checked = 0;
+    for row in from_wpp.as_array().unwrap() {
+        let f = db.find(row["name"].as_str().unwrap()).unwrap();
+        assert!(row["paths"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(
+            row["blocks"].as_u64().unwrap(),
+            db.functions[f.index()].block_lines.len() as u64
+        );
+        let calls = row["calls"].as_u64().unwrap();
+        let want = events.iter().filter(|&&e| e == Event::Enter(f)).count() as u64;
+        assert_eq!(calls, want, "{row}");
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}

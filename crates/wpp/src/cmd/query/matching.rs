@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -25,9 +25,10 @@ use wpp_query::matching::{
     compressed, scheme1, Automaton, Kind, Mode, PathQuery, Scheme, StreamMatch,
 };
 use wpp_query::pattern::Pattern;
-use wpp_trace::{BlockId, Event, FunctionId, ThreadDemux, ThreadId};
+use wpp_trace::{BlockId, Event, FunctionId, ProgramDb, ThreadDemux, ThreadId};
 
 use crate::input::{self, Kind as FileKind};
+use crate::util::{unknown_function, NotInFile};
 
 /// Arguments of `wpp match`.
 #[derive(clap::Args)]
@@ -79,14 +80,48 @@ struct Output {
     streams: Vec<StreamMatch>,
 }
 
-fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::Result<FunctionId> {
+/// The function `name` (or `#id`, which a text trace may use without naming it) among `names`
+/// (by id); an unknown name is an error with the nearest names.
+fn resolve(file: &Path, name: &str, names: &[String]) -> anyhow::Result<FunctionId> {
     if let Some(id) = name.strip_prefix('#') {
-        return Ok(FunctionId(
-            id.parse()
-                .with_context(|| format!("bad function id `{name}`"))?,
-        ));
+        return Ok(FunctionId(id.parse().map_err(|_| {
+            NotInFile(format!("bad function id `{name}` (expected #NUMBER)"))
+        })?));
     }
-    lookup(name).with_context(|| format!("no function named `{name}`"))
+    names
+        .iter()
+        .position(|n| n == name)
+        .map(|i| FunctionId(i as u32))
+        .ok_or_else(|| unknown_function(file, name, names.iter().map(String::as_str)))
+}
+
+/// The function `name` of `db`, checking that the queried blocks are the function's where the
+/// file knows how many it has (its CFG, or its blocks' source lines).
+fn resolve_in(file: &Path, db: &ProgramDb, args: &Args) -> anyhow::Result<FunctionId> {
+    let names: Vec<String> = db.functions.iter().map(|f| f.name.clone()).collect();
+    let id = resolve(file, &args.function, &names)?;
+    let Some(f) = db.function(id) else {
+        return Ok(id);
+    };
+    let blocks = match &f.cfg {
+        Some(cfg) => cfg.successors.len(),
+        None => f.block_lines.len(),
+    };
+    if blocks == 0 {
+        return Ok(id);
+    }
+    for p in &args.paths {
+        if let Some(b) = p.0.iter().find(|&&b| b as usize >= blocks) {
+            return Err(NotInFile(format!(
+                "{}: function `{}` has blocks 0 to {}; block {b} is not one of them",
+                file.display(),
+                f.name,
+                blocks - 1
+            ))
+            .into());
+        }
+    }
+    Ok(id)
 }
 
 /// Runs `wpp match`.
@@ -150,7 +185,7 @@ fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Str
     let f = File::open(&args.file)?;
     let mut trace = ChunkedTrace::open(BufReader::new(f))
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let function = resolve(&args.function, |n| trace.function(n))?;
+    let function = resolve(&args.file, &args.function, trace.function_names())?;
     let qs = queries(args, function);
     let (answers, _) = chunked::run_many(&mut trace, &qs, mode)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
@@ -160,7 +195,7 @@ fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Str
 /// Schemes 1, 2 and 4 on a `.wpp` file.
 fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
     let wpp = input::read_wpp(&args.file, "match")?;
-    let function = resolve(&args.function, |n| wpp.program.find(n))?;
+    let function = resolve_in(&args.file, &wpp.program, args)?;
     let qs = queries(args, function);
     let index = partition::find_index(&wpp.extra, &wpp.grammar)
         .with_context(|| format!("cannot read the scheme 4 index of {}", args.file.display()))?;
@@ -217,7 +252,7 @@ fn match_trace(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Strea
     let path = &args.file;
     let mut reader = input::open_trace(path, "match")?;
     let db = reader.program().clone();
-    let function = resolve(&args.function, |n| db.find(n))?;
+    let function = resolve_in(path, &db, args)?;
     let qs = queries(args, function);
     let patterns = compile(&qs)?;
     let mut m = Matcher::new(&qs, &patterns);

@@ -65,6 +65,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Number { cfg, json } => number(&cfg, json),
         Command::Decode { cfg, function, id } => {
             let f = Numbered::load(&cfg, &function)?;
+            if id >= f.bl.path_count() {
+                let n = f.bl.path_count();
+                let msg = format!("`{function}` has paths 0 to {}; {id} is not one", n - 1);
+                return Err(crate::util::NotInFile(msg).into());
+            }
             let path = f.bl.decode(&f.dag, PathId(id))?;
             emit(&(f.names(&path.nodes(&f.dag)).join(",") + "\n"))
         }
@@ -122,9 +127,11 @@ impl Numbered {
     /// Loads `function` from the file at `path` and numbers it.
     pub fn load(path: &Path, function: &str) -> anyhow::Result<Numbered> {
         let cfgs = read_cfgs(path, "paths")?;
-        let Some(cfg) = cfgs.into_iter().find(|c| c.name == function) else {
-            bail!("{} has no function `{function}`", path.display())
+        let Some(at) = cfgs.iter().position(|c| c.name == function) else {
+            let names = cfgs.iter().map(|c| c.name.as_str());
+            return Err(crate::util::unknown_function(path, function, names));
         };
+        let cfg = cfgs.into_iter().nth(at).expect("found");
         Self::number(cfg)
     }
 

@@ -2,6 +2,7 @@
 
 use super::paths::{emit, Numbered};
 use crate::input::read_cfgs;
+use anyhow::Context;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -64,8 +65,9 @@ struct WeightReport {
 }
 
 fn plan(cfg_path: &Path, paths_path: &Path, json: bool) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(paths_path)?;
-    let file: InterestingFile = serde_json::from_str(&text)?;
+    let cannot = || format!("cannot read {}", paths_path.display());
+    let text = std::fs::read_to_string(paths_path).with_context(cannot)?;
+    let file: InterestingFile = serde_json::from_str(&text).with_context(cannot)?;
     let mut reports = Vec::new();
     for cfg in read_cfgs(cfg_path, "ppp plan")? {
         let Some(entry) = file.functions.iter().find(|f| f.name == cfg.name) else {
