@@ -465,7 +465,12 @@ fn profile_diff_lists_the_paths_whose_counts_differ() {
         &[("main", 0, 1), ("f", 3, 9), ("f", 5, 1)],
     );
     assert!(ok(&["profile", "diff", &a, &a]).contains("same path counts: 2 paths in 2 functions"));
-    let r = wpp(&["profile", "diff", &a, &b, "--json"]);
+    assert_eq!(
+        wpp(&["profile", "diff", &a, &b]).code,
+        Some(0),
+        "differences alone are no failure"
+    );
+    let r = wpp(&["profile", "diff", &a, &b, "--json", "--check"]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert!(r.stderr.contains("differ on 2 paths"), "{}", r.stderr);
     let listed: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
@@ -483,10 +488,17 @@ fn profile_diff_lists_the_paths_whose_counts_differ() {
     assert_eq!(got, vec![("f".into(), 3, 10, 9), ("f".into(), 5, 0, 1)]);
     // Merging a with itself doubles every count, so every path differs from a's.
     ok(&["profile", "merge", &a, &a, "-o", &m]);
-    let r = wpp(&["profile", "diff", &m, &a]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert!(r.stdout.contains("main: path 0 x2 vs x1"), "{}", r.stdout);
-    assert!(r.stdout.contains("f: path 3 x20 vs x10"), "{}", r.stdout);
+    // Sorted by |Δ|: f's path 3 (−10) before main's path 0 (−1); cut by --top, "1 more".
+    let out = ok(&["profile", "diff", &m, &a, "--top", "1"]);
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert!(
+        rows[0].contains("-10") && rows[0].contains("-50.0%"),
+        "{out}"
+    );
+    assert!(rows[0].contains("f path 3"), "{out}");
+    assert_eq!(rows[1], "… 1 more (--top)", "{out}");
+    let out = ok(&["profile", "diff", &m, &a]);
+    assert!(out.lines().nth(2).unwrap().contains("main path 0"), "{out}");
     write_bl_profile(&c, &["main", "g"], &[("main", 0, 1)]);
     let err = fails(&["profile", "diff", &a, &c]);
     assert!(
