@@ -39,6 +39,8 @@ enum Command {
     Stats(cmd::query::stats::Args),
     /// The recording's functions: calls, events, source line, blocks, paths.
     Functions(cmd::query::functions::Args),
+    /// One function's CFG from a recording, profile or CFG JSON (`--dot` for Graphviz).
+    Cfg(cmd::query::cfg::Args),
     /// Hot paths of a `.wpp` grammar: minimal hot subpaths with exact counts (Larus §4).
     Hot(cmd::query::hot::Args),
     /// Frequency of a subpath, counted on the grammar.
@@ -67,6 +69,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Trace(c) => cmd::compress::trace::run(c),
         Command::Stats(a) => cmd::query::stats::run(a),
         Command::Functions(a) => cmd::query::functions::run(a),
+        Command::Cfg(a) => cmd::query::cfg::run(a),
         Command::Hot(a) => cmd::query::hot::run(a),
         Command::Subpath(a) => cmd::query::subpath::run(a),
         Command::Match(a) => cmd::query::matching::run(a),

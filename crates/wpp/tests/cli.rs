@@ -850,6 +850,7 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
         (vec!["verify", &wpp, "FILE"], &wpp),
         (vec!["stats", "FILE"], &trace),
         (vec!["functions", "FILE"], &json),
+        (vec!["cfg", "FILE", "--function", "f"], &trace),
         (vec!["hot", "FILE"], &trace),
         (vec!["subpath", "FILE", "--terminals", "0"], &json),
         (
@@ -887,11 +888,15 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
             assert_eq!(err.trim_end().lines().count(), 1, "{argv:?}: {err}");
             assert!(err.contains(file), "{argv:?} does not name {file}: {err}");
             assert!(err.contains(says), "{argv:?}: {err}");
-            if says.is_empty() && !argv.starts_with(&["paths"]) && !argv.starts_with(&["ppp"]) {
+            // CFG readers take every kind that can carry CFGs; a block trace carries none.
+            let reads_cfgs = ["paths", "ppp", "cfg"].contains(&argv[0]);
+            if says.is_empty() && !reads_cfgs {
                 assert!(
                     err.contains(", but `wpp "),
                     "{argv:?} names no reader: {err}"
                 );
+            } else if says.is_empty() {
+                assert!(err.contains("carries no CFGs"), "{argv:?}: {err}");
             }
         }
     }
@@ -909,7 +914,7 @@ fn unknown_functions_and_ids_exit_2_with_suggestions() {
         .join("../wpp-paths/examples/fig3.json")
         .display()
         .to_string();
-    let cases: [(Vec<&str>, &str); 5] = [
+    let cases: [(Vec<&str>, &str); 6] = [
         (
             vec!["match", &pw, "--function", "helpr", "--path", "0"],
             "did you mean `helper`?",
@@ -930,6 +935,10 @@ fn unknown_functions_and_ids_exit_2_with_suggestions() {
             vec!["paths", "decode", &json, "--function", "fig3", "--id", "6"],
             "has paths 0 to 5",
         ),
+        (
+            vec!["cfg", &pw, "--function", "hlper"],
+            "did you mean `helper`?",
+        ),
     ];
     for (args, says) in cases {
         let r = wpp(&args);
@@ -949,6 +958,7 @@ fn functions_counts_agree_between_grammar_trace_and_brute_force() {
     let rows =
         |f: &str| -> Value { serde_json::from_str(&ok(&["functions", f, "--json"])).unwrap() };
     let (from_wpp, from_trace) = (rows(&pw), rows(&paths));
+    let paths_file = paths.clone();
     assert_eq!(from_wpp, from_trace);
     let (_, events) = read_events(&paths).unwrap();
     let mut checked = 0;
@@ -962,6 +972,15 @@ fn functions_counts_agree_between_grammar_trace_and_brute_force() {
         let calls = row["calls"].as_u64().unwrap();
         let want = events.iter().filter(|&&e| e == Event::Enter(f)).count() as u64;
         assert_eq!(calls, want, "{row}");
+        // `wpp cfg` shows the same function: its blocks, one line each, and its path count.
+        let name = row["name"].as_str().unwrap();
+        let shown = ok(&["cfg", &pw, "--function", name]);
+        let head = format!("{name}: {} blocks, ", row["blocks"].as_u64().unwrap());
+        assert!(shown.starts_with(&head), "{shown}");
+        let paths = format!(" {} acyclic paths;", row["paths"].as_u64().unwrap());
+        assert!(shown.contains(&paths), "{shown}");
+        assert!(shown.contains("(line 100)"), "{shown}");
+        assert!(ok(&["cfg", &paths_file, "--function", name, "--dot"]).starts_with("digraph"));
         checked += 1;
     }
     assert_eq!(checked, 2);
