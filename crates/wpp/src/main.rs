@@ -47,6 +47,8 @@ enum Command {
     Subpath(cmd::query::subpath::Args),
     /// Match an intraprocedural path in a compressed trace (Zhang–Gupta schemes 1–4).
     Match(cmd::query::matching::Args),
+    /// What changed most between two recordings: functions, blocks and paths by count.
+    Diff(cmd::query::diff::Args),
     /// Ball–Larus path numbering on CFGs.
     #[command(subcommand)]
     Paths(cmd::query::paths::Command),
@@ -73,6 +75,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Hot(a) => cmd::query::hot::run(a),
         Command::Subpath(a) => cmd::query::subpath::run(a),
         Command::Match(a) => cmd::query::matching::run(a),
+        Command::Diff(a) => cmd::query::diff::run(a),
         Command::Paths(c) => cmd::query::paths::run(c),
         Command::Ppp(c) => cmd::query::ppp::run(c),
         Command::Profile(c) => cmd::profile::run(c),
@@ -90,9 +93,11 @@ const GROUPS: [(&str, &[&str]); 4] = [
         &[
             "stats",
             "functions",
+            "cfg",
             "hot",
             "subpath",
             "match",
+            "diff",
             "paths",
             "ppp",
         ],

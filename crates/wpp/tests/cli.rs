@@ -2,6 +2,7 @@
 //! compressor, both trace formats, several threads, and damaged inputs. Oracles come from the
 //! libraries (trace readers, per-thread equality), never from the command under test.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -984,4 +985,49 @@ fn functions_counts_agree_between_grammar_trace_and_brute_force() {
         checked += 1;
     }
     assert_eq!(checked, 2);
+}
+
+/// `wpp diff` between two recordings: each changed function's counts are the events `wpp
+/// functions` finds in each, and the changes come largest first.
+#[test]
+fn diff_of_two_recordings_agrees_with_functions() {
+    let dir = Dir::new();
+    let (ta, tb) = (dir.path("a.trace"), dir.path("b.trace"));
+    ok(&["synth", "--seed", "1", "--events", "20000", "-o", &ta]);
+    ok(&["synth", "--seed", "2", "--events", "30000", "-o", &tb]);
+    let (wa, wb) = (dir.path("a.wpp"), dir.path("b.wpp"));
+    ok(&["compress", &ta, "-o", &wa]);
+    ok(&["compress", &tb, "-o", &wb]);
+    let events = |f: &str| -> BTreeMap<String, u64> {
+        let rows: Value = serde_json::from_str(&ok(&["functions", f, "--json"])).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_owned(),
+                    r["events"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (ea, eb) = (events(&wa), events(&wb));
+    let d: Value = serde_json::from_str(&ok(&["diff", &wa, &wb, "--json"])).unwrap();
+    let changed = d["functions"].as_array().unwrap();
+    assert!(!changed.is_empty());
+    for c in changed {
+        let f = c["function"].as_str().unwrap();
+        let want = [ea.get(f), eb.get(f)].map(|n| n.copied().unwrap_or(0));
+        assert_eq!(c["counts"][0].as_u64().unwrap(), want[0], "{c}");
+        assert_eq!(c["counts"][1].as_u64().unwrap(), want[1], "{c}");
+    }
+    let deltas: Vec<u64> = changed
+        .iter()
+        .map(|c| c["delta"].as_i64().unwrap().unsigned_abs())
+        .collect();
+    assert!(deltas.windows(2).all(|w| w[0] >= w[1]), "{deltas:?}");
+    assert!(
+        !ok(&["--help"]).contains("Other:"),
+        "every command sits in a group"
+    );
 }

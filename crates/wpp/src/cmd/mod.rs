@@ -7,7 +7,7 @@
 //! |---|---|
 //! | [`record`] | `cc`, `instrument`, `synth`: make traces |
 //! | [`compress`] | `compress`, `decompress`, `verify`, `trace …`: traces to grammars and back |
-//! | [`query`] | `stats`, `functions`, `cfg`, `hot`, `subpath`, `match`, `paths`, `ppp`: questions on a recording |
+//! | [`query`] | `stats`, `functions`, `cfg`, `hot`, `subpath`, `match`, `diff`, `paths`, `ppp`: questions on a recording |
 //! | [`profile`] | `profile show|merge|diff`: bl/ppp path profiles |
 //! | [`show`] | views of a whole run for other tools |
 

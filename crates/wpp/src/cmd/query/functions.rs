@@ -94,17 +94,34 @@ fn add(rows: &mut Vec<Row>, e: Event, f: Option<u32>, n: u64) {
     }
 }
 
-/// Counts of a `.wpp`, from its qualified grammar.
-fn from_wpp(path: &Path) -> anyhow::Result<Vec<Row>> {
-    let wpp = input::read_wpp(path, "functions")?;
+/// An event, the function (id) it runs in, and how many times it runs so.
+pub type QualifiedCount = (Event, Option<u32>, u64);
+
+/// Every distinct (event, function it runs in) of a `.wpp` with its number of runs, from the
+/// terminal frequencies of the qualified grammar (no expansion), and the program database.
+pub fn qualified_counts(
+    path: &Path,
+    command: &str,
+) -> anyhow::Result<(ProgramDb, Vec<QualifiedCount>)> {
+    let wpp = input::read_wpp(path, command)?;
     let q = qualify(&wpp.grammar, &wpp.alphabet)
         .with_context(|| format!("cannot qualify the grammar of {}", path.display()))?;
     let freq = terminal_frequencies(&q.grammar, &rule_frequencies(&q.grammar));
-    let mut out = rows(&wpp.program);
-    for (&(t, f), &n) in q.events.iter().zip(&freq) {
-        if let Some(e) = wpp.alphabet.event(t) {
-            add(&mut out, e, f.map(|f| f.0), n);
-        }
+    let counts = q
+        .events
+        .iter()
+        .zip(&freq)
+        .filter_map(|(&(t, f), &n)| Some((wpp.alphabet.event(t)?, f.map(|f| f.0), n)))
+        .collect();
+    Ok((wpp.program, counts))
+}
+
+/// Counts of a `.wpp`, from its qualified grammar.
+fn from_wpp(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let (db, counts) = qualified_counts(path, "functions")?;
+    let mut out = rows(&db);
+    for (e, f, n) in counts {
+        add(&mut out, e, f, n);
     }
     Ok(out)
 }

@@ -1,8 +1,9 @@
 //! Questions on one recording, answered on its grammar or trace without expanding it where the
-//! papers allow: `wpp stats`, `wpp functions`, `wpp cfg`, `wpp hot`, `wpp subpath`, `wpp match`, and the path-numbering
+//! papers allow: `wpp stats`, `wpp functions`, `wpp cfg`, `wpp hot`, `wpp subpath`, `wpp match`, `wpp diff` (two recordings), and the path-numbering
 //! views `wpp paths` and `wpp ppp`.
 
 pub mod cfg;
+pub mod diff;
 pub mod functions;
 pub mod hot;
 pub mod matching;
