@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use wpp_grammar::Grammar;
 use wpp_query::expand::expand;
 use wpp_query::hot::exact::{count_all, hot_paths, HotPaths};
-use wpp_query::hot::qualified::qualify;
+use wpp_query::hot::qualified::{qualified_frequencies, qualify};
 use wpp_query::hot::HotConfig;
 use wpp_query::oracle::{occurrences, qualified_events};
 use wpp_trace::{Alphabet, BlockId, Event, FunctionId};
@@ -48,6 +48,20 @@ fn check(g: &Grammar, a: &Alphabet, costs: &[u64], cfg: HotConfig) -> HotPaths {
             "the qualified grammar expands to the qualified trace"
         );
     }
+    // Frequencies of the qualified terminals, without the qualified grammar.
+    let (events, freq) = qualified_frequencies(g, a);
+    for ((t, f), n) in events.iter().zip(&freq) {
+        let e = (a.event(*t).unwrap(), *f);
+        let want: usize = streams
+            .iter()
+            .map(|s| s.iter().filter(|&&x| x == e).count())
+            .sum();
+        assert_eq!(*n, want as u64, "{e:?}");
+    }
+    assert_eq!(
+        freq.iter().sum::<u64>(),
+        streams.iter().map(|s| s.len() as u64).sum::<u64>()
+    );
     let found = hot_paths(g, a, Some(costs), cfg).unwrap();
     let key = |p: &wpp_query::hot::exact::HotPath| -> Vec<Qualified> {
         p.terminals

@@ -157,6 +157,12 @@ impl Contexts {
         }
     }
 
+    /// Frees the contexts of `r` (its parents, all walked, will not ask again).
+    fn forget(&mut self, r: RuleId) {
+        self.map[r.index()] = FxHashMap::default();
+        self.list[r.index()] = Vec::new();
+    }
+
     /// The number of context `ctx` of rule `r`, added if new.
     fn id(&mut self, r: RuleId, ctx: Vec<Frame>) -> u32 {
         let next = self.list[r.index()].len() as u32;
@@ -175,63 +181,137 @@ enum Item {
     Child(RuleId, u32),
 }
 
+/// The walk of rule bodies under their contexts, shared by [`qualify`] and
+/// [`qualified_frequencies`].
+struct Specialiser<'g> {
+    g: &'g Grammar,
+    moves: Vec<Move>,
+    pops: Vec<(usize, i64)>,
+    effects: Vec<Effect>,
+    reach: usize,
+    contexts: Contexts,
+    qterms: FxHashMap<(u32, Frame), u32>,
+    events: Vec<(Terminal, Option<FunctionId>)>,
+}
+
+impl<'g> Specialiser<'g> {
+    fn new(g: &'g Grammar, alphabet: &Alphabet) -> Self {
+        let moves: Vec<Move> = alphabet.events().iter().map(|&e| move_of(e)).collect();
+        let (pops, reach) = depths(g, &moves);
+        let effects = pushed_lists(g, &moves, &pops, reach);
+        Specialiser {
+            g,
+            moves,
+            pops,
+            effects,
+            reach,
+            contexts: Contexts::new(g.num_rules()),
+            qterms: FxHashMap::default(),
+            events: Vec::new(),
+        }
+    }
+
+    /// The context number of each start rule (the empty stack).
+    fn starts(&mut self) -> Vec<(StartRule, u32)> {
+        let g = self.g;
+        g.starts()
+            .iter()
+            .map(|&s| {
+                let ctx = vec![NONE; self.pops[s.rule.index()].0 + 1];
+                (s, self.contexts.id(s.rule, ctx))
+            })
+            .collect()
+    }
+
+    /// Walks the body of `r` under its context `i`, giving each specialised symbol to `emit`.
+    fn walk(&mut self, r: RuleId, i: usize, mut emit: impl FnMut(Item)) {
+        let g = self.g;
+        let mut stack = self.contexts.list[r.index()][i].clone();
+        for &s in g.body(r) {
+            match s.kind() {
+                SymbolKind::Terminal(t) => {
+                    let f = match self.moves[t.index()] {
+                        Move::Push(f) => f,
+                        _ => stack.last().copied().unwrap_or(NONE),
+                    };
+                    let next = self.events.len() as u32;
+                    let events = &mut self.events;
+                    let q = *self.qterms.entry((t.0, f)).or_insert_with(|| {
+                        events.push((t, (f != NONE).then_some(FunctionId(f))));
+                        next
+                    });
+                    emit(Item::Terminal(q));
+                    match self.moves[t.index()] {
+                        Move::Push(f) => stack.push(f),
+                        Move::Pop => {
+                            stack.pop();
+                        }
+                        Move::Stay => {}
+                    }
+                }
+                SymbolKind::Rule(c) => {
+                    let ctx = top(&stack, self.pops[c.index()].0 + 1);
+                    emit(Item::Child(c, self.contexts.id(c, ctx)));
+                    apply(&mut stack, &self.effects[c.index()]);
+                }
+            }
+            trim(&mut stack, self.reach);
+        }
+    }
+}
+
 /// Rewrites `g` over qualified terminals (see the module documentation).
 pub fn qualify(g: &Grammar, alphabet: &Alphabet) -> Result<Qualified, GrammarError> {
-    let moves: Vec<Move> = alphabet.events().iter().map(|&e| move_of(e)).collect();
-    let (pops, reach) = depths(g, &moves);
-    let effects = pushed_lists(g, &moves, &pops, reach);
-    let mut contexts = Contexts::new(g.num_rules());
-    let starts: Vec<(StartRule, u32)> = g
-        .starts()
-        .iter()
-        .map(|&s| {
-            (
-                s,
-                contexts.id(s.rule, vec![NONE; pops[s.rule.index()].0 + 1]),
-            )
-        })
-        .collect();
-    let mut qterms: FxHashMap<(u32, Frame), u32> = FxHashMap::default();
-    let mut events: Vec<(Terminal, Option<FunctionId>)> = Vec::new();
+    let mut sp = Specialiser::new(g, alphabet);
+    let starts = sp.starts();
     let mut bodies: Vec<Vec<Vec<Item>>> = vec![Vec::new(); g.num_rules()];
     for r in g.rules().rev() {
         // Every context of `r` is known: its parents, all above it, are done.
-        for i in 0..contexts.list[r.index()].len() {
-            let mut stack = contexts.list[r.index()][i].clone();
+        for i in 0..sp.contexts.list[r.index()].len() {
             let mut body = Vec::with_capacity(g.body(r).len());
-            for &s in g.body(r) {
-                match s.kind() {
-                    SymbolKind::Terminal(t) => {
-                        let f = match moves[t.index()] {
-                            Move::Push(f) => f,
-                            _ => stack.last().copied().unwrap_or(NONE),
-                        };
-                        let next = events.len() as u32;
-                        let q = *qterms.entry((t.0, f)).or_insert_with(|| {
-                            events.push((t, (f != NONE).then_some(FunctionId(f))));
-                            next
-                        });
-                        body.push(Item::Terminal(q));
-                        match moves[t.index()] {
-                            Move::Push(f) => stack.push(f),
-                            Move::Pop => {
-                                stack.pop();
-                            }
-                            Move::Stay => {}
-                        }
-                    }
-                    SymbolKind::Rule(c) => {
-                        let ctx = top(&stack, pops[c.index()].0 + 1);
-                        body.push(Item::Child(c, contexts.id(c, ctx)));
-                        apply(&mut stack, &effects[c.index()]);
-                    }
-                }
-                trim(&mut stack, reach);
-            }
+            sp.walk(r, i, |item| body.push(item));
             bodies[r.index()].push(body);
         }
     }
-    build(g, bodies, starts, events)
+    build(g, bodies, starts, sp.events)
+}
+
+/// The qualified terminals of `g` and how often each occurs in the expansion, without building
+/// the qualified grammar: frequencies of (rule, context) flow down as in
+/// [`rule_frequencies`](crate::dag::rule_frequencies), so memory is the contexts only.
+pub fn qualified_frequencies(
+    g: &Grammar,
+    alphabet: &Alphabet,
+) -> (Vec<(Terminal, Option<FunctionId>)>, Vec<u64>) {
+    let mut sp = Specialiser::new(g, alphabet);
+    let mut freq: Vec<Vec<u64>> = vec![Vec::new(); g.num_rules()];
+    let mut terminal: Vec<u64> = Vec::new();
+    for (s, k) in sp.starts() {
+        let f = &mut freq[s.rule.index()];
+        f.resize(f.len().max(k as usize + 1), 0);
+        f[k as usize] = f[k as usize].saturating_add(1);
+    }
+    for r in g.rules().rev() {
+        let own = std::mem::take(&mut freq[r.index()]);
+        for (i, &n) in own.iter().enumerate() {
+            sp.walk(r, i, |item| match item {
+                Item::Terminal(q) => {
+                    let q = q as usize;
+                    terminal.resize(terminal.len().max(q + 1), 0);
+                    terminal[q] = terminal[q].saturating_add(n);
+                }
+                Item::Child(c, k) => {
+                    let f = &mut freq[c.index()];
+                    f.resize(f.len().max(k as usize + 1), 0);
+                    f[k as usize] = f[k as usize].saturating_add(n);
+                }
+            });
+        }
+        // A rule's contexts are not needed once its body has been walked under each.
+        sp.contexts.forget(r);
+    }
+    terminal.resize(sp.events.len(), 0);
+    (sp.events, terminal)
 }
 
 /// Numbers the specialised rules bottom-up (rule by rule, contexts in order) and builds the

@@ -1,9 +1,9 @@
 //! `wpp functions`: the recording's program, one line per function — calls, events run in it,
 //! source location, blocks and acyclic paths (where the file carries CFGs).
 //!
-//! Counts come from the grammar without expanding it for a `.wpp` (terminal frequencies of the
-//! function-qualified grammar, [`wpp_query::hot::qualified`]), from one streaming pass over a
-//! trace, and from the path counts of a bl/ppp profile (each acyclic path run counts as one
+//! Counts come from the grammar without expanding it for a `.wpp` (frequencies of the
+//! function-qualified terminals, [`wpp_query::hot::qualified::qualified_frequencies`]), from
+//! one streaming pass over a trace, and from the path counts of a bl/ppp profile (each acyclic path run counts as one
 //! event; calls are the paths that start at the entry, which a profile does not separate, so
 //! they are left out).
 
@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::Serialize;
-use wpp_query::dag::{rule_frequencies, terminal_frequencies};
-use wpp_query::hot::qualified::qualify;
+use wpp_query::hot::qualified::qualified_frequencies;
 use wpp_trace::{Event, ProgramDb};
 
 use crate::input::{self, Kind};
@@ -98,17 +97,14 @@ fn add(rows: &mut Vec<Row>, e: Event, f: Option<u32>, n: u64) {
 pub type QualifiedCount = (Event, Option<u32>, u64);
 
 /// Every distinct (event, function it runs in) of a `.wpp` with its number of runs, from the
-/// terminal frequencies of the qualified grammar (no expansion), and the program database.
+/// frequencies of the function-qualified terminals (no expansion), and the program database.
 pub fn qualified_counts(
     path: &Path,
     command: &str,
 ) -> anyhow::Result<(ProgramDb, Vec<QualifiedCount>)> {
     let wpp = input::read_wpp(path, command)?;
-    let q = qualify(&wpp.grammar, &wpp.alphabet)
-        .with_context(|| format!("cannot qualify the grammar of {}", path.display()))?;
-    let freq = terminal_frequencies(&q.grammar, &rule_frequencies(&q.grammar));
-    let counts = q
-        .events
+    let (events, freq) = qualified_frequencies(&wpp.grammar, &wpp.alphabet);
+    let counts = events
         .iter()
         .zip(&freq)
         .filter_map(|(&(t, f), &n)| Some((wpp.alphabet.event(t)?, f.map(|f| f.0), n)))
@@ -116,7 +112,7 @@ pub fn qualified_counts(
     Ok((wpp.program, counts))
 }
 
-/// Counts of a `.wpp`, from its qualified grammar.
+/// Counts of a `.wpp`, from its qualified terminals' frequencies.
 fn from_wpp(path: &Path) -> anyhow::Result<Vec<Row>> {
     let (db, counts) = qualified_counts(path, "functions")?;
     let mut out = rows(&db);
