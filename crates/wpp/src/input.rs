@@ -7,8 +7,8 @@
 //! | binary trace | `WPPT` | `wpp compress`, `wpp trace`, `wpp match`, `wpp verify`, `wpp functions` |
 //! | `.wpp` grammar | `WPPG` | `wpp hot`, `wpp subpath`, `wpp stats`, `wpp match`, … |
 //! | chunked container | `WPPC` | `wpp match` |
-//! | bl/ppp profile | `WPPRPROF` | `wpp profile`, `wpp paths`, `wpp ppp plan`, `wpp functions` |
-//! | CFG JSON | `{` or `[` first (after white space) | `wpp paths`, `wpp ppp plan` |
+//! | bl/ppp profile | `WPPRPROF` | `wpp profile`, `wpp functions`, `wpp cfg`, `wpp paths`, `wpp ppp plan` |
+//! | CFG JSON | `{` or `[` first (after white space) | `wpp cfg`, `wpp paths`, `wpp ppp plan` |
 //! | text trace | UTF-8 whose first line is an event (`F`, `B`, `P`, `E`, `T`, `D`) or `#` | as binary traces |
 //!
 //! Missing files, directories, empty files and anything else are errors before any reader
@@ -66,8 +66,10 @@ impl Kind {
                 "`wpp hot`, `wpp subpath`, `wpp stats`, `wpp match` and `wpp functions` read it"
             }
             Kind::Chunked => "`wpp match` reads it",
-            Kind::Profile => "`wpp profile show`, `wpp functions` and `wpp paths` read it",
-            Kind::CfgJson => "`wpp paths number` and `wpp ppp plan` read it",
+            Kind::Profile => {
+                "`wpp profile show`, `wpp functions`, `wpp cfg` and `wpp paths` read it"
+            }
+            Kind::CfgJson => "`wpp cfg`, `wpp paths` and `wpp ppp plan` read it",
         }
     }
 }

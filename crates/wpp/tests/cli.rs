@@ -982,6 +982,16 @@ fn functions_counts_agree_between_grammar_trace_and_brute_force() {
         assert!(shown.contains(&paths), "{shown}");
         assert!(shown.contains("(line 100)"), "{shown}");
         assert!(ok(&["cfg", &paths_file, "--function", name, "--dot"]).starts_with("digraph"));
+        // `wpp paths` reads the recording's CFGs as it reads CFG JSON: the same path count.
+        let numbered: Value =
+            serde_json::from_str(&ok(&["paths", "number", &pw, "--json"])).unwrap();
+        let this = numbered
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {numbered}"));
+        assert_eq!(this["paths"], row["paths"], "{this}");
         checked += 1;
     }
     assert_eq!(checked, 2);
