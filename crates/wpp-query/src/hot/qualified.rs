@@ -163,14 +163,16 @@ impl Contexts {
         self.list[r.index()] = Vec::new();
     }
 
-    /// The number of context `ctx` of rule `r`, added if new.
-    fn id(&mut self, r: RuleId, ctx: Vec<Frame>) -> u32 {
+    /// The number of context `ctx` of rule `r`, added if new (allocating only then: this runs
+    /// once per symbol of the grammar).
+    fn id(&mut self, r: RuleId, ctx: &[Frame]) -> u32 {
+        if let Some(&k) = self.map[r.index()].get(ctx) {
+            return k;
+        }
         let next = self.list[r.index()].len() as u32;
-        let list = &mut self.list[r.index()];
-        *self.map[r.index()].entry(ctx).or_insert_with_key(|ctx| {
-            list.push(ctx.clone());
-            next
-        })
+        self.list[r.index()].push(ctx.to_vec());
+        self.map[r.index()].insert(ctx.to_vec(), next);
+        next
     }
 }
 
@@ -218,7 +220,7 @@ impl<'g> Specialiser<'g> {
             .iter()
             .map(|&s| {
                 let ctx = vec![NONE; self.pops[s.rule.index()].0 + 1];
-                (s, self.contexts.id(s.rule, ctx))
+                (s, self.contexts.id(s.rule, &ctx))
             })
             .collect()
     }
@@ -250,8 +252,12 @@ impl<'g> Specialiser<'g> {
                     }
                 }
                 SymbolKind::Rule(c) => {
-                    let ctx = top(&stack, self.pops[c.index()].0 + 1);
-                    emit(Item::Child(c, self.contexts.id(c, ctx)));
+                    let n = self.pops[c.index()].0 + 1;
+                    let k = match stack.len().checked_sub(n) {
+                        Some(from) => self.contexts.id(c, &stack[from..]),
+                        None => self.contexts.id(c, &top(&stack, n)),
+                    };
+                    emit(Item::Child(c, k));
                     apply(&mut stack, &self.effects[c.index()]);
                 }
             }
