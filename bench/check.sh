@@ -214,7 +214,7 @@ pair_check() {
 # The trace-paths recording, decoded through its CFGs, is the trace-blocks recording.
 decodes_to() { "$WPP" trace blocks "$1" --compare "$2"; }
 # The ppp profile's counts (interesting + uninteresting) are the bl profile's.
-same_counts() { "$WPP" profile diff "$1" "$2"; }
+same_counts() { "$WPP" profile diff --check "$1" "$2"; }
 
 for w in "${WORKLOADS[@]}"; do
     if ! built_ok native "$w" || ! run_mode "$B" native "$SIZE" 1 "$w" >/dev/null 2>"$B/native.$w.run-err"; then

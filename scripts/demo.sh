@@ -35,8 +35,8 @@ head -3 "$out/recorded.txt"
 step "statistics (Larus Table 1's columns)"
 "$wpp" stats "$out/wordfreq.wpp"
 
-step "minimal hot subpaths: 3 to 12 events, cost ≥ 10^6 (Larus §4)"
-"$wpp" hot "$out/wordfreq.wpp" --min-length 3 --max-length 12 --min-cost 1000000
+step "hot paths: the 10 costliest minimal subpaths of 2 to 8 events, each ≥ 1% of the run (Larus §4, exact counts)"
+"$wpp" hot "$out/wordfreq.wpp" --top 10
 
 step "path matching on the compressed trace: blocks 0,1 of count_word (Zhang–Gupta §4)"
 "$wpp" match "$out/wordfreq.wpp" --function count_word --path 0,1 --count --scheme 2

@@ -10,6 +10,8 @@
 //!   the path.
 //! * [`subpath_occurrences`]: naive substring search on a terminal stream (Larus §3.3's subpath
 //!   frequency, and the check of every reported hot subpath).
+//! * [`qualified_events`] and [`occurrences`]: events paired with the function they run in,
+//!   and naive counting of a string of them (the check of every exact hot path).
 //! * [`own_ngrams`]: per function, how often each sequence of `n` consecutive own blocks runs;
 //!   the benchmark and the check pick their query paths from it.
 
@@ -110,6 +112,39 @@ pub fn most_frequent_paths<const N: usize>(
         }
     }
     best
+}
+
+/// Each event of one thread with the function it runs in: `F f` runs in `f`, every other event
+/// in the function on top of the call stack (`E` in the one it leaves); `None` below the
+/// bottom of the stack. A plain simulation of the stack, for
+/// [`hot::qualified`](crate::hot::qualified).
+pub fn qualified_events(events: &[Event]) -> Vec<(Event, Option<FunctionId>)> {
+    let mut stack: Vec<FunctionId> = Vec::new();
+    events
+        .iter()
+        .map(|&e| {
+            let f = match e {
+                Event::Enter(f) => Some(f),
+                _ => stack.last().copied(),
+            };
+            match e {
+                Event::Enter(f) => stack.push(f),
+                Event::Leave => {
+                    stack.pop();
+                }
+                _ => {}
+            }
+            (e, f)
+        })
+        .collect()
+}
+
+/// Occurrences (overlapping ones included) of `q` in `s`, compared element by element.
+pub fn occurrences<T: PartialEq>(s: &[T], q: &[T]) -> u64 {
+    if q.is_empty() {
+        return 0;
+    }
+    s.windows(q.len()).filter(|w| *w == q).count() as u64
 }
 
 #[cfg(test)]

@@ -45,22 +45,17 @@ pub fn event_text(e: Event, db: &ProgramDb) -> String {
     }
 }
 
-/// Decodes hot subpaths: first occurrence, call stack (one streaming pass per thread up to the
-/// last first occurrence), events and location.
+/// Decodes hot subpaths found at `places` (per subpath: index into `g.starts()` and start
+/// position there): call stack (one streaming pass per thread up to the last place), events
+/// and location. [`first_places`] gives the places of Figure 7's reports.
 pub fn decode_hot(
     g: &Grammar,
     alphabet: &Alphabet,
     db: &ProgramDb,
     hot: &[HotSubpath],
+    places: &[(usize, u64)],
 ) -> Vec<HotReport> {
-    let firsts = first_uses(g);
-    let place: Vec<(usize, u64)> = hot
-        .iter()
-        .map(|h| {
-            let (stream, base) = firsts[h.rule as usize].unwrap_or((0, 0));
-            (stream, base + h.offset)
-        })
-        .collect();
+    let place = places.to_vec();
     let mut decoder = wpp_paths::PathDecoder::new(db).ok();
     let mut stacks: Vec<Vec<FunctionId>> = vec![Vec::new(); hot.len()];
     for (s, start) in g.starts().iter().enumerate() {
@@ -108,6 +103,17 @@ pub fn decode_hot(
                 paths,
                 lines,
             }
+        })
+        .collect()
+}
+
+/// Where each of Figure 7's reports first occurs: the first use of its rule, plus its offset.
+pub fn first_places(g: &Grammar, hot: &[HotSubpath]) -> Vec<(usize, u64)> {
+    let firsts = first_uses(g);
+    hot.iter()
+        .map(|h| {
+            let (stream, base) = firsts[h.rule as usize].unwrap_or((0, 0));
+            (stream, base + h.offset)
         })
         .collect()
 }

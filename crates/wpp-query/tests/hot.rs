@@ -219,7 +219,7 @@ proptest! {
 /// Reports decode a hot subpath to events, its call stack, owning function, blocks and lines.
 #[test]
 fn reports_name_functions_blocks_and_lines() {
-    use wpp_query::report::{decode_hot, folded_line};
+    use wpp_query::report::{decode_hot, first_places, folded_line};
     use wpp_trace::{BlockId, Event, FunctionId, ProgramDb};
     let mut db = ProgramDb::default();
     db.intern("main");
@@ -244,7 +244,7 @@ fn reports_name_functions_blocks_and_lines() {
         min_cost: 6,
     };
     let hot = hot_subpaths(&g, None, cfg).unwrap();
-    let reports = decode_hot(&g, &alphabet, &db, &hot);
+    let reports = decode_hot(&g, &alphabet, &db, &hot, &first_places(&g, &hot));
     let r = reports
         .iter()
         .find(|r| r.events == ["F work", "B 1"])

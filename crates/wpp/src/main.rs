@@ -1,12 +1,13 @@
 //! The `wpp` command: a thin layer over the library crates. `main` parses the command line,
-//! dispatches to one module per command family under `cmd/`, and turns errors into a message
-//! and a non-zero exit code.
+//! dispatches to the command's module under `cmd/` (one folder per group of `wpp --help`), and
+//! turns errors into a message and a non-zero exit code. Every file is opened through `input`.
 
 mod cmd;
 mod heap;
+mod input;
 mod util;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Record, compress, query and show whole program paths.
@@ -19,61 +20,135 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Compile and link C/C++ through clang-22 with wpp instrumentation.
+    Cc(cmd::record::cc::Args),
+    /// Instrument an LLVM bitcode file.
+    Instrument(cmd::record::instrument::Args),
     /// Generate a seeded synthetic control-flow trace.
-    Synth(cmd::synth::Args),
-    /// Convert, print or chunk trace files.
-    #[command(subcommand)]
-    Trace(cmd::trace::Command),
+    Synth(cmd::record::synth::Args),
     /// Compress a trace into a `.wpp` grammar.
-    Compress(cmd::compress::Args),
+    Compress(cmd::compress::grammar::Args),
     /// Expand a `.wpp` grammar back into its trace.
-    Decompress(cmd::decompress::Args),
+    Decompress(cmd::compress::decompress::Args),
     /// Check that a `.wpp` grammar expands to exactly a trace.
-    Verify(cmd::verify::Args),
+    Verify(cmd::compress::verify::Args),
+    /// Convert, print, decode or chunk trace files.
+    #[command(subcommand)]
+    Trace(cmd::compress::trace::Command),
     /// Print a `.wpp` grammar's statistics (Larus Table 1).
-    Stats(cmd::stats::Args),
+    Stats(cmd::query::stats::Args),
+    /// The recording's functions: calls, events, source line, blocks, paths.
+    Functions(cmd::query::functions::Args),
+    /// One function's CFG from a recording, profile or CFG JSON (`--dot` for Graphviz).
+    Cfg(cmd::query::cfg::Args),
+    /// Hot paths of a `.wpp` grammar: minimal hot subpaths with exact counts (Larus §4).
+    Hot(cmd::query::hot::Args),
+    /// Frequency of a subpath, counted on the grammar.
+    Subpath(cmd::query::subpath::Args),
+    /// Match an intraprocedural path in a compressed trace (Zhang–Gupta schemes 1–4).
+    Match(cmd::query::matching::Args),
+    /// What changed most between two recordings: functions, blocks and paths by count.
+    Diff(cmd::query::diff::Args),
     /// Ball–Larus path numbering on CFGs.
     #[command(subcommand)]
-    Paths(cmd::paths::Command),
+    Paths(cmd::query::paths::Command),
     /// Preferential path profiling plans.
     #[command(subcommand)]
-    Ppp(cmd::ppp::Command),
-    /// Minimal hot subpaths of a `.wpp` grammar (Larus §4).
-    Hot(cmd::hot::Args),
-    /// Frequency of a subpath, counted on the grammar.
-    Subpath(cmd::subpath::Args),
-    /// Match an intraprocedural path in a compressed trace (Zhang–Gupta schemes 1–4).
-    Match(cmd::matching::Args),
-    /// Compile and link C/C++ through clang-22 with wpp instrumentation.
-    Cc(cmd::cc::Args),
-    /// Instrument an LLVM bitcode file.
-    Instrument(cmd::instrument::Args),
-    /// Show Ball–Larus and preferential path profiles.
+    Ppp(cmd::query::ppp::Command),
+    /// Show, merge and compare Ball–Larus and preferential path profiles.
     #[command(subcommand)]
     Profile(cmd::profile::Command),
     /// Memory dependences of a `--mode trace-addr` recording (Tallam–Gupta §5).
     #[command(subcommand)]
-    Deps(cmd::deps::Command),
+    Deps(cmd::query::deps::Command),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Synth(a) => cmd::synth::run(a),
-        Command::Trace(c) => cmd::trace::run(c),
-        Command::Compress(a) => cmd::compress::run(a),
-        Command::Decompress(a) => cmd::decompress::run(a),
-        Command::Verify(a) => cmd::verify::run(a),
-        Command::Stats(a) => cmd::stats::run(a),
-        Command::Paths(c) => cmd::paths::run(c),
-        Command::Ppp(c) => cmd::ppp::run(c),
-        Command::Hot(a) => cmd::hot::run(a),
-        Command::Subpath(a) => cmd::subpath::run(a),
-        Command::Match(a) => cmd::matching::run(a),
-        Command::Cc(a) => cmd::cc::run(a),
-        Command::Instrument(a) => cmd::instrument::run(a),
+        Command::Cc(a) => cmd::record::cc::run(a),
+        Command::Instrument(a) => cmd::record::instrument::run(a),
+        Command::Synth(a) => cmd::record::synth::run(a),
+        Command::Compress(a) => cmd::compress::grammar::run(a),
+        Command::Decompress(a) => cmd::compress::decompress::run(a),
+        Command::Verify(a) => cmd::compress::verify::run(a),
+        Command::Trace(c) => cmd::compress::trace::run(c),
+        Command::Stats(a) => cmd::query::stats::run(a),
+        Command::Functions(a) => cmd::query::functions::run(a),
+        Command::Cfg(a) => cmd::query::cfg::run(a),
+        Command::Hot(a) => cmd::query::hot::run(a),
+        Command::Subpath(a) => cmd::query::subpath::run(a),
+        Command::Match(a) => cmd::query::matching::run(a),
+        Command::Diff(a) => cmd::query::diff::run(a),
+        Command::Paths(c) => cmd::query::paths::run(c),
+        Command::Ppp(c) => cmd::query::ppp::run(c),
         Command::Profile(c) => cmd::profile::run(c),
-        Command::Deps(c) => cmd::deps::run(c),
+        Command::Deps(c) => cmd::query::deps::run(c),
     }
+}
+
+/// The groups of `wpp --help`, in order, with their commands (clap has no headings for
+/// subcommands, so the top-level help is laid out here; a command missing from every group is
+/// listed under "other" by [`help_template`], so none is ever hidden).
+const GROUPS: [(&str, &[&str]); 4] = [
+    ("Record", &["cc", "instrument", "synth"]),
+    ("Compress", &["compress", "decompress", "verify", "trace"]),
+    (
+        "Query",
+        &[
+            "stats",
+            "functions",
+            "cfg",
+            "hot",
+            "subpath",
+            "match",
+            "diff",
+            "paths",
+            "ppp",
+            "deps",
+        ],
+    ),
+    ("Profiles", &["profile"]),
+];
+
+/// The top-level help with the commands under their group headings.
+fn help_template(cli: &clap::Command) -> String {
+    let subs: Vec<&clap::Command> = cli.get_subcommands().collect();
+    let width = subs.iter().map(|c| c.get_name().len()).max().unwrap_or(0);
+    let line = |c: &clap::Command| {
+        let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+        format!("  {:width$}  {}\n", c.get_name(), about.replace('{', "{{"))
+    };
+    let mut out = String::from("{about-with-newline}\n{usage-heading} {usage}\n");
+    let grouped: Vec<&str> = GROUPS
+        .iter()
+        .flat_map(|(_, names)| names.iter().copied())
+        .collect();
+    let other: Vec<&str> = subs
+        .iter()
+        .map(|c| c.get_name())
+        .filter(|n| !grouped.contains(n))
+        .collect();
+    for (heading, names) in GROUPS.iter().copied().chain([("Other", &other[..])]) {
+        let cmds: Vec<_> = subs
+            .iter()
+            .filter(|c| names.contains(&c.get_name()))
+            .collect();
+        if cmds.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{heading}:\n"));
+        cmds.iter().for_each(|c| out.push_str(&line(c)));
+    }
+    out.push_str("\nOptions:\n{options}{after-help}");
+    out
+}
+
+/// Parses the command line, with the grouped top-level help.
+fn parse() -> Cli {
+    let cli = Cli::command();
+    let template = help_template(&cli);
+    let matches = cli.help_template(template).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Whether the error comes from writing to a pipe whose reader went away, which for a command
@@ -93,12 +168,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match run(parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wpp: error: {e:#}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<util::NotInFile>() {
+                Some(_) => ExitCode::from(2),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

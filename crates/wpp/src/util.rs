@@ -1,8 +1,10 @@
-//! Small helpers shared by the command modules: JSON output and progress bars.
+//! Small helpers shared by the command modules: JSON output, progress bars, counts, and the
+//! errors for names and ids a file does not have.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 
 /// Prints `value` as pretty JSON on standard output. A closed pipe (`wpp … --json | head`) is
 /// returned as an I/O error, which `main` treats as a quiet success.
@@ -26,29 +28,57 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
-/// What a file given to `wpp` holds, by its magic.
-pub enum InputKind {
-    /// A chunked grammar container (`wpp chunk`).
-    Chunked,
-    /// A `.wpp` grammar.
-    Wpp,
-    /// Anything else: a trace, binary or text (its reader says if it is neither).
-    Trace,
+/// A counter of events processed, on standard error; hidden when it is not a terminal.
+pub fn event_counter(what: String) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}: {human_pos} events ({per_sec})")
+            .expect("static template"),
+    );
+    bar.set_message(what);
+    bar
 }
 
-/// Reads the magic of the file at `path`.
-pub fn input_kind(path: &std::path::Path) -> anyhow::Result<InputKind> {
-    use anyhow::Context as _;
-    use std::io::Read as _;
-    let mut magic = [0u8; 4];
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let n = f
-        .read(&mut magic)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(match &magic[..n] {
-        b"WPPC" => InputKind::Chunked,
-        b"WPPG" => InputKind::Wpp,
-        _ => InputKind::Trace,
-    })
+/// "1 thread", "3 threads".
+pub fn threads(n: usize) -> String {
+    format!("{n} thread{}", if n == 1 { "" } else { "s" })
+}
+
+/// A function name or id the file does not have: exit status 2, a usage error like clap's.
+#[derive(Debug)]
+pub struct NotInFile(pub String);
+
+impl std::fmt::Display for NotInFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotInFile {}
+
+/// The names of `names` nearest to `name` (Jaro–Winkler similarity ≥ 0.8, or `name` inside
+/// them), best first, at most 5.
+fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = names
+        .into_iter()
+        .map(|n| (strsim::jaro_winkler(name, n), n))
+        .filter(|&(s, n)| s >= 0.8 || (name.len() >= 3 && n.contains(name)))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(5).map(|(_, n)| n).collect()
+}
+
+/// "FILE has no function `name`", with the nearest names of `names` suggested.
+pub fn unknown_function<'a>(
+    file: &Path,
+    name: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> anyhow::Error {
+    let near = nearest(name, names);
+    let hint = match &near[..] {
+        [] => "; `wpp functions FILE` lists them".to_owned(),
+        n => format!("; did you mean `{}`?", n.join("`, `")),
+    };
+    NotInFile(format!("{} has no function `{name}`{hint}", file.display())).into()
 }

@@ -2,6 +2,7 @@
 //! compressor, both trace formats, several threads, and damaged inputs. Oracles come from the
 //! libraries (trace readers, per-thread equality), never from the command under test.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -263,8 +264,13 @@ fn damaged_wpp_files_give_clear_errors() {
             vec!["verify", &bad, &trace],
         ] {
             let err = fails(&args);
-            assert!(err.contains(&format!("cannot read {bad}")), "{err}");
-            assert!(err.contains("byte offset"), "{err}");
+            if damaged.starts_with(b"WPPG") {
+                assert!(err.contains(&format!("cannot read {bad}")), "{err}");
+                assert!(err.contains("byte offset"), "{err}");
+            } else {
+                // No reader runs on a file that is no wpp file at all.
+                assert!(err.contains(&format!("{bad} is not a wpp file")), "{err}");
+            }
         }
     }
     let err = fails(&["stats", &dir.path("missing.wpp")]);
@@ -460,7 +466,12 @@ fn profile_diff_lists_the_paths_whose_counts_differ() {
         &[("main", 0, 1), ("f", 3, 9), ("f", 5, 1)],
     );
     assert!(ok(&["profile", "diff", &a, &a]).contains("same path counts: 2 paths in 2 functions"));
-    let r = wpp(&["profile", "diff", &a, &b, "--json"]);
+    assert_eq!(
+        wpp(&["profile", "diff", &a, &b]).code,
+        Some(0),
+        "differences alone are no failure"
+    );
+    let r = wpp(&["profile", "diff", &a, &b, "--json", "--check"]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert!(r.stderr.contains("differ on 2 paths"), "{}", r.stderr);
     let listed: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
@@ -478,10 +489,17 @@ fn profile_diff_lists_the_paths_whose_counts_differ() {
     assert_eq!(got, vec![("f".into(), 3, 10, 9), ("f".into(), 5, 0, 1)]);
     // Merging a with itself doubles every count, so every path differs from a's.
     ok(&["profile", "merge", &a, &a, "-o", &m]);
-    let r = wpp(&["profile", "diff", &m, &a]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert!(r.stdout.contains("main: path 0 x2 vs x1"), "{}", r.stdout);
-    assert!(r.stdout.contains("f: path 3 x20 vs x10"), "{}", r.stdout);
+    // Sorted by |Δ|: f's path 3 (−10) before main's path 0 (−1); cut by --top, "1 more".
+    let out = ok(&["profile", "diff", &m, &a, "--top", "1"]);
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert!(
+        rows[0].contains("-10") && rows[0].contains("-50.0%"),
+        "{out}"
+    );
+    assert!(rows[0].contains("f path 3"), "{out}");
+    assert_eq!(rows[1], "… 1 more (--top)", "{out}");
+    let out = ok(&["profile", "diff", &m, &a]);
+    assert!(out.lines().nth(2).unwrap().contains("main path 0"), "{out}");
     write_bl_profile(&c, &["main", "g"], &[("main", 0, 1)]);
     let err = fails(&["profile", "diff", &a, &c]);
     assert!(
@@ -749,9 +767,32 @@ fn hot_paths_show_their_blocks_and_lines() {
         "50",
         "--json",
     ]);
-    let reports: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let found: Value = serde_json::from_str(&out).unwrap();
+    let reports = found["paths"].as_array().unwrap();
     let mut decoded = 0;
-    for r in &reports {
+    for r in reports {
+        // A qualified string occurs at most as often as its unqualified events (`wpp subpath`).
+        let terminals: Vec<String> = r["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let sub: Value = serde_json::from_str(&ok(&[
+            "subpath",
+            &pw,
+            "--terminals",
+            &terminals.join(","),
+            "--json",
+        ]))
+        .unwrap();
+        let all: u64 = sub
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["count"].as_u64().unwrap())
+            .sum();
+        assert!(r["count"].as_u64().unwrap() <= all, "{r} vs {sub}");
         let ids = |k: &str| -> Vec<u64> {
             r[k].as_array()
                 .unwrap()
@@ -780,4 +821,223 @@ fn hot_paths_show_their_blocks_and_lines() {
         decoded += 1;
     }
     assert!(decoded > 0, "no hot paths: {out}");
+}
+
+/// Every command, given a missing file, a directory, an empty file, a file that is no wpp file
+/// and a wpp file of a kind it does not read: a one-line error (exit 1) naming the file and the
+/// kind found, and for a wrong kind the commands that read it.
+#[test]
+fn every_command_names_wrong_empty_missing_and_directory_inputs() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "2000"]);
+    let wpp = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &wpp]);
+    let json = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wpp-paths/examples/fig3.json")
+        .display()
+        .to_string();
+    let interesting = json.replace("fig3.json", "fig3_paths.json");
+    let (empty, garbage) = (dir.path("empty"), dir.path("garbage"));
+    std::fs::write(&empty, b"").unwrap();
+    std::fs::write(&garbage, b"hello, world\n").unwrap();
+    let missing = dir.path("missing.wpp");
+    let folder = dir.0.path().display().to_string();
+    let out = dir.path("out");
+    // (command with FILE as the input, a file of a kind the command does not read)
+    let table: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["compress", "FILE", "-o", &out], &json),
+        (vec!["decompress", "FILE", "-o", &out], &trace),
+        (vec!["verify", "FILE", &trace], &trace),
+        (vec!["verify", &wpp, "FILE"], &wpp),
+        (vec!["stats", "FILE"], &trace),
+        (vec!["functions", "FILE"], &json),
+        (vec!["cfg", "FILE", "--function", "f"], &trace),
+        (vec!["hot", "FILE"], &trace),
+        (vec!["subpath", "FILE", "--terminals", "0"], &json),
+        (
+            vec!["match", "FILE", "--function", "f0", "--path", "0"],
+            &json,
+        ),
+        (vec!["paths", "number", "FILE"], &trace),
+        (
+            vec!["ppp", "plan", "FILE", "--interesting", &interesting],
+            &trace,
+        ),
+        (vec!["trace", "cat", "FILE"], &wpp),
+        (
+            vec!["trace", "convert", "FILE", "-o", &out, "--to", "text"],
+            &wpp,
+        ),
+        (vec!["trace", "blocks", "FILE", "-o", &out], &wpp),
+        (vec!["trace", "chunk", "FILE", "-o", &out], &wpp),
+        (vec!["profile", "show", "FILE"], &wpp),
+    ];
+    for (args, wrong) in &table {
+        let cases = [
+            (&missing[..], "No such file"),
+            (&folder[..], "is a directory"),
+            (&empty[..], "is empty"),
+            (&garbage[..], "is not a wpp file"),
+            (wrong, ""),
+        ];
+        for (file, says) in cases {
+            let argv: Vec<&str> = args
+                .iter()
+                .map(|&a| if a == "FILE" { file } else { a })
+                .collect();
+            let err = fails(&argv);
+            assert_eq!(err.trim_end().lines().count(), 1, "{argv:?}: {err}");
+            assert!(err.contains(file), "{argv:?} does not name {file}: {err}");
+            assert!(err.contains(says), "{argv:?}: {err}");
+            // CFG readers take every kind that can carry CFGs; a block trace carries none.
+            let reads_cfgs = ["paths", "ppp", "cfg"].contains(&argv[0]);
+            if says.is_empty() && !reads_cfgs {
+                assert!(
+                    err.contains(", but `wpp "),
+                    "{argv:?} names no reader: {err}"
+                );
+            } else if says.is_empty() {
+                assert!(err.contains("carries no CFGs"), "{argv:?}: {err}");
+            }
+        }
+    }
+}
+
+/// Unknown function names and blocks or paths a function does not have exit with status 2 and
+/// suggest the nearest names.
+#[test]
+fn unknown_functions_and_ids_exit_2_with_suggestions() {
+    let dir = Dir::new();
+    let (paths, _, _) = path_and_block_traces(&dir);
+    let pw = dir.path("p.wpp");
+    ok(&["compress", &paths, "-o", &pw]);
+    let json = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wpp-paths/examples/fig3.json")
+        .display()
+        .to_string();
+    let cases: [(Vec<&str>, &str); 6] = [
+        (
+            vec!["match", &pw, "--function", "helpr", "--path", "0"],
+            "did you mean `helper`?",
+        ),
+        (
+            vec!["match", &paths, "--function", "mian", "--path", "0"],
+            "did you mean `main`?",
+        ),
+        (
+            vec!["match", &pw, "--function", "main", "--path", "0,999"],
+            "block 999 is not one of them",
+        ),
+        (
+            vec!["paths", "decode", &json, "--function", "fig", "--id", "0"],
+            "did you mean `fig3`?",
+        ),
+        (
+            vec!["paths", "decode", &json, "--function", "fig3", "--id", "6"],
+            "has paths 0 to 5",
+        ),
+        (
+            vec!["cfg", &pw, "--function", "hlper"],
+            "did you mean `helper`?",
+        ),
+    ];
+    for (args, says) in cases {
+        let r = wpp(&args);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// `wpp functions` counts agree between a path recording's `.wpp` (from the grammar) and its
+/// trace (streamed), and each function's calls equal a count of its `F` events.
+#[test]
+fn functions_counts_agree_between_grammar_trace_and_brute_force() {
+    let dir = Dir::new();
+    let (paths, _, db) = path_and_block_traces(&dir);
+    let pw = dir.path("p.wpp");
+    ok(&["compress", &paths, "-o", &pw]);
+    let rows =
+        |f: &str| -> Value { serde_json::from_str(&ok(&["functions", f, "--json"])).unwrap() };
+    let (from_wpp, from_trace) = (rows(&pw), rows(&paths));
+    let paths_file = paths.clone();
+    assert_eq!(from_wpp, from_trace);
+    let (_, events) = read_events(&paths).unwrap();
+    let mut checked = 0;
+    for row in from_wpp.as_array().unwrap() {
+        let f = db.find(row["name"].as_str().unwrap()).unwrap();
+        assert!(row["paths"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(
+            row["blocks"].as_u64().unwrap(),
+            db.functions[f.index()].block_lines.len() as u64
+        );
+        let calls = row["calls"].as_u64().unwrap();
+        let want = events.iter().filter(|&&e| e == Event::Enter(f)).count() as u64;
+        assert_eq!(calls, want, "{row}");
+        // `wpp cfg` shows the same function: its blocks, one line each, and its path count.
+        let name = row["name"].as_str().unwrap();
+        let shown = ok(&["cfg", &pw, "--function", name]);
+        let head = format!("{name}: {} blocks, ", row["blocks"].as_u64().unwrap());
+        assert!(shown.starts_with(&head), "{shown}");
+        let paths = format!(" {} acyclic paths;", row["paths"].as_u64().unwrap());
+        assert!(shown.contains(&paths), "{shown}");
+        assert!(shown.contains("(line 100)"), "{shown}");
+        assert!(ok(&["cfg", &paths_file, "--function", name, "--dot"]).starts_with("digraph"));
+        // `wpp paths` reads the recording's CFGs as it reads CFG JSON: the same path count.
+        let numbered: Value =
+            serde_json::from_str(&ok(&["paths", "number", &pw, "--json"])).unwrap();
+        let this = numbered
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {numbered}"));
+        assert_eq!(this["paths"], row["paths"], "{this}");
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+/// `wpp diff` between two recordings: each changed function's counts are the events `wpp
+/// functions` finds in each, and the changes come largest first.
+#[test]
+fn diff_of_two_recordings_agrees_with_functions() {
+    let dir = Dir::new();
+    let (ta, tb) = (dir.path("a.trace"), dir.path("b.trace"));
+    ok(&["synth", "--seed", "1", "--events", "20000", "-o", &ta]);
+    ok(&["synth", "--seed", "2", "--events", "30000", "-o", &tb]);
+    let (wa, wb) = (dir.path("a.wpp"), dir.path("b.wpp"));
+    ok(&["compress", &ta, "-o", &wa]);
+    ok(&["compress", &tb, "-o", &wb]);
+    let events = |f: &str| -> BTreeMap<String, u64> {
+        let rows: Value = serde_json::from_str(&ok(&["functions", f, "--json"])).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_owned(),
+                    r["events"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (ea, eb) = (events(&wa), events(&wb));
+    let d: Value = serde_json::from_str(&ok(&["diff", &wa, &wb, "--json"])).unwrap();
+    let changed = d["functions"].as_array().unwrap();
+    assert!(!changed.is_empty());
+    for c in changed {
+        let f = c["function"].as_str().unwrap();
+        let want = [ea.get(f), eb.get(f)].map(|n| n.copied().unwrap_or(0));
+        assert_eq!(c["counts"][0].as_u64().unwrap(), want[0], "{c}");
+        assert_eq!(c["counts"][1].as_u64().unwrap(), want[1], "{c}");
+    }
+    let deltas: Vec<u64> = changed
+        .iter()
+        .map(|c| c["delta"].as_i64().unwrap().unsigned_abs())
+        .collect();
+    assert!(deltas.windows(2).all(|w| w[0] >= w[1]), "{deltas:?}");
+    assert!(
+        !ok(&["--help"]).contains("Other:"),
+        "every command sits in a group"
+    );
 }

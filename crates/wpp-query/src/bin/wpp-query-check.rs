@@ -23,6 +23,9 @@
 //!   offset of its rule;
 //! * **subpath frequency** (Larus §3.3): for windows cut from random positions of the trace and
 //!   random terminal sequences, the count, first and last start of [`oracle::subpath_occurrences`].
+//! * **exact hot paths** (`wpp hot`): every reported function-qualified string's count and
+//!   cost equal naive counting on [`oracle::qualified_events`]; none repeated or containing
+//!   another; sorted by cost.
 //!
 //! Scheme 3 (a chunked container, zstd and gzip, ~64 chunks) does not depend on the grammar and
 //! is checked once per trace on the same paths. Prints one `PASS`/`FAIL` line per trace and
@@ -38,6 +41,7 @@ use wpp_grammar::expand::expand_into;
 use wpp_grammar::{compress_threads, Algorithm, Grammar, RuleId};
 use wpp_query::dag::Subpaths;
 use wpp_query::expand::expand_range;
+use wpp_query::hot::exact::hot_paths;
 use wpp_query::hot::{hot_subpaths, HotConfig};
 use wpp_query::matching::chunked::{self, ChunkWriter, ChunkedTrace, Codec};
 use wpp_query::matching::levels::LevelIndex;
@@ -433,6 +437,79 @@ fn check_hot(g: &Grammar, streams: &[Stream], fails: &mut Vec<String>) -> usize 
     checked
 }
 
+/// Every exact hot path (`wpp hot`) checked by brute force on the qualified streams: exact
+/// count and cost, no duplicates, none containing another, sorted by cost; returns how many.
+fn check_hot_paths(
+    g: &Grammar,
+    alphabet: &Alphabet,
+    streams: &[Stream],
+    fails: &mut Vec<String>,
+) -> usize {
+    let n: u64 = streams.iter().map(|s| s.terms.len() as u64).sum();
+    let cfg = HotConfig {
+        min_length: 2,
+        max_length: 8,
+        min_cost: (n / 100).max(2),
+    };
+    let found = match hot_paths(g, alphabet, None, cfg) {
+        Ok(f) => f,
+        Err(e) => {
+            fails.push(format!("hot paths {cfg:?}: {e}"));
+            return 0;
+        }
+    };
+    type Key = Vec<(u32, Option<u32>)>;
+    let keys: Vec<Key> = found
+        .paths
+        .iter()
+        .map(|p| {
+            p.terminals
+                .iter()
+                .copied()
+                .zip(p.functions.iter().copied())
+                .collect()
+        })
+        .collect();
+    let wanted: FxHashSet<&Key> = keys.iter().collect();
+    let lengths: FxHashSet<usize> = keys.iter().map(Vec::len).collect();
+    let mut seen: FxHashMap<Key, u64> = FxHashMap::default();
+    for s in streams {
+        let q: Key = s
+            .terms
+            .iter()
+            .zip(oracle::qualified_events(&s.events))
+            .map(|(t, (_, f))| (t.0, f.map(|f| f.0)))
+            .collect();
+        for &len in &lengths {
+            for w in q.windows(len) {
+                let w = w.to_vec();
+                if wanted.contains(&w) {
+                    *seen.entry(w).or_default() += 1;
+                }
+            }
+        }
+    }
+    for (p, k) in found.paths.iter().zip(&keys) {
+        let occurs = seen.get(k).copied().unwrap_or(0);
+        let contains = keys
+            .iter()
+            .any(|o| o != k && k.windows(o.len()).any(|w| w == &o[..]));
+        if p.count != occurs
+            || p.cost != occurs * k.len() as u64
+            || p.cost < cfg.min_cost
+            || contains
+        {
+            fails.push(format!(
+                "hot path {p:?} ({cfg:?}): occurs {occurs}, contains another: {contains}"
+            ));
+        }
+    }
+    if wanted.len() != keys.len() || found.paths.windows(2).any(|w| w[0].cost < w[1].cost) {
+        fails.push("hot paths repeated or not sorted by cost".into());
+    }
+    keys.len()
+}
+
 /// Subpath frequencies of sampled windows and random sequences against naive counting.
 fn check_subpaths(
     g: &Grammar,
@@ -523,6 +600,7 @@ fn check_grammar(
     let tm = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let hot = check_hot(&g, streams, &mut fails);
+    let exact = check_hot_paths(&g, alphabet, streams, &mut fails);
     let th = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let subs = check_subpaths(&g, streams, rng, &mut fails);
@@ -530,7 +608,7 @@ fn check_grammar(
     report(
         &format!("query {name} {}", alg.as_str()),
         &format!(
-            "{} rules, {} symbols; {} path queries × schemes 1, 2, 4 = oracle; {hot} hot subpaths verified; {subs} subpath frequencies = oracle (compress {compressed:.1} s, match {tm:.1} s, hot {th:.1} s, subpaths {ts:.1} s)",
+            "{} rules, {} symbols; {} path queries × schemes 1, 2, 4 = oracle; {hot} hot subpaths and {exact} exact hot paths verified; {subs} subpath frequencies = oracle (compress {compressed:.1} s, match {tm:.1} s, hot {th:.1} s, subpaths {ts:.1} s)",
             g.num_rules(),
             g.num_symbols(),
             matched,

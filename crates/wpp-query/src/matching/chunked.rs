@@ -414,6 +414,11 @@ impl<R: Read + Seek> ChunkedTrace<R> {
         self.index_bytes
     }
 
+    /// The function names, by id.
+    pub fn function_names(&self) -> &[String] {
+        &self.functions
+    }
+
     /// The id of the function called `name`.
     pub fn function(&self, name: &str) -> Option<FunctionId> {
         self.functions

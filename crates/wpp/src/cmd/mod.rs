@@ -1,18 +1,18 @@
-//! One module per command family. Each exposes clap `Args` (or a subcommand enum) and `run`.
+//! The commands, one folder per group as `wpp --help` lists them. Each command module exposes
+//! clap `Args` (or a subcommand enum) and `run`; what several commands share lives outside the
+//! groups (`crate::input` reads every file kind, `crate::util` prints), so no command imports
+//! another.
+//!
+//! | group | commands |
+//! |---|---|
+//! | [`record`] | `cc`, `instrument`, `synth`: make traces |
+//! | [`compress`] | `compress`, `decompress`, `verify`, `trace …`: traces to grammars and back |
+//! | [`query`] | `stats`, `functions`, `cfg`, `hot`, `subpath`, `match`, `diff`, `paths`, `ppp`: questions on a recording |
+//! | [`profile`] | `profile show|merge|diff`: bl/ppp path profiles |
+//! | [`show`] | views of a whole run for other tools |
 
-pub mod cc;
-pub mod chunk;
 pub mod compress;
-pub mod decompress;
-pub mod deps;
-pub mod hot;
-pub mod instrument;
-pub mod matching;
-pub mod paths;
-pub mod ppp;
 pub mod profile;
-pub mod stats;
-pub mod subpath;
-pub mod synth;
-pub mod trace;
-pub mod verify;
+pub mod query;
+pub mod record;
+pub mod show;

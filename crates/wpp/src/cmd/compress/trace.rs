@@ -1,6 +1,6 @@
 //! `wpp trace …`: convert, print and chunk trace files.
 
-use super::compress::{open_trace as open, warn_truncated};
+use crate::input::{open_trace, warn_truncated};
 use anyhow::Context;
 use std::collections::VecDeque;
 use std::io::Write;
@@ -118,7 +118,7 @@ fn format(to: To) -> Format {
 /// deterministic run the output equals the `trace-blocks` recording.
 fn blocks(args: BlocksArgs) -> anyhow::Result<()> {
     let input = &args.input;
-    let mut reader = open(input)?;
+    let mut reader = open_trace(input, "trace blocks")?;
     let db = reader.program().clone();
     let mut stream = wpp_paths::BlockStream::new(&db)
         .with_context(|| format!("cannot decode {}", input.display()))?;
@@ -130,7 +130,7 @@ fn blocks(args: BlocksArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut compare = match &args.compare {
-        Some(c) => Some((open(c)?, Compare::default())),
+        Some(c) => Some((open_trace(c, "trace blocks")?, Compare::default())),
         None => None,
     };
     let mut decoded = Vec::new();
@@ -247,7 +247,7 @@ impl Compare {
 
 fn convert(args: ConvertArgs) -> anyhow::Result<()> {
     let (input, output) = (&args.input, &args.output);
-    let mut reader = open(input)?;
+    let mut reader = open_trace(input, "trace convert")?;
     let format = format(args.to);
     let mut writer = file::create(output, format, reader.program())
         .with_context(|| format!("cannot create {}", output.display()))?;
@@ -262,7 +262,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<()> {
 
 fn cat(args: CatArgs) -> anyhow::Result<()> {
     let input = &args.input;
-    let mut reader = open(input)?;
+    let mut reader = open_trace(input, "trace cat")?;
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut writer = TextWriter::new(stdout, reader.program())?;
     let copied = copy(&mut reader, |e| writer.push(e)).and_then(|()| {

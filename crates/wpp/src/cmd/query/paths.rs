@@ -1,4 +1,5 @@
-//! `wpp paths …`: Ball–Larus numbering of the functions in a JSON CFG file.
+//! `wpp paths …`: Ball–Larus numbering of the functions in a JSON CFG file, a recording or a
+//! profile (the CFGs they embed).
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -7,14 +8,17 @@ use std::path::{Path, PathBuf};
 use wpp_paths::chords::{EdgeAction, SpanningTree};
 use wpp_paths::dag::{DagEdgeKind, DagNodeKind};
 use wpp_paths::ppp::InterestingFile;
-use wpp_paths::{number_with_cuts, BallLarus, Cfg, CfgFile, Dag, Instrumentation, PathId, PppPlan};
+use wpp_paths::{number_with_cuts, BallLarus, Cfg, Dag, Instrumentation, PathId, PppPlan};
+
+use crate::input::read_cfgs;
 
 /// Subcommands of `wpp paths`.
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Number every function's acyclic paths: path counts, increments and chords.
     Number {
-        /// JSON CFG file (format in the wpp-paths `cfg` module docs).
+        /// CFGs: a JSON CFG file (format in the wpp-paths `cfg` module docs), or a recording or
+        /// profile, whose embedded CFGs are used.
         cfg: PathBuf,
         /// Print every edge's increments as JSON.
         #[arg(long)]
@@ -22,7 +26,7 @@ pub enum Command {
     },
     /// Print the path with a given Ball–Larus id.
     Decode {
-        /// JSON CFG file.
+        /// CFGs: a JSON CFG file, or a recording or profile (its embedded CFGs).
         cfg: PathBuf,
         /// Function name.
         #[arg(long)]
@@ -33,7 +37,7 @@ pub enum Command {
     },
     /// Print the Ball–Larus id of a path given as node names.
     Encode {
-        /// JSON CFG file.
+        /// CFGs: a JSON CFG file, or a recording or profile (its embedded CFGs).
         cfg: PathBuf,
         /// Function name.
         #[arg(long)]
@@ -44,7 +48,7 @@ pub enum Command {
     },
     /// Draw a function's DAG as Graphviz DOT with Ball–Larus (and PPP) weights.
     Dot {
-        /// JSON CFG file.
+        /// CFGs: a JSON CFG file, or a recording or profile (its embedded CFGs).
         cfg: PathBuf,
         /// Function name.
         #[arg(long)]
@@ -61,6 +65,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Number { cfg, json } => number(&cfg, json),
         Command::Decode { cfg, function, id } => {
             let f = Numbered::load(&cfg, &function)?;
+            if id >= f.bl.path_count() {
+                let n = f.bl.path_count();
+                let msg = format!("`{function}` has paths 0 to {}; {id} is not one", n - 1);
+                return Err(crate::util::NotInFile(msg).into());
+            }
             let path = f.bl.decode(&f.dag, PathId(id))?;
             emit(&(f.names(&path.nodes(&f.dag)).join(",") + "\n"))
         }
@@ -104,13 +113,6 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// Reads and validates every function of a JSON CFG file.
-pub fn load_cfgs(path: &Path) -> anyhow::Result<Vec<Cfg>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    CfgFile::parse(&text).with_context(|| format!("in {}", path.display()))
-}
-
 /// One function with its DAG and numbering (cut where the path count would overflow).
 pub struct Numbered {
     /// The CFG, with any cut nodes added to keep the count below 2^64.
@@ -124,10 +126,12 @@ pub struct Numbered {
 impl Numbered {
     /// Loads `function` from the file at `path` and numbers it.
     pub fn load(path: &Path, function: &str) -> anyhow::Result<Numbered> {
-        let cfgs = load_cfgs(path)?;
-        let Some(cfg) = cfgs.into_iter().find(|c| c.name == function) else {
-            bail!("{} has no function `{function}`", path.display())
+        let cfgs = read_cfgs(path, "paths")?;
+        let Some(at) = cfgs.iter().position(|c| c.name == function) else {
+            let names = cfgs.iter().map(|c| c.name.as_str());
+            return Err(crate::util::unknown_function(path, function, names));
         };
+        let cfg = cfgs.into_iter().nth(at).expect("found");
         Self::number(cfg)
     }
 
@@ -201,7 +205,7 @@ struct EdgeReport {
 
 fn number(path: &Path, json: bool) -> anyhow::Result<()> {
     let mut reports = Vec::new();
-    for cfg in load_cfgs(path)? {
+    for cfg in read_cfgs(path, "paths number")? {
         let given_cuts = cfg.cut_nodes.len();
         let f = Numbered::number(cfg)?;
         let tree = SpanningTree::build(&f.dag, &f.cfg, f.bl.increments());
@@ -309,7 +313,7 @@ mod tests {
     fn unknown_function_and_missing_file_are_errors() {
         let e = Numbered::load(&example("fig3.json"), "nope").err().unwrap();
         assert!(e.to_string().contains("no function `nope`"), "{e}");
-        assert!(load_cfgs(&example("missing.json")).is_err());
+        assert!(read_cfgs(&example("missing.json"), "paths").is_err());
         let f = Numbered::load(&example("fig3.json"), "fig3").unwrap();
         assert!(f.plan(&example("lemma3_paths.json")).is_err());
     }

@@ -22,6 +22,10 @@
 //! never covers. Frequencies come from [`rule_frequencies`]; the reported frequency of a subpath
 //! is the frequency of the node where it was found, a lower bound on its occurrences.
 //!
+//! This scan is over whatever grammar it is given; `wpp hot` gives it the grammar over
+//! function-qualified events ([`qualified`]) and then counts every string it reports exactly
+//! ([`exact`]), since a string found at one node also occurs inside others.
+//!
 //! Complexity: O(E·L) time for E DAG edges, as in the paper; prefixes and suffixes are freed
 //! after their node's last parent, so space is O(L) per partially visited node, never
 //! proportional to the trace.
@@ -34,6 +38,9 @@ use wpp_trace::Terminal;
 
 use crate::dag::rule_frequencies;
 use crate::error::QueryError;
+
+pub mod exact;
+pub mod qualified;
 
 /// Parameters of a hot-subpath search.
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +87,8 @@ struct Scan<'a> {
     window_cost: u128,
     prefix: Vec<Terminal>,
     frozen: bool,
+    /// The costliest window of at least `min_length` seen in any node so far.
+    best: Option<HotSubpath>,
 }
 
 impl Scan<'_> {
@@ -109,21 +118,32 @@ impl Scan<'_> {
         self.window_cost += u128::from(self.cost(t));
         let cost = u64::try_from(self.window_cost.saturating_mul(u128::from(self.freq)))
             .unwrap_or(u64::MAX);
-        if self.window.len() >= self.cfg.min_length && cost >= self.cfg.min_cost {
+        if self.window.len() < self.cfg.min_length {
+            return;
+        }
+        if self.best.as_ref().is_none_or(|b| cost > b.cost) {
+            self.best = Some(self.found(cost));
+        }
+        if cost >= self.cfg.min_cost {
             let start = self.window[0].1;
-            out.push(HotSubpath {
-                rule: self.rule.0,
-                offset: start,
-                terminals: self.window.iter().map(|&(t, _)| t.0).collect(),
-                frequency: self.freq,
-                cost,
-            });
+            out.push(self.found(cost));
             // Stop the prefix before the hot subpath, and start afresh after it.
             self.prefix
                 .truncate(start.min(self.prefix.len() as u64) as usize);
             self.freeze();
             self.window.clear();
             self.window_cost = 0;
+        }
+    }
+
+    /// The window as a subpath of cost `cost`.
+    fn found(&self, cost: u64) -> HotSubpath {
+        HotSubpath {
+            rule: self.rule.0,
+            offset: self.window[0].1,
+            terminals: self.window.iter().map(|&(t, _)| t.0).collect(),
+            frequency: self.freq,
+            cost,
         }
     }
 
@@ -146,6 +166,16 @@ pub fn hot_subpaths(
     costs: Option<&[u64]>,
     cfg: HotConfig,
 ) -> Result<Vec<HotSubpath>, QueryError> {
+    Ok(scan(g, costs, cfg)?.0)
+}
+
+/// [`hot_subpaths`], and the costliest window the scan saw (hot or not), for saying how far
+/// from the threshold a search that found nothing was.
+pub fn scan(
+    g: &Grammar,
+    costs: Option<&[u64]>,
+    cfg: HotConfig,
+) -> Result<(Vec<HotSubpath>, Option<HotSubpath>), QueryError> {
     if cfg.min_length == 0 || cfg.max_length < cfg.min_length || cfg.min_cost == 0 {
         return Err(QueryError::BadQuery(format!(
             "need 1 ≤ min length ({}) ≤ max length ({}) and a positive cost",
@@ -156,6 +186,7 @@ pub fn hot_subpaths(
     let mut remaining = g.reference_counts();
     let mut strings: Vec<Strings> = vec![Strings::default(); g.num_rules()];
     let mut out = Vec::new();
+    let mut best: Option<HotSubpath> = None;
     for r in g.rules() {
         if freq[r.index()] == 0 {
             continue; // unreachable, and so are its parents
@@ -169,6 +200,7 @@ pub fn hot_subpaths(
             window_cost: 0,
             prefix: Vec::with_capacity(cfg.max_length),
             frozen: false,
+            best: best.take(),
         };
         let mut at = 0u64;
         for &s in g.body(r) {
@@ -191,13 +223,14 @@ pub fn hot_subpaths(
             }
             at += g.symbol_len(s);
         }
+        best = scan.best.take();
         strings[r.index()] = Strings {
             covers: !scan.frozen,
             prefix: scan.prefix,
             suffix: scan.window.iter().map(|&(t, _)| t).collect(),
         };
     }
-    Ok(out)
+    Ok((out, best))
 }
 
 /// The first use of every rule: the thread index (into `g.starts()`) and the position where its

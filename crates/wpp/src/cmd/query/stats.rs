@@ -34,7 +34,7 @@ use wpp_trace::file::binary::{CHUNK_HEADER_LEN, DEFAULT_CHUNK_BYTES};
 use wpp_trace::file::{encode_event, to_binary};
 use wpp_trace::Event;
 
-use super::decompress::{needs_switch, read_wpp, starts_by_thread};
+use crate::input::{needs_switch, read_wpp, starts_by_thread};
 
 /// Arguments of `wpp stats`.
 #[derive(clap::Args)]
@@ -116,7 +116,7 @@ fn trace_bytes(wpp: &WppFile) -> anyhow::Result<u64> {
 
 /// Computes the statistics of the file at `path`.
 fn stats(path: &std::path::Path) -> anyhow::Result<Stats> {
-    let wpp = read_wpp(path)?;
+    let wpp = read_wpp(path, "stats")?;
     let file_bytes = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .len();

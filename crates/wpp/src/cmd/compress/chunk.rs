@@ -57,7 +57,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 /// Runs `wpp trace chunk`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // A recording cut short is chunked up to its last whole chunk, with a warning.
-    let mut reader = super::compress::open_trace(&args.trace)?;
+    let mut reader = crate::input::open_trace(&args.trace, "trace chunk")?;
     let codec = match args.codec {
         CodecName::Zstd => Codec::Zstd(args.level.unwrap_or(3)),
         CodecName::Gzip => Codec::Gzip(args.level.unwrap_or(6).clamp(0, 9) as u32),
@@ -80,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(err) = failed {
         return Err(err).with_context(|| format!("cannot write {}", args.output.display()));
     }
-    super::compress::warn_truncated(&args.trace, reader.truncation());
+    crate::input::warn_truncated(&args.trace, reader.truncation());
     let (_, index_bytes) = w
         .finish()
         .with_context(|| format!("cannot write {}", args.output.display()))?;

@@ -22,8 +22,8 @@ use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
 use wpp_trace::{Event, ProgramDb, ThreadDemux, ThreadId, TraceError, TraceReader};
 
-use super::compress::{event_counter, open_trace, threads, warn_truncated};
-use super::decompress::read_wpp;
+use crate::input::{open_trace, read_wpp, warn_truncated};
+use crate::util::{event_counter, threads};
 
 /// Arguments of `wpp verify`.
 #[derive(clap::Args)]
@@ -218,8 +218,8 @@ fn describe(m: &Mismatch) -> String {
 
 /// Runs `wpp verify`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp = read_wpp(&args.wpp)?;
-    let mut reader = open_trace(&args.trace)?;
+    let wpp = read_wpp(&args.wpp, "verify")?;
+    let mut reader = open_trace(&args.trace, "verify")?;
     let mut read = 0;
     let mismatch = compare(&wpp, &mut reader, &mut read)
         .with_context(|| format!("cannot read {}", args.trace.display()))?;

@@ -1,6 +1,8 @@
 //! `wpp ppp …`: preferential path profiling plans.
 
-use super::paths::{emit, load_cfgs, Numbered};
+use super::paths::{emit, Numbered};
+use crate::input::read_cfgs;
+use anyhow::Context;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,7 +16,7 @@ use wpp_paths::{Instrumentation, PppPlan};
 pub enum Command {
     /// Compute PPP weights for interesting paths: weights, ids, interval and Γ.
     Plan {
-        /// JSON CFG file.
+        /// CFGs: a JSON CFG file, or a recording or profile (its embedded CFGs).
         cfg: PathBuf,
         /// Interesting paths: `{"functions":[{"name":..,"paths":[[node,..],..],"ids":[..]}]}`.
         #[arg(long)]
@@ -63,10 +65,11 @@ struct WeightReport {
 }
 
 fn plan(cfg_path: &Path, paths_path: &Path, json: bool) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(paths_path)?;
-    let file: InterestingFile = serde_json::from_str(&text)?;
+    let cannot = || format!("cannot read {}", paths_path.display());
+    let text = std::fs::read_to_string(paths_path).with_context(cannot)?;
+    let file: InterestingFile = serde_json::from_str(&text).with_context(cannot)?;
     let mut reports = Vec::new();
-    for cfg in load_cfgs(cfg_path)? {
+    for cfg in read_cfgs(cfg_path, "ppp plan")? {
         let Some(entry) = file.functions.iter().find(|f| f.name == cfg.name) else {
             continue;
         };

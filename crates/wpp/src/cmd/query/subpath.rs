@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use std::io::Write;
 
-use anyhow::Context;
-use wpp_grammar::file::WppFile;
 use wpp_query::dag::Subpaths;
 use wpp_trace::Terminal;
 
@@ -25,8 +23,7 @@ pub struct Args {
 
 /// Runs `wpp subpath`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let wpp = WppFile::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let wpp = crate::input::read_wpp(&args.file, "subpath")?;
     let q: Vec<Terminal> = args.terminals.iter().map(|&t| Terminal(t)).collect();
     if let Some(t) = q.iter().find(|t| !wpp.grammar.has_terminal(**t)) {
         anyhow::bail!(

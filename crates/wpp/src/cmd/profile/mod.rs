@@ -5,12 +5,14 @@
 
 use anyhow::Context as _;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use wpp_abi::profile::ProfileFile;
 use wpp_paths::dag::DagNodeKind;
 use wpp_paths::{BallLarus, Dag, PathId};
+
+mod diff;
 
 /// Subcommands of `wpp profile`.
 #[derive(clap::Subcommand)]
@@ -42,20 +44,9 @@ pub enum Command {
     },
     /// Compare the path counts of two profiles of one program, path by path (a `ppp` profile
     /// counts as its interesting and uninteresting executions together, so a `bl` and a `ppp`
-    /// profile of the same deterministic run must be equal). Lists the paths whose counts
-    /// differ; exits with status 1 if any does, like cmp(1).
-    Diff {
-        /// The first profile.
-        a: PathBuf,
-        /// The second profile.
-        b: PathBuf,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        /// List at most this many differing paths.
-        #[arg(long, default_value_t = 20)]
-        top: usize,
-    },
+    /// profile of the same deterministic run must be equal): the paths whose counts differ,
+    /// largest change first, with each count's share of its profile's total.
+    Diff(diff::Args),
     /// Sum the profiles of one program (e.g. the files its processes left, one per PID) into
     /// one: every path's count is the sum of its counts. The profiles must come from the same
     /// instrumented program and mode.
@@ -89,13 +80,12 @@ struct ShownFunction {
     paths: Vec<ShownPath>,
 }
 
-fn read(path: &Path) -> anyhow::Result<ProfileFile> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    ProfileFile::from_bytes(&bytes).with_context(|| format!("cannot read {}", path.display()))
+pub(super) fn read(path: &Path) -> anyhow::Result<ProfileFile> {
+    crate::input::read_profile(path, "profile")
 }
 
 /// Numberings of every function of a profile, by name.
-fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
+pub(super) fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
     let mut out = BTreeMap::new();
     for cfg in &file.program.cfgs {
         let mut cfg = cfg.clone();
@@ -106,7 +96,7 @@ fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
     out
 }
 
-fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
+pub(super) fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
     let Some((dag, bl)) = n else {
         return Vec::new();
     };
@@ -138,86 +128,11 @@ fn merge(profiles: &[PathBuf], output: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", output.display()))
 }
 
-/// A path whose counts differ between two profiles.
-#[derive(Serialize)]
-struct DiffPath {
-    function: String,
-    id: u64,
-    counts: [u64; 2],
-    blocks: Vec<String>,
-}
-
-/// `wpp profile diff`: every path (function, Ball–Larus id) whose counts differ.
-fn diff(a: &Path, b: &Path, json: bool, top: usize) -> anyhow::Result<()> {
-    let (fa, fb) = (read(a)?, read(b)?);
-    fa.check_same_paths(&fb).with_context(|| {
-        format!(
-            "cannot compare {} with {} (path ids agree only between profiles of one build)",
-            a.display(),
-            b.display()
-        )
-    })?;
-    let (ca, cb) = (fa.path_counts(), fb.path_counts());
-    let nums = numberings(&fa);
-    let none = BTreeMap::new();
-    let names: BTreeSet<&String> = ca.functions.keys().chain(cb.functions.keys()).collect();
-    let mut differ = Vec::new();
-    for name in names {
-        let pa = ca.functions.get(name).unwrap_or(&none);
-        let pb = cb.functions.get(name).unwrap_or(&none);
-        let ids: BTreeSet<u64> = pa.keys().chain(pb.keys()).copied().collect();
-        for id in ids {
-            let counts = [pa.get(&id), pb.get(&id)].map(|c| c.copied().unwrap_or(0));
-            if counts[0] != counts[1] {
-                let blocks = blocks_of(nums.get(name), id);
-                differ.push(DiffPath {
-                    function: name.clone(),
-                    id,
-                    counts,
-                    blocks,
-                });
-            }
-        }
-    }
-    let total = differ.len();
-    if json {
-        crate::util::print_json(&differ)?;
-    } else {
-        let mut out = std::io::stdout().lock();
-        for d in differ.iter().take(top) {
-            writeln!(
-                out,
-                "{}: path {} x{} vs x{}  {}",
-                d.function,
-                d.id,
-                d.counts[0],
-                d.counts[1],
-                d.blocks.join(" ")
-            )?;
-        }
-    }
-    if total > 0 {
-        anyhow::bail!(
-            "{} and {} differ on {total} paths",
-            a.display(),
-            b.display()
-        );
-    }
-    if !json {
-        println!(
-            "same path counts: {} paths in {} functions",
-            ca.functions.values().map(BTreeMap::len).sum::<usize>(),
-            ca.functions.len()
-        );
-    }
-    Ok(())
-}
-
 /// Runs a `wpp profile` subcommand.
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Merge { profiles, output } => merge(&profiles, output.as_path()),
-        Command::Diff { a, b, json, top } => diff(&a, &b, json, top),
+        Command::Diff(args) => diff::run(args),
         Command::Show { profile, json, top } => {
             let file = read(&profile)?;
             // A PPP profile shows as its counts by Ball–Larus id.

@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -25,9 +25,10 @@ use wpp_query::matching::{
     compressed, scheme1, Automaton, Kind, Mode, PathQuery, Scheme, StreamMatch,
 };
 use wpp_query::pattern::Pattern;
-use wpp_trace::{BlockId, Event, FunctionId, ThreadDemux, ThreadId};
+use wpp_trace::{BlockId, Event, FunctionId, ProgramDb, ThreadDemux, ThreadId};
 
-use crate::util::{input_kind, InputKind};
+use crate::input::{self, Kind as FileKind};
+use crate::util::{unknown_function, NotInFile};
 
 /// Arguments of `wpp match`.
 #[derive(clap::Args)]
@@ -79,24 +80,64 @@ struct Output {
     streams: Vec<StreamMatch>,
 }
 
-fn resolve(name: &str, lookup: impl Fn(&str) -> Option<FunctionId>) -> anyhow::Result<FunctionId> {
+/// The function `name` (or `#id`, which a text trace may use without naming it) among `names`
+/// (by id); an unknown name is an error with the nearest names.
+fn resolve(file: &Path, name: &str, names: &[String]) -> anyhow::Result<FunctionId> {
     if let Some(id) = name.strip_prefix('#') {
-        return Ok(FunctionId(
-            id.parse()
-                .with_context(|| format!("bad function id `{name}`"))?,
-        ));
+        return Ok(FunctionId(id.parse().map_err(|_| {
+            NotInFile(format!("bad function id `{name}` (expected #NUMBER)"))
+        })?));
     }
-    lookup(name).with_context(|| format!("no function named `{name}`"))
+    names
+        .iter()
+        .position(|n| n == name)
+        .map(|i| FunctionId(i as u32))
+        .ok_or_else(|| unknown_function(file, name, names.iter().map(String::as_str)))
+}
+
+/// The function `name` of `db`, checking that the queried blocks are the function's where the
+/// file knows how many it has (its CFG, or its blocks' source lines).
+fn resolve_in(file: &Path, db: &ProgramDb, args: &Args) -> anyhow::Result<FunctionId> {
+    let names: Vec<String> = db.functions.iter().map(|f| f.name.clone()).collect();
+    let id = resolve(file, &args.function, &names)?;
+    let Some(f) = db.function(id) else {
+        return Ok(id);
+    };
+    let blocks = match &f.cfg {
+        Some(cfg) => cfg.successors.len(),
+        None => f.block_lines.len(),
+    };
+    if blocks == 0 {
+        return Ok(id);
+    }
+    for p in &args.paths {
+        if let Some(b) = p.0.iter().find(|&&b| b as usize >= blocks) {
+            return Err(NotInFile(format!(
+                "{}: function `{}` has blocks 0 to {}; block {b} is not one of them",
+                file.display(),
+                f.name,
+                blocks - 1
+            ))
+            .into());
+        }
+    }
+    Ok(id)
 }
 
 /// Runs `wpp match`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mode = if args.count { Mode::Count } else { Mode::First };
     let t0 = Instant::now();
-    let (scheme, answers) = match input_kind(&args.file)? {
-        InputKind::Chunked => match_chunked(&args, mode)?,
-        InputKind::Wpp => match_wpp(&args, mode)?,
-        InputKind::Trace => match_trace(&args, mode)?,
+    let kinds = [
+        FileKind::Chunked,
+        FileKind::Wpp,
+        FileKind::Trace,
+        FileKind::TextTrace,
+    ];
+    let (scheme, answers) = match input::expect(&args.file, &kinds, "match")? {
+        FileKind::Chunked => match_chunked(&args, mode)?,
+        FileKind::Wpp => match_wpp(&args, mode)?,
+        _ => match_trace(&args, mode)?,
     };
     let seconds = t0.elapsed().as_secs_f64();
     let outs: Vec<Output> = args
@@ -144,7 +185,7 @@ fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Str
     let f = File::open(&args.file)?;
     let mut trace = ChunkedTrace::open(BufReader::new(f))
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let function = resolve(&args.function, |n| trace.function(n))?;
+    let function = resolve(&args.file, &args.function, trace.function_names())?;
     let qs = queries(args, function);
     let (answers, _) = chunked::run_many(&mut trace, &qs, mode)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
@@ -153,9 +194,8 @@ fn match_chunked(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Str
 
 /// Schemes 1, 2 and 4 on a `.wpp` file.
 fn match_wpp(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<StreamMatch>>)> {
-    let wpp = WppFile::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let function = resolve(&args.function, |n| wpp.program.find(n))?;
+    let wpp = input::read_wpp(&args.file, "match")?;
+    let function = resolve_in(&args.file, &wpp.program, args)?;
     let qs = queries(args, function);
     let index = partition::find_index(&wpp.extra, &wpp.grammar)
         .with_context(|| format!("cannot read the scheme 4 index of {}", args.file.display()))?;
@@ -210,9 +250,9 @@ fn match_trace(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Strea
         );
     }
     let path = &args.file;
-    let mut reader = super::compress::open_trace(path)?;
+    let mut reader = input::open_trace(path, "match")?;
     let db = reader.program().clone();
-    let function = resolve(&args.function, |n| db.find(n))?;
+    let function = resolve_in(path, &db, args)?;
     let qs = queries(args, function);
     let patterns = compile(&qs)?;
     let mut m = Matcher::new(&qs, &patterns);
@@ -238,7 +278,7 @@ fn match_trace(args: &Args, mode: Mode) -> anyhow::Result<(Scheme, Vec<Vec<Strea
             }
         }
     }
-    super::compress::warn_truncated(path, reader.truncation());
+    input::warn_truncated(path, reader.truncation());
     Ok((Scheme::Expand, m.answers(mode)))
 }
 

@@ -7,14 +7,15 @@
 //! per-thread projections, see `wpp_trace::file::threads`), so the output equals the original
 //! trace per thread, which is what `wpp verify` checks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
-use wpp_grammar::StartRule;
 use wpp_trace::file::{self, FileWriter, Format};
 use wpp_trace::{Event, TraceError};
+
+use crate::input::{needs_switch, starts_by_thread};
 
 /// Arguments of `wpp decompress`.
 #[derive(clap::Args)]
@@ -29,27 +30,10 @@ pub struct Args {
     text: bool,
 }
 
-/// Reads and validates a `.wpp` file, naming it in any error.
-pub(crate) fn read_wpp(path: &Path) -> anyhow::Result<WppFile> {
-    WppFile::read(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
-/// The start rules in the order they are written: ascending thread id.
-pub(crate) fn starts_by_thread(wpp: &WppFile) -> Vec<StartRule> {
-    let mut starts = wpp.grammar.starts().to_vec();
-    starts.sort_by_key(|s| s.thread);
-    starts
-}
-
-/// Whether the `i`-th thread written (in [`starts_by_thread`] order) needs a `T` event.
-pub(crate) fn needs_switch(i: usize, s: &StartRule) -> bool {
-    i > 0 || s.thread.0 != 0
-}
-
 /// Runs `wpp decompress`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (input, output) = (&args.input, &args.output);
-    let wpp = read_wpp(input)?;
+    let wpp = crate::input::read_wpp(input, "decompress")?;
     let format = if args.text {
         Format::Text
     } else {

@@ -22,18 +22,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
 use wpp_grammar::{Algorithm, TraceCompressor};
 use wpp_query::matching::partition::index_section;
-use wpp_trace::file::{self, TraceReader, Truncation};
+use wpp_trace::file::{TraceReader, Truncation};
 use wpp_trace::ProgramDb;
 
-use super::decompress::{read_wpp, starts_by_thread};
 use crate::heap;
-use crate::util::InputKind;
+use crate::input::{self, Kind};
+use crate::util::{event_counter, threads};
 
 /// Which compressor to run, as named on the command line.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -110,36 +110,6 @@ struct Report {
     runs: Vec<Row>,
 }
 
-/// Opens a trace for reading, accepting a truncated one (its valid prefix is used).
-pub(crate) fn open_trace(path: &Path) -> anyhow::Result<TraceReader> {
-    let reader = file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(reader.allow_truncated(true))
-}
-
-/// Warns that the trace at `path` was cut short at `t`.
-pub(crate) fn warn_truncated(path: &Path, t: Option<Truncation>) {
-    if let Some(t) = t {
-        eprintln!(
-            "wpp: warning: {} is truncated at byte offset {} (a recording cut short?); \
-             using the {} events before it",
-            path.display(),
-            t.offset,
-            t.events
-        );
-    }
-}
-
-/// A counter of events processed, on standard error; hidden when it is not a terminal.
-pub(crate) fn event_counter(what: String) -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg}: {human_pos} events ({per_sec})")
-            .expect("static template"),
-    );
-    bar.set_message(what);
-    bar
-}
-
 /// One compressor's run: its report row and the encoded `.wpp`.
 struct Run {
     row: Row,
@@ -210,9 +180,10 @@ const EXPAND_BATCH: usize = 1 << 16;
 
 impl Source {
     fn open(path: &Path) -> anyhow::Result<Source> {
-        Ok(match crate::util::input_kind(path)? {
-            InputKind::Wpp => Source::Grammar(Box::new(read_wpp(path)?)),
-            _ => Source::Trace(Box::new(open_trace(path)?)),
+        let kinds = [Kind::Trace, Kind::TextTrace, Kind::Wpp];
+        Ok(match input::expect(path, &kinds, "compress")? {
+            Kind::Wpp => Source::Grammar(Box::new(input::read_wpp(path, "compress")?)),
+            _ => Source::Trace(Box::new(input::open_trace(path, "compress")?)),
         })
     }
 
@@ -245,7 +216,7 @@ impl Source {
             Source::Grammar(wpp) => {
                 let events = wpp.alphabet.events();
                 let mut batch = Vec::with_capacity(EXPAND_BATCH);
-                for s in starts_by_thread(wpp) {
+                for s in input::starts_by_thread(wpp) {
                     for t in Expander::new(&wpp.grammar, s.rule) {
                         batch.push(events[t.index()]);
                         if batch.len() == EXPAND_BATCH {
@@ -313,7 +284,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         rows.push(run.row);
     }
-    warn_truncated(&args.input, truncation);
+    input::warn_truncated(&args.input, truncation);
     let (i, bytes) = best.expect("at least one algorithm ran");
     std::fs::write(&args.output, bytes)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
@@ -395,9 +366,4 @@ pub(crate) fn human_bytes(n: usize) -> String {
     } else {
         format!("{v:.1} {}", UNITS[unit])
     }
-}
-
-/// "1 thread", "3 threads".
-pub(crate) fn threads(n: usize) -> String {
-    format!("{n} thread{}", if n == 1 { "" } else { "s" })
 }

@@ -1,0 +1,283 @@
+//! The one input layer every command reads through: it recognises each kind of wpp file by its
+//! first bytes and gives a command the kind it needs, or a one-line error naming the file, the
+//! kind found and the command that reads it.
+//!
+//! | kind | recognised by | read by |
+//! |---|---|---|
+//! | binary trace | `WPPT` | `wpp compress`, `wpp trace`, `wpp match`, `wpp verify`, `wpp functions` |
+//! | `.wpp` grammar | `WPPG` | `wpp hot`, `wpp subpath`, `wpp stats`, `wpp match`, … |
+//! | chunked container | `WPPC` | `wpp match` |
+//! | bl/ppp profile | `WPPRPROF` | `wpp profile`, `wpp functions`, `wpp cfg`, `wpp paths`, `wpp ppp plan` |
+//! | CFG JSON | `{` or `[` first (after white space) | `wpp cfg`, `wpp paths`, `wpp ppp plan` |
+//! | text trace | UTF-8 whose first line is an event (`F`, `B`, `P`, `E`, `T`, `D`) or `#` | as binary traces |
+//!
+//! Missing files, directories, empty files and anything else are errors before any reader
+//! runs, so no command prints a reader's view of a file it cannot read (`line 12: not UTF-8`).
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use wpp_abi::profile::ProfileFile;
+use wpp_grammar::file::WppFile;
+use wpp_grammar::StartRule;
+use wpp_paths::Cfg;
+use wpp_trace::{ProgramDb, TraceReader};
+
+/// What a file holds, by its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A binary trace (`WPPT`).
+    Trace,
+    /// A text trace.
+    TextTrace,
+    /// A `.wpp` grammar (`WPPG`).
+    Wpp,
+    /// A chunked grammar container (`WPPC`, `wpp trace chunk`).
+    Chunked,
+    /// A run-time path profile (`WPPRPROF`, recordings in `bl` or `ppp` mode).
+    Profile,
+    /// JSON, taken to be CFGs (`wpp paths` documents the schema).
+    CfgJson,
+}
+
+impl Kind {
+    /// The kind's name in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Trace => "binary trace",
+            Kind::TextTrace => "text trace",
+            Kind::Wpp => ".wpp grammar",
+            Kind::Chunked => "chunked grammar container",
+            Kind::Profile => "bl/ppp path profile",
+            Kind::CfgJson => "CFG JSON file",
+        }
+    }
+
+    /// What a user can run on a file of this kind.
+    fn readers(self) -> &'static str {
+        match self {
+            Kind::Trace | Kind::TextTrace => {
+                "`wpp compress FILE -o FILE.wpp` makes a grammar of it; \
+                 `wpp match`, `wpp functions` and `wpp trace` read it as it is"
+            }
+            Kind::Wpp => {
+                "`wpp hot`, `wpp subpath`, `wpp stats`, `wpp match` and `wpp functions` read it"
+            }
+            Kind::Chunked => "`wpp match` reads it",
+            Kind::Profile => {
+                "`wpp profile show`, `wpp functions`, `wpp cfg` and `wpp paths` read it"
+            }
+            Kind::CfgJson => "`wpp cfg`, `wpp paths` and `wpp ppp plan` read it",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Bytes read to recognise a file: enough for every magic and a text trace's first line.
+const SNIFF_BYTES: u64 = 4096;
+
+/// Recognises the file at `path`; missing files, directories, empty files and unknown contents
+/// are errors naming the file.
+pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
+    if meta.is_dir() {
+        bail!("{shown} is a directory, not a wpp file");
+    }
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut head))
+        .with_context(|| format!("cannot read {shown}"))?;
+    if head.is_empty() {
+        bail!("{shown} is empty (a recording that was cut short before it wrote anything?)");
+    }
+    kind_of(&head).with_context(|| {
+        format!(
+            "{shown} is not a wpp file: it starts with {:?}; wpp reads traces, .wpp grammars, \
+             chunked containers, bl/ppp profiles and CFG JSON",
+            String::from_utf8_lossy(&head[..head.len().min(8)])
+        )
+    })
+}
+
+/// The kind whose magic or syntax `head` (the file's first bytes) starts with.
+fn kind_of(head: &[u8]) -> Option<Kind> {
+    let magics: [(&[u8], Kind); 4] = [
+        (&wpp_trace::file::binary::MAGIC, Kind::Trace),
+        (&wpp_grammar::file::MAGIC, Kind::Wpp),
+        (b"WPPC", Kind::Chunked),
+        (wpp_abi::profile::MAGIC, Kind::Profile),
+    ];
+    if let Some(&(_, k)) = magics.iter().find(|(m, _)| head.starts_with(m)) {
+        return Some(k);
+    }
+    // A multi-byte character may be cut at the end of the sniffed bytes.
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    let trimmed = text.trim_start();
+    if trimmed.starts_with(['{', '[']) {
+        return Some(Kind::CfgJson);
+    }
+    let first = trimmed.lines().next().unwrap_or("");
+    let mut word = first.split_whitespace();
+    let letter = word.next()?;
+    (letter.starts_with('#') || matches!(letter, "F" | "B" | "P" | "E" | "T" | "D"))
+        .then_some(Kind::TextTrace)
+}
+
+/// Recognises the file at `path` and checks that it is one of `wanted`, which `command` reads;
+/// otherwise an error naming the file, the kind found and what reads it.
+pub fn expect(path: &Path, wanted: &[Kind], command: &str) -> anyhow::Result<Kind> {
+    let kind = sniff(path)?;
+    if wanted.contains(&kind) {
+        return Ok(kind);
+    }
+    let names: Vec<&str> = wanted.iter().map(|k| k.name()).collect();
+    bail!(
+        "{} is a {kind}, but `wpp {command}` reads a {}; {}",
+        path.display(),
+        names.join(" or "),
+        kind.readers()
+    )
+}
+
+/// Traces of either format.
+pub const TRACES: [Kind; 2] = [Kind::Trace, Kind::TextTrace];
+
+/// Reads and validates a `.wpp` file for `command`.
+pub fn read_wpp(path: &Path, command: &str) -> anyhow::Result<WppFile> {
+    expect(path, &[Kind::Wpp], command)?;
+    WppFile::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Opens a trace (binary or text) for `command`; a trace cut short ends cleanly, and
+/// [`warn_truncated`] says where.
+pub fn open_trace(path: &Path, command: &str) -> anyhow::Result<TraceReader> {
+    expect(path, &TRACES, command)?;
+    let reader =
+        wpp_trace::file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(reader.allow_truncated(true))
+}
+
+/// Warns that the trace at `path` was cut short at `t`.
+pub fn warn_truncated(path: &Path, t: Option<wpp_trace::file::Truncation>) {
+    if let Some(t) = t {
+        eprintln!(
+            "wpp: warning: {} is truncated at byte offset {} (a recording cut short?); \
+             using the {} events before it",
+            path.display(),
+            t.offset,
+            t.events
+        );
+    }
+}
+
+/// Reads a bl/ppp run-time profile for `command`.
+pub fn read_profile(path: &Path, command: &str) -> anyhow::Result<ProfileFile> {
+    expect(path, &[Kind::Profile], command)?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    ProfileFile::from_bytes(&bytes).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The program database of a recording: a trace's header, a `.wpp`'s, or a profile's embedded
+/// program with its CFGs.
+pub fn read_program(path: &Path, command: &str) -> anyhow::Result<ProgramDb> {
+    let kinds = [Kind::Trace, Kind::TextTrace, Kind::Wpp, Kind::Profile];
+    Ok(match expect(path, &kinds, command)? {
+        Kind::Wpp => read_wpp(path, command)?.program,
+        Kind::Profile => {
+            let mut p = read_profile(path, command)?.program;
+            p.attach_cfgs();
+            p.program
+        }
+        _ => open_trace(path, command)?.program().clone(),
+    })
+}
+
+/// The CFGs of every function of `path`: a CFG JSON document, or the CFGs a recording or profile
+/// embeds (functions without one are left out).
+pub fn read_cfgs(path: &Path, command: &str) -> anyhow::Result<Vec<Cfg>> {
+    let kinds = [
+        Kind::CfgJson,
+        Kind::Trace,
+        Kind::TextTrace,
+        Kind::Wpp,
+        Kind::Profile,
+    ];
+    let cfgs: Vec<Cfg> = match expect(path, &kinds, command)? {
+        Kind::CfgJson => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            return wpp_paths::CfgFile::parse(&text)
+                .with_context(|| format!("in {}", path.display()));
+        }
+        Kind::Profile => read_profile(path, command)?.program.cfgs,
+        _ => read_program(path, command)?
+            .functions
+            .iter()
+            .filter_map(|f| Some(Cfg::from_record(&f.name, f.cfg.as_ref()?)))
+            .collect(),
+    };
+    if cfgs.is_empty() {
+        bail!(
+            "{} carries no CFGs (a trace-blocks recording?); record with --mode trace-paths, \
+             bl or ppp, or give a CFG JSON file",
+            path.display()
+        );
+    }
+    Ok(cfgs)
+}
+
+/// The start rules of a `.wpp` in the order its threads are written out: ascending thread id.
+pub fn starts_by_thread(wpp: &WppFile) -> Vec<StartRule> {
+    let mut starts = wpp.grammar.starts().to_vec();
+    starts.sort_by_key(|s| s.thread);
+    starts
+}
+
+/// Whether the `i`-th thread written (in [`starts_by_thread`] order) needs a `T` event: all but
+/// thread 0 written first, since events before any `T` belong to thread 0.
+pub fn needs_switch(i: usize, s: &StartRule) -> bool {
+    i > 0 || s.thread.0 != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_first_bytes() {
+        let cases: [(&[u8], Option<Kind>); 10] = [
+            (b"WPPT\x03rest", Some(Kind::Trace)),
+            (b"WPPG\x03", Some(Kind::Wpp)),
+            (b"WPPC", Some(Kind::Chunked)),
+            (b"WPPRPROF\x01", Some(Kind::Profile)),
+            (b"  {\"functions\": []}", Some(Kind::CfgJson)),
+            (b"# a trace\nF main\n", Some(Kind::TextTrace)),
+            (b"\nF main\nB 0\n", Some(Kind::TextTrace)),
+            (b"E", Some(Kind::TextTrace)),
+            (b"hello world\n", None),
+            (b"\x7fELF\x02\x01", None),
+        ];
+        for (head, want) in cases {
+            assert_eq!(kind_of(head), want, "{:?}", String::from_utf8_lossy(head));
+        }
+    }
+
+    #[test]
+    fn a_character_cut_by_the_sniff_window_is_still_text() {
+        let mut head = b"F caf".to_vec();
+        head.extend_from_slice(&"é".as_bytes()[..1]);
+        assert_eq!(kind_of(&head), Some(Kind::TextTrace));
+    }
+}
