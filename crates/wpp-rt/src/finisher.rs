@@ -106,22 +106,22 @@ impl Plan {
 
     /// Runs the finisher as [`Plan::mode`] says; returns a one-line summary for the exiting
     /// process (the detached finisher's own summary goes to a terminal only).
-    pub fn run(&self, quiet: bool) -> String {
+    pub fn run(&self, verbose: bool) -> Result<String, SinkError> {
+        let stays = |e: String| SinkError::Wpp {
+            path: self.wpp.display().to_string(),
+            message: format!("{e}; the raw trace stays in {}", self.spool.display()),
+        };
         match self.mode {
-            Mode::Wait => match self.compress() {
-                Ok(s) => s,
-                Err(e) => format!("{e}; the raw trace stays in {}", self.spool.display()),
-            },
-            Mode::Detach => match self.detach(quiet) {
-                Ok(()) => format!(
+            Mode::Wait => self.compress().map_err(|e| stays(e.to_string())),
+            Mode::Detach => match self.detach(verbose) {
+                Ok(()) => Ok(format!(
                     "{} will be finished from {} in the background",
                     self.wpp.display(),
                     self.spool.display()
-                ),
-                Err(e) => format!(
-                    "cannot start the finisher ({e}); run `wpp compress {}`",
-                    self.spool.display()
-                ),
+                )),
+                Err(e) => Err(stays(format!(
+                    "cannot start the finisher ({e}); run `wpp compress` on it"
+                ))),
             },
         }
     }
@@ -169,7 +169,7 @@ impl Plan {
 
     /// Forks the detached finisher (see the module docs); returns once the intermediate
     /// child has exited.
-    fn detach(&self, quiet: bool) -> std::io::Result<()> {
+    fn detach(&self, verbose: bool) -> std::io::Result<()> {
         // SAFETY: the child only calls `setsid`, `fork` and `_exit`; the grandchild runs Rust
         // code, safe after `fork` because the runtime's heap lock is held across it (see
         // [`crate::heap`]) and the runtime's own fork handlers do nothing once recording is over.
@@ -180,7 +180,7 @@ impl Plan {
                 unsafe {
                     libc::setsid();
                     match libc::fork() {
-                        0 => self.in_grandchild(quiet),
+                        0 => self.in_grandchild(verbose),
                         -1 => crate::raw_exit(1),
                         _ => crate::raw_exit(0),
                     }
@@ -196,8 +196,9 @@ impl Plan {
     }
 
     /// The detached finisher's body: drop every inherited descriptor, compress, `_exit`.
-    fn in_grandchild(&self, quiet: bool) -> ! {
-        let keep_stderr = !quiet && unsafe { libc::isatty(2) } == 1;
+    fn in_grandchild(&self, verbose: bool) -> ! {
+        // SAFETY: querying descriptor 2.
+        let keep_stderr = verbose && unsafe { libc::isatty(2) } == 1;
         // SAFETY: plain descriptor calls on this process's own table.
         unsafe {
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);

@@ -126,6 +126,11 @@ impl<R: Send + 'static> Pipe<R> {
         self.free.try_recv().unwrap_or_default()
     }
 
+    /// Whether the worker has ended (returned or panicked) or was joined.
+    pub fn worker_ended(&self) -> bool {
+        self.worker.as_ref().is_none_or(|w| w.is_finished())
+    }
+
     /// Closes the queue and waits for the worker to drain it; `None` if it panicked, was
     /// already joined, or is the calling thread (a fatal signal in the worker itself).
     pub fn finish(&mut self) -> Option<R> {

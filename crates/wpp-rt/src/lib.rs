@@ -14,10 +14,17 @@
 //!   a slot in the registry holding the addresses of its buffer, index and depth, and a pthread
 //!   key whose destructor flushes the buffer when the thread ends. Every consumed buffer is
 //!   tagged with its thread, so output streams are per thread.
-//! * **Output.** [`sink`] turns consumed buffers into the output, on a background thread fed
-//!   through [`handoff`]: a raw chunked trace (`wpp_trace::file` binary format, encoded and
-//!   written with `write(2)` while the program runs, so that after `kill -9` every chunk
-//!   written so far is readable) or, by default, an online `.wpp` ([`online`]).
+//! * **Output.** [`sink`] turns consumed buffers into a raw chunked trace (`wpp_trace::file`
+//!   binary format, zstd-compressed chunks) on a background thread fed through [`handoff`],
+//!   written with `write(2)` while the program runs, so the program runs at raw-recording
+//!   speed in every mode. With `WPP_RAW=1` that trace is the recording; by default it is the
+//!   *spool* of a `.wpp` that the [`finisher`] builds after the run without holding the
+//!   program's exit (a detached process; `WPP_FINISH=wait` finishes before exiting).
+//! * **Flushing.** A timer thread hands every thread's partial buffer to the writer each
+//!   `WPP_FLUSH_SECONDS` (default 1 s) and has it written (`peek`: the thread keeps its buffer),
+//!   and the writer writes whatever it holds whenever its queue runs empty, so a `SIGKILL`ed
+//!   run leaves a readable trace (or spool) holding every event up to the last flush; the
+//!   reader reports its missing end marker as a truncation, and `wpp compress` finishes a spool.
 //! * **Memory.** Everything the runtime allocates comes from its own heap ([`heap`]), never
 //!   from the program's `malloc`, and program threads never block in std channels (which
 //!   allocate there): the program's heap layout is the same recorded and native, so programs
@@ -26,20 +33,36 @@
 //!   thread's buffer, then *marks open frames* by appending one `Leave` per frame still on the
 //!   thread's shadow stack — so `exit()` from deep frames, `abort()` and fatal signals (SIGSEGV,
 //!   SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, whose handlers do the same and then
-//!   re-raise with the default action) leave a balanced trace. Events produced after that (in
-//!   atexit handlers that run later, or in other TLS destructors of an ending thread) are not
+//!   re-raise with the default action) leave a balanced trace. `_exit`, `_Exit` and the `exec`
+//!   family (`execve`, `execv`, `execvp`, `execvpe`, `fexecve`) run no `atexit` handlers, so
+//!   the runtime defines them (it is linked into the executable, whose definitions take
+//!   precedence over libc's): each ends the recording the same way, then exits with the
+//!   `exit_group` system call or calls libc's function (`dlsym(RTLD_NEXT, …)`). After a fatal
+//!   signal the finisher does not run (forking in a signal handler could deadlock): the spool
+//!   stays for `wpp compress`. Events produced after the end (in atexit handlers that run
+//!   later, in other TLS destructors of an ending thread, after a failed `exec`) are not
 //!   recorded.
+//! * **fork.** Both processes go on recording (see `mod fork`): the child writes its own file
+//!   (its pid in the name), whose stream starts with one `Enter` per frame open at the fork, so
+//!   it is balanced and holds exactly what the child executed.
 //!
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
-//! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles),
-//! `WPP_QUIET=0` prints a one-line summary on stderr at exit, `WPP_COMPRESS` chooses the online
-//! compressor (`phrase` by default, `sequitur`, … see [`online`]), `WPP_RAW=1` records a raw
-//! trace instead, whose chunks are zstd-compressed at level `WPP_ZSTD_LEVEL` (default 1, `0`
-//! stores them plain; see [`sink`]).
+//! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles; in a forked
+//! child a `WPP_OUT` without `%p` gets `.PID` before its extension). `WPP_QUIET=1` says
+//! nothing on stderr but errors; by default one line names the output; `WPP_QUIET=0` prints
+//! a summary (events, spool bytes, the finisher's report). `WPP_COMPRESS` chooses the
+//! finisher's compressor (`phrase` by default, `sequitur`, … see [`finisher`]), `WPP_FINISH`
+//! how it runs (`detach`, `wait`), `WPP_FLUSH_SECONDS` the flush interval, `WPP_ZSTD_LEVEL`
+//! the raw chunks' zstd level (default 1, `0` stores them plain; see [`sink`]). Output errors
+//! are reported when recording starts (the file is created then) with the path and the OS
+//! cause; the program runs on unrecorded.
 //!
-//! A child of `fork()` is not recorded (only the parent's run is). Not supported: `vfork`, and
-//! signals that kill without a handler
-//! (`SIGKILL`: the trace ends at the last whole chunk, without the end marker).
+//! Not supported: `vfork` children that call the wrappers above are detected (their pid
+//! differs from the recording's) and leave the parent's recording alone; `execl`, `execlp`
+//! and `execle` (C variadic functions Rust cannot define) are not wrapped, so a program that
+//! uses them loses its buffered tail (up to one flush interval). Path profiles (`bl`, `ppp`)
+//! are written at exit, `_exit`, `exec` and fatal signals; a `SIGKILL`ed profiling run leaves
+//! none (its counts live in memory).
 
 #![deny(missing_docs)]
 
@@ -518,7 +541,7 @@ fn finish(rt: &Runtime, blocking: bool, ending: sink::Ending) {
             unsafe { drain(&mut out, t as u32, slot) };
         }
     }
-    let destination = out.sink.destination().display().to_string();
+    let destination = out.sink.destination(ending).display().to_string();
     match out.sink.finish(ending, rt.verbosity == Verbosity::Summary) {
         Ok(summary) if rt.verbosity == Verbosity::Summary => eprintln!("wpp-rt: {summary}"),
         Ok(_) if rt.verbosity == Verbosity::Where => {

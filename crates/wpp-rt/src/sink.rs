@@ -12,7 +12,8 @@
 //! holds, with unbuffered `write(2)`, whenever its queue runs empty, so a process killed by
 //! `SIGKILL` leaves every chunk written so far readable (the reader reports the missing end
 //! marker as a truncation); what it loses is the buffers still queued (written within
-//! `MAX_NAP` = 10 ms when the program is idle) or in thread-local memory.
+//! `MAX_NAP` = 10 ms when the program is idle) or in thread-local memory (handed over every
+//! flush interval by the runtime's timer, which then waits for them with [`Sink::sync`]).
 //!
 //! # Compression
 //!
@@ -148,13 +149,17 @@ impl Sink {
                 "{written}; not finished after a fatal signal: run `wpp compress {}`",
                 plan.spool.display()
             )),
-            (Some(plan), Ending::Normal) => Ok(format!("{written}; {}", plan.run(verbose))),
+            (Some(plan), Ending::Normal) => Ok(format!("{written}; {}", plan.run(verbose)?)),
         }
     }
 
-    /// Where the recording ends up (the `.wpp`, or the raw trace with `WPP_RAW=1`).
-    pub fn destination(&self) -> &Path {
-        self.plan.as_ref().map_or(&self.raw.path, |p| &p.wpp)
+    /// Where a recording that ends so ends up: the `.wpp`, or the raw trace (`WPP_RAW=1`, or
+    /// the spool after a fatal signal).
+    pub fn destination(&self, ending: Ending) -> &Path {
+        match (&self.plan, ending) {
+            (Some(plan), Ending::Normal) => &plan.wpp,
+            _ => &self.raw.path,
+        }
     }
 }
 
@@ -320,6 +325,9 @@ impl RawSink {
     pub fn sync(&mut self) -> u64 {
         self.progress.wanted.store(self.sent, Ordering::Release);
         while self.progress.flushed.load(Ordering::Acquire) < self.sent {
+            if self.pipe.worker_ended() {
+                break; // it panicked: nothing more will be written
+            }
             std::thread::sleep(crate::handoff::FULL_NAP);
         }
         std::fs::metadata(&self.path).map_or(0, |m| m.len())
