@@ -240,6 +240,68 @@ pub fn spool_path(wpp: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wpp_trace::file::TraceWriter;
+    use wpp_trace::{Event, FunctionId, ProgramDb, ThreadId};
+
+    /// Two threads' interleaved events (balanced per thread).
+    fn events() -> Vec<Event> {
+        let mut e = Vec::new();
+        for round in 0..50u32 {
+            for t in 0..2 {
+                e.push(Event::Thread(ThreadId(t)));
+                e.push(Event::Enter(FunctionId(round % 3)));
+                e.push(Event::Block(wpp_trace::BlockId(round % 7)));
+                e.push(Event::Leave);
+            }
+        }
+        e
+    }
+
+    /// The finisher turns a spool (whole, or cut short before its end marker as a kill leaves
+    /// it) into a `.wpp` that expands to exactly the spool's events, thread by thread (the
+    /// oracle: splitting the events by thread directly); the spool and the temporary file are
+    /// gone afterwards.
+    #[test]
+    fn compress_round_trips_whole_and_truncated_spools() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ProgramDb::default();
+        for name in ["f", "g", "h"] {
+            db.intern(name);
+        }
+        for whole in [true, false] {
+            let plan = Plan {
+                spool: dir.path().join("p.trace"),
+                wpp: dir.path().join("p.wpp"),
+                algorithm: DEFAULT_ALGORITHM,
+                mode: Mode::Wait,
+            };
+            let mut w = TraceWriter::new(std::fs::File::create(&plan.spool).unwrap(), &db).unwrap();
+            for e in events() {
+                w.push(e).unwrap();
+            }
+            if whole {
+                w.finish().unwrap();
+            } else {
+                w.flush_chunk().unwrap(); // no end marker
+            }
+            let summary = plan.compress().unwrap();
+            assert!(summary.contains("400 events"), "{summary}");
+            assert_eq!(summary.contains("truncated"), !whole, "{summary}");
+            assert!(!plan.spool.exists() && !dir.path().join("p.wpp.tmp").exists());
+            let file = wpp_grammar::file::WppFile::read(&plan.wpp).unwrap();
+            let want = wpp_trace::file::threads::split_threads(&events());
+            for s in file.grammar.starts() {
+                let mut ts = Vec::new();
+                wpp_grammar::expand::expand_into(&file.grammar, s.rule, &mut ts);
+                let got: Vec<Event> = ts
+                    .iter()
+                    .map(|&t| file.alphabet.event(t).unwrap())
+                    .collect();
+                assert_eq!(got, want[&s.thread], "thread {:?}", s.thread);
+            }
+            assert_eq!(file.grammar.starts().len(), 2);
+        }
+    }
 
     #[test]
     fn spool_names() {

@@ -428,10 +428,9 @@ unsafe fn peek(out: &mut Out, t: u32, slot: &Slot) {
         let words = unconsumed(out, t, slot);
         if !words.is_empty() {
             out.sink.consume(t, words, 0);
-            let n = std::ptr::read_volatile(slot.idx).min(BUF_CAP);
-            // `words` ended at the index read inside `unconsumed`; the thread may have moved on.
+            // `words` end at the index `unconsumed` read; the thread may have moved on since.
             let done = out.peeked.get(t as usize).copied().unwrap_or(0) + words.len() as u32;
-            out.set_peeked(t, done.min(n));
+            out.set_peeked(t, done);
         }
     }
 }
