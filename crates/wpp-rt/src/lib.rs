@@ -62,7 +62,9 @@
 //! and `execle` (C variadic functions Rust cannot define) are not wrapped, so a program that
 //! uses them loses its buffered tail (up to one flush interval). Path profiles (`bl`, `ppp`)
 //! are written at exit, `_exit`, `exec` and fatal signals; a `SIGKILL`ed profiling run leaves
-//! none (its counts live in memory).
+//! none (its counts live in memory). An image that `exec`s an instrumented program keeps its
+//! pid, so if both recordings get the same name (the same program, or a `WPP_OUT` without a
+//! program-specific part) the new image's recording replaces the old one's.
 
 #![deny(missing_docs)]
 
