@@ -1,6 +1,5 @@
-//! The hand-off of full thread buffers to a background thread, shared by the raw sink
-//! ([`crate::sink::RawSink`]: encodes and writes the trace) and the online sink
-//! ([`crate::online::OnlineSink`]: SEQUITUR).
+//! The hand-off of full thread buffers to a background thread: the raw sink's writer
+//! ([`crate::sink::RawSink`]: encodes and writes the trace or spool).
 //!
 //! A flushing program thread sends its full buffer, a `Vec<u64>`, over a bounded channel and
 //! continues with an empty one from a free list that the worker refills ([`Pipe::swap`]: no
