@@ -239,6 +239,66 @@ fn sigkill_leaves_a_prefix_of_the_full_run() {
     }
 }
 
+/// SIGKILL of an 8-thread run, in every mode: every thread's stream on disk is a prefix of a
+/// stream of the full run (the workers' streams do not depend on scheduling), and replays
+/// without underflow.
+#[test]
+fn sigkill_of_eight_threads_leaves_per_thread_prefixes() {
+    let b = build("spin_threads.c", &TRACE_MODES);
+    let args = ["8", "300000"];
+    for (mode, exe) in &b.inst {
+        let reference = b.dir.path(&format!("{}-ref.trace", mode.name()));
+        run(exe, &args, Some(&reference));
+        let (_, all) = wpp_trace::file::read_events(&reference).unwrap();
+        let full: Vec<Vec<Event>> = wpp_trace::file::threads::split_threads(&all)
+            .into_values()
+            .collect();
+        assert_eq!(full.len(), 9, "main and 8 workers");
+        for output in OUTPUTS {
+            for delay_ms in [0u64, 50] {
+                let what = format!(
+                    "{} {output:?} 8 threads killed after {delay_ms} ms",
+                    mode.name()
+                );
+                let out = output.path(
+                    &b.dir.path(""),
+                    &format!("mt-{}-{output:?}-{delay_ms}", mode.name()),
+                );
+                let mut child = spawn_ready(exe, &args, &out, &output.env());
+                std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+                child.kill().unwrap();
+                let killed = !child.wait().unwrap().success();
+                let file = if killed {
+                    left_behind(output, &out)
+                } else {
+                    out
+                };
+                let (db, got) = if file.extension().is_some_and(|e| e == "wpp") {
+                    let (db, threads) = expand_wpp(&file);
+                    let mut all = Vec::new();
+                    for (t, events) in threads {
+                        all.push(Event::Thread(t));
+                        all.extend(events);
+                    }
+                    (db, all)
+                } else {
+                    let reader = wpp_trace::file::open(&file).unwrap().allow_truncated(true);
+                    let db = reader.program().clone();
+                    (db, reader.collect::<Result<Vec<_>, _>>().unwrap())
+                };
+                let _ = replay(&db, &got);
+                for (t, stream) in wpp_trace::file::threads::split_threads(&got) {
+                    assert!(
+                        full.iter()
+                            .any(|f| f.len() >= stream.len() && f[..stream.len()] == stream[..]),
+                        "{what}: thread {t:?} is not a prefix of any full-run stream"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// A slow program (one event every millisecond) killed once its first 1000 steps are on disk:
 /// they get there only through the periodic flush (`WPP_FLUSH_SECONDS`), because they fill
 /// far less than one thread buffer. The test waits for them (without a time limit on the
