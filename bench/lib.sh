@@ -173,12 +173,29 @@ mode_dir() {
     echo "$b/$mode"
 }
 
-# run_mode B MODE SIZE REPS WORKLOAD: runs one workload in MODE (or native) with run.sh.
+# run_mode B MODE SIZE REPS WORKLOAD: runs one workload in MODE (or native) with run.sh. In the
+# *-wpp modes each process's .wpp is built after it exits by a detached finisher (wpp-rt's
+# finisher module); run_mode then waits until every spool (*.trace) is gone and writes the
+# seconds it waited — from the last process's exit to the last finished .wpp — to
+# results/SIZE/WORKLOAD/finish-seconds.txt. With --reps > 1 the finishers of a repetition
+# overlap the next one's run (time the *-wpp modes with --reps 1).
 run_mode() {
-    local b=$1 mode=$2 size=$3 reps=$4 w=$5 dir
+    local b=$1 mode=$2 size=$3 reps=$4 w=$5 dir work t0
     dir=$(mode_dir "$b" "$mode")
     # shellcheck disable=SC2046
-    env -u WPP_OUT $(mode_env "$mode") "$WL/run.sh" --size "$size" --reps "$reps" "$dir" "$w"
+    env -u WPP_OUT -u WPP_FINISH $(mode_env "$mode") "$WL/run.sh" --size "$size" --reps "$reps" "$dir" "$w" || return 1
+    [[ $mode == *-wpp ]] || return 0
+    work=$dir/results/$size/$w/work
+    t0=$EPOCHREALTIME
+    while compgen -G "$work/*.trace" >/dev/null || compgen -G "$work/*.wpp.tmp" >/dev/null; do
+        if awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a > 3600) }'; then
+            echo "$w $mode: a finisher left its spool in $work for an hour" >&2
+            return 1
+        fi
+        sleep 0.05
+    done
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }' \
+        >"$dir/results/$size/$w/finish-seconds.txt"
 }
 
 # outputs B MODE SIZE WORKLOAD: the recorder's output files of the latest run, one per line.

@@ -26,9 +26,9 @@ step "compiling examples/wordfreq.c natively and with \`wpp cc --mode trace-bloc
 clang-22 -O2 examples/wordfreq.c -o "$out/wordfreq.native"
 "$wpp" cc --mode trace-blocks -- -O2 examples/wordfreq.c -o "$out/wordfreq"
 
-step "running it: the program compresses its own trace (phrases + SEQUITUR) while it runs"
+step "running it: the program writes a raw spool at its own speed; the finisher compresses it (phrases + SEQUITUR) into the .wpp (WPP_FINISH=wait: before it exits)"
 "$out/wordfreq.native" > "$out/native.txt"
-WPP_OUT="$out/wordfreq.wpp" WPP_QUIET=0 "$out/wordfreq" > "$out/recorded.txt"
+WPP_OUT="$out/wordfreq.wpp" WPP_QUIET=0 WPP_FINISH=wait "$out/wordfreq" > "$out/recorded.txt"
 cmp "$out/native.txt" "$out/recorded.txt" && echo "output identical to the native build:"
 head -3 "$out/recorded.txt"
 

@@ -1,6 +1,6 @@
-/* fork() without exec: the child keeps running instrumented code, which is not recorded; it
- * must neither hang (its copy of the runtime has no writer thread) nor disturb the parent's
- * trace. The child produces far more buffers than the runtime's hand-off queue holds. */
+/* fork() without exec: both processes keep running instrumented code and each is recorded in
+ * its own file. The child calls step() 3,000,000 times (far more buffers than the runtime's
+ * hand-off queue holds), the parent 200,000 times. */
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>

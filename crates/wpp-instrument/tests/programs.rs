@@ -85,16 +85,6 @@ fn recursion_pointers_switch_goto() {
     }
 }
 
-/// A child forked without `exec` runs unrecorded and exits normally (its runtime has no writer
-/// thread: recording must be off there, not block once the hand-off queue is full); the
-/// parent's trace stays whole and balanced.
-#[test]
-fn fork_without_exec_records_only_the_parent() {
-    let (r, out) = single_thread("fork.c", &["-O1"], &[]);
-    assert_eq!(r.last_popped.as_deref(), Some("main"));
-    assert!(String::from_utf8_lossy(&out).contains("child exited 0"));
-}
-
 #[test]
 fn longjmp_out_of_deep_frames() {
     for flags in [&["-O0"][..], &["-O2"][..]] {

@@ -1,6 +1,5 @@
-//! The hand-off of full thread buffers to a background thread, shared by the raw sink
-//! ([`crate::sink::RawSink`]: encodes and writes the trace) and the online sink
-//! ([`crate::online::OnlineSink`]: SEQUITUR).
+//! The hand-off of full thread buffers to a background thread: the raw sink's writer
+//! ([`crate::sink::RawSink`]: encodes and writes the trace or spool).
 //!
 //! A flushing program thread sends its full buffer, a `Vec<u64>`, over a bounded channel and
 //! continues with an empty one from a free list that the worker refills ([`Pipe::swap`]: no
@@ -124,6 +123,11 @@ impl<R: Send + 'static> Pipe<R> {
         // Not cleared: the caller overwrites it, and refilling a cleared vector would cost as
         // much as the copy that swapping avoids.
         self.free.try_recv().unwrap_or_default()
+    }
+
+    /// Whether the worker has ended (returned or panicked) or was joined.
+    pub fn worker_ended(&self) -> bool {
+        self.worker.as_ref().is_none_or(|w| w.is_finished())
     }
 
     /// Closes the queue and waits for the worker to drain it; `None` if it panicked, was

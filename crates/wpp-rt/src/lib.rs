@@ -14,10 +14,17 @@
 //!   a slot in the registry holding the addresses of its buffer, index and depth, and a pthread
 //!   key whose destructor flushes the buffer when the thread ends. Every consumed buffer is
 //!   tagged with its thread, so output streams are per thread.
-//! * **Output.** [`sink`] turns consumed buffers into the output, on a background thread fed
-//!   through [`handoff`]: a raw chunked trace (`wpp_trace::file` binary format, encoded and
-//!   written with `write(2)` while the program runs, so that after `kill -9` every chunk
-//!   written so far is readable) or, by default, an online `.wpp` ([`online`]).
+//! * **Output.** [`sink`] turns consumed buffers into a raw chunked trace (`wpp_trace::file`
+//!   binary format, zstd-compressed chunks) on a background thread fed through [`handoff`],
+//!   written with `write(2)` while the program runs, so the program runs at raw-recording
+//!   speed in every mode. With `WPP_RAW=1` that trace is the recording; by default it is the
+//!   *spool* of a `.wpp` that the [`finisher`] builds after the run without holding the
+//!   program's exit (a detached process; `WPP_FINISH=wait` finishes before exiting).
+//! * **Flushing.** A timer thread hands every thread's partial buffer to the writer each
+//!   `WPP_FLUSH_SECONDS` (default 1 s) and has it written (`peek`: the thread keeps its buffer),
+//!   and the writer writes whatever it holds whenever its queue runs empty, so a `SIGKILL`ed
+//!   run leaves a readable trace (or spool) holding every event up to the last flush; the
+//!   reader reports its missing end marker as a truncation, and `wpp compress` finishes a spool.
 //! * **Memory.** Everything the runtime allocates comes from its own heap ([`heap`]), never
 //!   from the program's `malloc`, and program threads never block in std channels (which
 //!   allocate there): the program's heap layout is the same recorded and native, so programs
@@ -26,20 +33,38 @@
 //!   thread's buffer, then *marks open frames* by appending one `Leave` per frame still on the
 //!   thread's shadow stack — so `exit()` from deep frames, `abort()` and fatal signals (SIGSEGV,
 //!   SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, whose handlers do the same and then
-//!   re-raise with the default action) leave a balanced trace. Events produced after that (in
-//!   atexit handlers that run later, or in other TLS destructors of an ending thread) are not
+//!   re-raise with the default action) leave a balanced trace. `_exit`, `_Exit` and the `exec`
+//!   family (`execve`, `execv`, `execvp`, `execvpe`, `fexecve`) run no `atexit` handlers, so
+//!   the runtime defines them (it is linked into the executable, whose definitions take
+//!   precedence over libc's): each ends the recording the same way, then exits with the
+//!   `exit_group` system call or calls libc's function (`dlsym(RTLD_NEXT, …)`). After a fatal
+//!   signal the finisher does not run (forking in a signal handler could deadlock): the spool
+//!   stays for `wpp compress`. Events produced after the end (in atexit handlers that run
+//!   later, in other TLS destructors of an ending thread, after a failed `exec`) are not
 //!   recorded.
+//! * **fork.** Both processes go on recording (see `mod fork`): the child writes its own file
+//!   (its pid in the name), whose stream starts with one `Enter` per frame open at the fork, so
+//!   it is balanced and holds exactly what the child executed.
 //!
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
-//! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles),
-//! `WPP_QUIET=0` prints a one-line summary on stderr at exit, `WPP_COMPRESS` chooses the online
-//! compressor (`phrase` by default, `sequitur`, … see [`online`]), `WPP_RAW=1` records a raw
-//! trace instead, whose chunks are zstd-compressed at level `WPP_ZSTD_LEVEL` (default 1, `0`
-//! stores them plain; see [`sink`]).
+//! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles; in a forked
+//! child a `WPP_OUT` without `%p` gets `.PID` before its extension). `WPP_QUIET=1` says
+//! nothing on stderr but errors; by default one line names the output; `WPP_QUIET=0` prints
+//! a summary (events, spool bytes, the finisher's report). `WPP_COMPRESS` chooses the
+//! finisher's compressor (`phrase` by default, `sequitur`, … see [`finisher`]), `WPP_FINISH`
+//! how it runs (`detach`, `wait`), `WPP_FLUSH_SECONDS` the flush interval, `WPP_ZSTD_LEVEL`
+//! the raw chunks' zstd level (default 1, `0` stores them plain; see [`sink`]). Output errors
+//! are reported when recording starts (the file is created then) with the path and the OS
+//! cause; the program runs on unrecorded.
 //!
-//! A child of `fork()` is not recorded (only the parent's run is). Not supported: `vfork`, and
-//! signals that kill without a handler
-//! (`SIGKILL`: the trace ends at the last whole chunk, without the end marker).
+//! Not supported: `vfork` children that call the wrappers above are detected (their pid
+//! differs from the recording's) and leave the parent's recording alone; `execl`, `execlp`
+//! and `execle` (C variadic functions Rust cannot define) are not wrapped, so a program that
+//! uses them loses its buffered tail (up to one flush interval). Path profiles (`bl`, `ppp`)
+//! are written at exit, `_exit`, `exec` and fatal signals; a `SIGKILL`ed profiling run leaves
+//! none (its counts live in memory). An image that `exec`s an instrumented program keeps its
+//! pid, so if both recordings get the same name (the same program, or a `WPP_OUT` without a
+//! program-specific part) the new image's recording replaces the old one's.
 
 #![deny(missing_docs)]
 
@@ -47,16 +72,16 @@
 pub use wpp_abi as abi;
 
 pub mod addr;
+pub mod finisher;
 pub mod handoff;
 pub mod heap;
-pub mod online;
 pub mod profile;
 pub mod sink;
 pub mod varint;
 
 use abi::{EmbeddedProgram, BUF_CAP};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// A registered thread: where its buffer address, index and depth live.
@@ -72,13 +97,59 @@ struct Slot {
 // holding the registry lock (the documented best-effort read of other threads' buffers).
 unsafe impl Send for Slot {}
 
+/// The output and, per thread, how many words of its current buffer were already handed to
+/// it by a periodic flush ([`peek`]) or before a `fork`.
+struct Out {
+    sink: sink::Sink,
+    peeked: Vec<u32>,
+}
+
+impl Out {
+    /// Words of thread `t`'s buffer already consumed, reset to 0 (the buffer is being handed
+    /// off or drained).
+    fn take_peeked(&mut self, t: u32) -> u32 {
+        self.peeked.get_mut(t as usize).map_or(0, std::mem::take)
+    }
+
+    fn set_peeked(&mut self, t: u32, n: u32) {
+        let t = t as usize;
+        if self.peeked.len() <= t {
+            self.peeked.resize(t + 1, 0);
+        }
+        self.peeked[t] = n;
+    }
+}
+
+/// How much the runtime says on stderr (`WPP_QUIET`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Verbosity {
+    /// `WPP_QUIET=1`: errors only.
+    Quiet,
+    /// Default: one line naming the output.
+    Where,
+    /// `WPP_QUIET=0`: a summary (events, bytes, the finisher's report).
+    Summary,
+}
+
+fn verbosity() -> Verbosity {
+    match std::env::var("WPP_QUIET").as_deref() {
+        Ok("0") => Verbosity::Summary,
+        Ok("") | Err(_) => Verbosity::Where,
+        Ok(_) => Verbosity::Quiet,
+    }
+}
+
 /// The process-wide runtime state.
 struct Runtime {
-    sink: Mutex<sink::Sink>,
+    sink: Mutex<Out>,
     threads: Mutex<Vec<Slot>>,
     finished: AtomicBool,
-    quiet: bool,
+    verbosity: Verbosity,
     key: libc::pthread_key_t,
+    /// The program database, for the recording a forked child starts.
+    program: EmbeddedProgram,
+    /// The process the state belongs to: a `vfork` child (which shares it) must not touch it.
+    pid: AtomicU32,
 }
 
 /// Every allocation of the runtime comes from its private heap (see [`heap`]).
@@ -133,11 +204,13 @@ fn take_own(len: u32) -> Option<Vec<u64>> {
 }
 
 /// Hands the calling thread's full buffer (its first `*idx` words) to the sink and installs an
-/// empty one in its place.
+/// empty one in its place. The sink lock is held throughout, so [`peek`] (which holds it too)
+/// never sees the new buffer with the old index.
 ///
 /// # Safety
 /// `buf` and `idx` must be the calling thread's `__wpp_buf` and `__wpp_idx`.
 unsafe fn hand_off(rt: &Runtime, t: u32, buf: *mut *mut u64, idx: *mut u32) {
+    let mut out = lock(&rt.sink);
     // SAFETY: guaranteed by the caller.
     unsafe {
         let Some(full) = take_own(*idx) else {
@@ -145,10 +218,15 @@ unsafe fn hand_off(rt: &Runtime, t: u32, buf: *mut *mut u64, idx: *mut u32) {
             *idx = 0;
             return;
         };
+        let peeked = out.take_peeked(t) as usize;
         let empty = if rt.finished.load(Ordering::Acquire) {
             full // recording is over: drop the events
+        } else if peeked > 0 {
+            // Part of the buffer is already written: copy the rest, keep the vector.
+            out.sink.consume(t, &full[peeked.min(full.len())..], 0);
+            full
         } else {
-            lock(&rt.sink).swap(t, full)
+            out.sink.swap(t, full)
         };
         install(buf, empty);
         *idx = 0;
@@ -181,7 +259,7 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
     RUNTIME
         .get_or_init(|| {
             let program = embedded(db)?;
-            let sink = match sink::Sink::open(program) {
+            let sink = match sink::Sink::open(&program) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("wpp-rt: {e}; not recording");
@@ -194,15 +272,25 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
             // SAFETY: registering plain extern "C" functions.
             unsafe {
                 libc::atexit(at_exit);
-                libc::pthread_atfork(None, None, Some(after_fork_in_child));
+                libc::pthread_atfork(
+                    Some(fork::prepare),
+                    Some(fork::in_parent),
+                    Some(fork::in_child),
+                );
             }
             install_signal_handlers();
+            start_flush_timer();
             Some(Runtime {
-                sink: Mutex::new(sink),
+                sink: Mutex::new(Out {
+                    sink,
+                    peeked: Vec::new(),
+                }),
                 threads: Mutex::new(Vec::new()),
                 finished: AtomicBool::new(false),
-                quiet: std::env::var("WPP_QUIET").map(|v| v != "0").unwrap_or(true),
+                verbosity: verbosity(),
                 key,
+                program,
+                pid: AtomicU32::new(std::process::id()),
             })
         })
         .as_ref()
@@ -293,25 +381,116 @@ pub extern "C" fn __wpp_rt_unwind(saved: u32) {
     }
 }
 
-/// Consumes what a thread has buffered and marks its open frames.
+/// Consumes what a thread has buffered (past what [`peek`] already took) and marks its open
+/// frames.
 ///
 /// # Safety
 /// The slot's pointers must be valid (the thread is alive, or is the caller).
-unsafe fn drain(sink: &mut sink::Sink, t: u32, slot: &Slot) {
+unsafe fn drain(out: &mut Out, t: u32, slot: &Slot) {
     // SAFETY: guaranteed by the caller; volatile because another thread may still be running.
     unsafe {
-        let n = std::ptr::read_volatile(slot.idx).min(BUF_CAP) as usize;
-        let buf = std::ptr::read_volatile(slot.buf);
-        let words = if buf.is_null() || buf == hole() {
-            &[]
-        } else {
-            std::slice::from_raw_parts(buf, n)
-        };
+        let words = unconsumed(out, t, slot);
         let open = std::ptr::read_volatile(slot.depth);
-        sink.consume(t, words, open);
+        out.sink.consume(t, words, open);
+        out.take_peeked(t);
         *slot.idx = 0;
         *slot.depth = 0;
     }
+}
+
+/// The words of a thread's current buffer not yet handed to the sink.
+///
+/// # Safety
+/// As [`drain`]; the sink lock (`out`) must be held, so the buffer is not being swapped.
+unsafe fn unconsumed<'a>(out: &Out, t: u32, slot: &Slot) -> &'a [u64] {
+    // SAFETY: guaranteed by the caller; volatile because the thread may be running.
+    unsafe {
+        let n = std::ptr::read_volatile(slot.idx).min(BUF_CAP) as usize;
+        let buf = std::ptr::read_volatile(slot.buf);
+        let from = out.peeked.get(t as usize).map_or(0, |&p| p as usize).min(n);
+        if buf.is_null() || buf == hole() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(buf.add(from), n - from)
+        }
+    }
+}
+
+/// Hands the words a thread has appended since its last hand-off (or peek) to the sink
+/// without taking its buffer, so that they reach the file even if the thread's buffer does
+/// not fill for a long time. The thread keeps appending; its next hand-off starts after them.
+///
+/// Reading another running thread's buffer is a benign race on x86-64, where its stores
+/// become visible in program order (the word before the index that covers it).
+///
+/// # Safety
+/// As [`drain`].
+unsafe fn peek(out: &mut Out, t: u32, slot: &Slot) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let words = unconsumed(out, t, slot);
+        if !words.is_empty() {
+            out.sink.consume(t, words, 0);
+            // `words` end at the index `unconsumed` read; the thread may have moved on since.
+            let done = out.peeked.get(t as usize).copied().unwrap_or(0) + words.len() as u32;
+            out.set_peeked(t, done);
+        }
+    }
+}
+
+/// The environment variable that sets the flush interval in seconds.
+pub const FLUSH_SECONDS_VAR: &str = "WPP_FLUSH_SECONDS";
+
+/// The flush interval when [`FLUSH_SECONDS_VAR`] is unset or not a positive number.
+pub const DEFAULT_FLUSH_SECONDS: f64 = 1.0;
+
+fn flush_interval() -> std::time::Duration {
+    let secs = std::env::var(FLUSH_SECONDS_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(DEFAULT_FLUSH_SECONDS);
+    std::time::Duration::from_secs_f64(secs.max(0.001))
+}
+
+/// Starts the thread that, every flush interval, hands every live thread's partial buffer to
+/// the sink ([`peek`]) and has the writer write it out: a killed program loses at most the
+/// last interval's events (plus what the writer had not yet written).
+fn start_flush_timer() {
+    let interval = flush_interval();
+    let spawned = std::thread::Builder::new()
+        .name("wpp-flush".into())
+        .spawn(move || loop {
+            std::thread::sleep(interval);
+            let Some(Some(rt)) = RUNTIME.get() else {
+                continue;
+            };
+            if rt.finished.load(Ordering::Acquire) || !flush_all(rt) {
+                return;
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("wpp-rt: cannot start the flush timer ({e}); recording without it");
+    }
+}
+
+/// Peeks every live thread and syncs the writer; `false` once recording is over or this
+/// process is not the recording one (a `vfork` child).
+fn flush_all(rt: &Runtime) -> bool {
+    let threads = lock(&rt.threads);
+    let mut out = lock(&rt.sink);
+    if rt.finished.load(Ordering::Acquire) {
+        return false;
+    }
+    for (t, slot) in threads.iter().enumerate() {
+        if slot.alive {
+            // SAFETY: live threads' slots stay valid while the registry lock is held (a thread
+            // ending takes it to retire its slot).
+            unsafe { peek(&mut out, t as u32, slot) };
+        }
+    }
+    out.sink.sync();
+    true
 }
 
 /// pthread key destructor: the thread is ending.
@@ -328,9 +507,9 @@ extern "C" fn thread_exit(_value: *mut libc::c_void) {
     let slot = threads[t as usize];
     threads[t as usize].alive = false;
     if !rt.finished.load(Ordering::Acquire) {
-        let mut sink = lock(&rt.sink);
+        let mut out = lock(&rt.sink);
         // SAFETY: this is the thread's own slot and its TLS is still live.
-        unsafe { drain(&mut sink, t, &slot) };
+        unsafe { drain(&mut out, t, &slot) };
     }
     drop(threads);
     // Later events of this thread (other TLS destructors) are dropped: they go to the hole.
@@ -342,12 +521,13 @@ extern "C" fn thread_exit(_value: *mut libc::c_void) {
     }
 }
 
-/// Finishes the output: every live thread's buffer, open frames marked, end marker.
-fn finish(rt: &Runtime, blocking: bool) {
+/// Finishes the output: every live thread's buffer, open frames marked, end marker; then,
+/// for a `.wpp`, the finisher (unless `ending` is a signal).
+fn finish(rt: &Runtime, blocking: bool, ending: sink::Ending) {
     if rt.finished.swap(true, Ordering::AcqRel) {
         return;
     }
-    let (threads, sink) = if blocking {
+    let (threads, out) = if blocking {
         (lock(&rt.threads), lock(&rt.sink))
     } else {
         match (rt.threads.try_lock(), rt.sink.try_lock()) {
@@ -355,33 +535,269 @@ fn finish(rt: &Runtime, blocking: bool) {
             _ => return,
         }
     };
-    let mut sink = sink;
+    let mut out = out;
     for (t, slot) in threads.iter().enumerate() {
         if slot.alive {
             // SAFETY: live threads' TLS stays mapped while the process exits (best effort for
             // threads still running; see the module docs).
-            unsafe { drain(&mut sink, t as u32, slot) };
+            unsafe { drain(&mut out, t as u32, slot) };
         }
     }
-    match sink.finish() {
-        Ok(summary) if !rt.quiet => eprintln!("wpp-rt: {summary}"),
+    let destination = out.sink.destination(ending).display().to_string();
+    match out.sink.finish(ending, rt.verbosity == Verbosity::Summary) {
+        Ok(summary) if rt.verbosity == Verbosity::Summary => eprintln!("wpp-rt: {summary}"),
+        Ok(_) if rt.verbosity == Verbosity::Where => {
+            eprintln!("wpp-rt: recorded to {destination}")
+        }
         Ok(_) => {}
         Err(e) => eprintln!("wpp-rt: {e}"),
     }
 }
 
-/// A child of `fork()` has the runtime's state but not its background thread: it stops
-/// recording (its events are dropped; its `exit` writes nothing), so it neither blocks on a
-/// hand-off queue nobody drains nor writes into the parent's output.
-extern "C" fn after_fork_in_child() {
+/// Ends every recording of this process before it ends or replaces its image: the trace (and
+/// its finisher) and a path profile. Not in a `vfork` child, which shares the parent's memory:
+/// there the parent's recording goes on.
+fn end_recording() {
     if let Some(Some(rt)) = RUNTIME.get() {
-        rt.finished.store(true, Ordering::Release);
+        if rt.pid.load(Ordering::Acquire) != std::process::id() {
+            return;
+        }
+        finish(rt, true, sink::Ending::Normal);
+    }
+    profile::finish_profile(true);
+}
+
+/// Ends the process without running `atexit` handlers or flushing stdio (what libc's `_exit`
+/// does; used by the wrappers below and the finisher's processes).
+pub(crate) fn raw_exit(status: libc::c_int) -> ! {
+    // SAFETY: `exit_group` does not return.
+    unsafe { libc::syscall(libc::SYS_exit_group, status as libc::c_long) };
+    unreachable!("exit_group returned")
+}
+
+/// `_exit` of instrumented programs (the runtime is linked into the executable, so this
+/// definition takes precedence over libc's): ends the recording, which `atexit` would not,
+/// then exits as libc's `_exit` does.
+#[no_mangle]
+pub extern "C" fn _exit(status: libc::c_int) -> ! {
+    end_recording();
+    raw_exit(status)
+}
+
+/// `_Exit`: the same as [`_exit`].
+#[no_mangle]
+pub extern "C" fn _Exit(status: libc::c_int) -> ! {
+    end_recording();
+    raw_exit(status)
+}
+
+/// The wrappers of the `exec` family: the recording is ended (written, and its finisher
+/// started) before the new image replaces this one; then libc's function runs. Should `exec`
+/// fail, the program goes on unrecorded.
+mod exec {
+    use libc::{c_char, c_int};
+
+    /// libc's definition of `name`, the next one after the executable's.
+    fn next(name: &std::ffi::CStr) -> *mut libc::c_void {
+        // SAFETY: looking up a symbol by a NUL-terminated name.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+    }
+
+    macro_rules! wrap {
+        ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*)) => {
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// As libc's.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+                super::end_recording();
+                let f = next(&std::ffi::CString::new(stringify!($name)).unwrap_or_default());
+                if f.is_null() {
+                    // SAFETY: setting errno.
+                    unsafe { *libc::__errno_location() = libc::ENOSYS };
+                    return -1;
+                }
+                // SAFETY: `f` is libc's function of this signature.
+                let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { std::mem::transmute(f) };
+                // SAFETY: forwarded from the caller.
+                unsafe { f($($arg),*) }
+            }
+        };
+    }
+
+    wrap!(
+        /// `execve` after ending the recording.
+        execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char)
+    );
+    wrap!(
+        /// `execv` after ending the recording.
+        execv(path: *const c_char, argv: *const *const c_char)
+    );
+    wrap!(
+        /// `execvp` after ending the recording.
+        execvp(file: *const c_char, argv: *const *const c_char)
+    );
+    wrap!(
+        /// `execvpe` after ending the recording.
+        execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char)
+    );
+    wrap!(
+        /// `fexecve` after ending the recording.
+        fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char)
+    );
+}
+
+/// `fork()` while recording: both processes go on recording, each into its own file.
+///
+/// * `prepare` (in the parent, before the fork): takes the registry and sink locks (so the
+///   child inherits them consistent, and held by the thread that exists there), hands the
+///   forking thread's partial buffer to the sink and waits until the writer has written
+///   everything, noting the file's length.
+/// * `in_child`: starts a new output named by the child's pid. Its stream for the forking
+///   thread starts with one `Enter` per frame open at the fork — the frames are read back from
+///   the parent's file up to the noted length (so the child pays for reading the parent's
+///   trace so far, once per fork) — so that the child's trace is balanced: the frames it
+///   returns from were entered in its trace. Other threads do not exist in the child.
+/// * `in_parent`: releases the locks; the parent's recording goes on unchanged.
+mod fork {
+    use super::*;
+    use std::sync::MutexGuard;
+    use wpp_trace::{Event, ThreadId};
+
+    /// What `prepare` leaves for the handlers that run after the fork (in the same thread).
+    struct Held {
+        threads: MutexGuard<'static, Vec<super::Slot>>,
+        out: MutexGuard<'static, Out>,
+        /// The forking thread, and how many words of its buffer the parent's file holds.
+        thread: Option<(u32, u32)>,
+        /// The parent's file and its length at the fork.
+        parent_file: std::path::PathBuf,
+        parent_len: u64,
+    }
+
+    /// [`Held`] between the handlers. Not a thread-local: `fork` may run after the forking
+    /// thread's TLS destructors (the finisher forks from an `atexit` handler).
+    struct Slot(Option<Held>);
+    // SAFETY: only the forking thread stores and takes it (a second forking thread waits in
+    // `prepare` for the registry lock the first one holds until its fork is over).
+    unsafe impl Send for Slot {}
+    static HELD: Mutex<Slot> = Mutex::new(Slot(None));
+
+    fn recording() -> Option<&'static Runtime> {
+        match RUNTIME.get() {
+            Some(Some(rt)) if !rt.finished.load(Ordering::Acquire) => Some(rt),
+            _ => None,
+        }
+    }
+
+    pub(super) extern "C" fn prepare() {
+        let Some(rt) = recording() else { return };
+        let threads = lock(&rt.threads);
+        let mut out = lock(&rt.sink);
+        let tid = TID.with(Cell::get);
+        let thread = (tid < RETIRED).then(|| {
+            let slot = threads[tid as usize];
+            // SAFETY: the calling thread's own slot.
+            unsafe { peek(&mut out, tid, &slot) };
+            (tid, out.peeked.get(tid as usize).copied().unwrap_or(0))
+        });
+        let parent_len = out.sink.sync();
+        let parent_file = out.sink.path().to_owned();
+        lock(&HELD).0 = Some(Held {
+            threads,
+            out,
+            thread,
+            parent_file,
+            parent_len,
+        });
+    }
+
+    pub(super) extern "C" fn in_parent() {
+        drop(lock(&HELD).0.take());
+    }
+
+    pub(super) extern "C" fn in_child() {
+        let Some(held) = lock(&HELD).0.take() else {
+            return;
+        };
+        let Some(rt) = recording() else { return };
+        let Held {
+            mut threads,
+            mut out,
+            thread,
+            parent_file,
+            parent_len,
+        } = held;
+        rt.pid.store(std::process::id(), Ordering::Release);
+        sink::FORKED.store(true, Ordering::Release);
+        for (t, slot) in threads.iter_mut().enumerate() {
+            slot.alive = thread.is_some_and(|(f, _)| f as usize == t);
+        }
+        let sink = match sink::Sink::open(&rt.program) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("wpp-rt: forked child: {e}; not recording");
+                rt.finished.store(true, Ordering::Release);
+                return;
+            }
+        };
+        // The parent's sink talks to a writer thread that does not exist here: forget it.
+        std::mem::forget(std::mem::replace(
+            &mut *out,
+            Out {
+                sink,
+                peeked: Vec::new(),
+            },
+        ));
+        if let Some((t, done)) = thread {
+            out.set_peeked(t, done);
+            match open_frames(&parent_file, parent_len, t) {
+                Ok(frames) => {
+                    let words: Vec<u64> = frames.iter().map(|&f| abi::enter_word(f)).collect();
+                    out.sink.consume(t, &words, 0);
+                }
+                Err(e) => eprintln!(
+                    "wpp-rt: forked child: cannot read the open frames from {}: {e}; \
+                     its trace starts unbalanced",
+                    parent_file.display()
+                ),
+            }
+        }
+        drop(out);
+        drop(threads);
+        start_flush_timer();
+    }
+
+    /// The functions open in thread `t` at the end of the first `len` bytes of the trace
+    /// `path`, outermost first.
+    fn open_frames(path: &std::path::Path, len: u64, t: u32) -> Result<Vec<u32>, String> {
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        let mut reader = wpp_trace::file::TraceReader::from_reader(file.take(len))
+            .map_err(|e| e.to_string())?
+            .allow_truncated(true);
+        let mut current = ThreadId(0);
+        let mut stack = Vec::new();
+        reader
+            .for_each_batch(|run| {
+                for &e in run {
+                    match e {
+                        Event::Thread(th) => current = th,
+                        Event::Enter(f) if current.0 == t => stack.push(f.0),
+                        Event::Leave if current.0 == t => drop(stack.pop()),
+                        _ => {}
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(stack)
     }
 }
 
 extern "C" fn at_exit() {
     if let Some(Some(rt)) = RUNTIME.get() {
-        finish(rt, true);
+        finish(rt, true, sink::Ending::Normal);
     }
 }
 
@@ -400,7 +816,7 @@ extern "C" fn on_fatal_signal(sig: libc::c_int) {
     if let Some(Some(rt)) = RUNTIME.get() {
         // Not async-signal-safe in general; locks are only tried so a signal arriving while
         // the runtime holds them loses the tail instead of deadlocking.
-        finish(rt, false);
+        finish(rt, false, sink::Ending::Signal);
     }
     // SAFETY: restoring the default action and re-raising is the standard way to die of the
     // original signal after cleanup.

@@ -119,8 +119,11 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
             }
         };
         let early = EARLY_HASH.lock().unwrap_or_else(|e| e.into_inner()).take();
-        // SAFETY: registering a plain extern "C" function.
-        unsafe { libc::atexit(bl_exit) };
+        // SAFETY: registering plain extern "C" functions.
+        unsafe {
+            libc::atexit(bl_exit);
+            libc::pthread_atfork(None, None, Some(crate::sink::mark_forked));
+        }
         crate::install_signal_handlers();
         Some(Bl {
             program,

@@ -1,5 +1,6 @@
-//! Where consumed buffers go: a raw chunked trace ([`RawSink`], `WPP_RAW=1`) or, by default, a
-//! `.wpp` grammar built while the program runs ([`crate::online::OnlineSink`]).
+//! Where consumed buffers go: always a raw chunked trace, written at the program's speed. With
+//! `WPP_RAW=1` it is the recording (`PROGRAM.PID.trace`); by default it is the *spool* of a
+//! `.wpp` that [`crate::finisher`] builds from it after the run.
 //!
 //! The raw sink writes the binary chunked trace of `wpp_trace::file::binary`: the program
 //! database in the header, then chunks of events, a `Thread(t)` event wherever the thread
@@ -11,7 +12,8 @@
 //! holds, with unbuffered `write(2)`, whenever its queue runs empty, so a process killed by
 //! `SIGKILL` leaves every chunk written so far readable (the reader reports the missing end
 //! marker as a truncation); what it loses is the buffers still queued (written within
-//! `MAX_NAP` = 10 ms when the program is idle) or in thread-local memory.
+//! `MAX_NAP` = 10 ms when the program is idle) or in thread-local memory (handed over every
+//! flush interval by the runtime's timer, which then waits for them with [`Sink::sync`]).
 //!
 //! # Compression
 //!
@@ -34,11 +36,13 @@
 //! buffer.
 
 use crate::abi::{self, EmbeddedProgram};
+use crate::finisher::Plan;
 use crate::handoff::{Batch, Inbox, Pipe};
-use crate::online::OnlineSink;
 use crate::varint;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use wpp_trace::file::binary::DEFAULT_ZSTD_LEVEL;
 use wpp_trace::file::{TraceError, TraceWriter};
 
@@ -72,50 +76,89 @@ const TAG_THREAD: u64 = 4;
 /// Tag bits that no valid event word has set (its tags are 0 ..= `abi::TAG_PATH` = 3).
 const BAD_TAG_BITS: u64 = !abi::TAG_PATH & ((1 << abi::TAG_BITS) - 1);
 
-/// The output of a recording.
-pub enum Sink {
-    /// A raw chunked trace.
-    Raw(RawSink),
-    /// Online SEQUITUR compression into a `.wpp`.
-    Online(OnlineSink),
+/// The output of a recording: the raw trace writer, and what becomes of its file at the end.
+pub struct Sink {
+    raw: RawSink,
+    /// `None` with `WPP_RAW=1`: the raw trace is the recording.
+    plan: Option<Plan>,
+}
+
+/// How a recording ends: whether a finisher may run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// `exit`, `_exit`, `exec`, the last thread's end: the finisher runs.
+    Normal,
+    /// A fatal signal: forking or compressing in a signal handler could deadlock on a lock the
+    /// interrupted code holds, so the spool is left for `wpp compress`.
+    Signal,
 }
 
 impl Sink {
-    /// Opens the output chosen by the environment (`WPP_RAW=1`: raw trace; else `.wpp`).
-    pub fn open(program: EmbeddedProgram) -> Result<Sink, SinkError> {
+    /// Opens the output chosen by the environment (`WPP_RAW=1`: raw trace; else the spool of a
+    /// `.wpp`), creating the file now so that an unwritable path is reported when recording
+    /// starts.
+    pub fn open(program: &EmbeddedProgram) -> Result<Sink, SinkError> {
         let raw = std::env::var("WPP_RAW")
             .map(|v| v != "0" && !v.is_empty())
             .unwrap_or(false);
         if raw {
-            RawSink::open(&program).map(Sink::Raw)
+            let raw = RawSink::open(program, output_path("trace"))?;
+            Ok(Sink { raw, plan: None })
         } else {
-            OnlineSink::start(program).map(Sink::Online)
+            let plan = Plan::from_env(output_path("wpp"))?;
+            let raw = RawSink::open(program, plan.spool.clone())?;
+            Ok(Sink {
+                raw,
+                plan: Some(plan),
+            })
         }
+    }
+
+    /// The file being written (the raw trace or the spool).
+    pub fn path(&self) -> &Path {
+        &self.raw.path
     }
 
     /// Consumes event words of thread `t`, then `open_frames` `Leave`s marking frames still
     /// open (at exit or thread end).
     pub fn consume(&mut self, t: u32, words: &[u64], open_frames: u32) {
-        match self {
-            Sink::Raw(s) => s.consume(t, words, open_frames),
-            Sink::Online(s) => s.consume(t, words, open_frames),
-        }
+        self.raw.consume(t, words, open_frames);
     }
 
     /// Hands thread `t`'s full buffer to the output and returns an empty one (see
     /// [`crate::handoff::Pipe::swap`]).
     pub fn swap(&mut self, t: u32, words: Vec<u64>) -> Vec<u64> {
-        match self {
-            Sink::Raw(s) => s.pipe.swap(t, words, 0),
-            Sink::Online(s) => s.pipe.swap(t, words, 0),
+        self.raw.sent += 1;
+        self.raw.pipe.swap(t, words, 0)
+    }
+
+    /// Waits until everything consumed so far is written to the file; returns the file's
+    /// length then.
+    pub fn sync(&mut self) -> u64 {
+        self.raw.sync()
+    }
+
+    /// Finishes the raw trace, then (default mode, [`Ending::Normal`]) runs the finisher;
+    /// returns a one-line summary. `verbose` (`WPP_QUIET=0`) lets a detached finisher report
+    /// on a terminal.
+    pub fn finish(&mut self, ending: Ending, verbose: bool) -> Result<String, SinkError> {
+        let written = self.raw.finish()?;
+        match (&self.plan, ending) {
+            (None, _) => Ok(written),
+            (Some(plan), Ending::Signal) => Ok(format!(
+                "{written}; not finished after a fatal signal: run `wpp compress {}`",
+                plan.spool.display()
+            )),
+            (Some(plan), Ending::Normal) => Ok(format!("{written}; {}", plan.run(verbose)?)),
         }
     }
 
-    /// Finishes the output; returns a one-line summary.
-    pub fn finish(&mut self) -> Result<String, SinkError> {
-        match self {
-            Sink::Raw(s) => s.finish(),
-            Sink::Online(s) => s.finish(),
+    /// Where a recording that ends so ends up: the `.wpp`, or the raw trace (`WPP_RAW=1`, or
+    /// the spool after a fatal signal).
+    pub fn destination(&self, ending: Ending) -> &Path {
+        match (&self.plan, ending) {
+            (Some(plan), Ending::Normal) => &plan.wpp,
+            _ => &self.raw.path,
         }
     }
 }
@@ -141,7 +184,7 @@ pub enum SinkError {
         message: String,
     },
     /// Writing the trace failed.
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {}", describe(source))]
     Trace {
         /// The path.
         path: String,
@@ -150,10 +193,33 @@ pub enum SinkError {
     },
 }
 
+/// A trace error with its OS cause spelled out (`TraceError::Io` alone says only "I/O error";
+/// a full disk must say `No space left on device (os error 28)`).
+fn describe(e: &TraceError) -> String {
+    match e {
+        TraceError::Io(io) => format!("I/O error: {io}"),
+        e => e.to_string(),
+    }
+}
+
 /// The raw chunked-trace output: the program side of the writer thread.
 pub struct RawSink {
     path: PathBuf,
     pipe: Pipe<Written>,
+    /// Batches handed to the writer so far.
+    sent: u64,
+    /// Written by the writer: every batch up to this count is in the file.
+    progress: Arc<Progress>,
+}
+
+/// How far the writer got, shared with the program side for [`RawSink::sync`].
+#[derive(Default)]
+struct Progress {
+    /// Batches whose events are written to the file.
+    flushed: AtomicU64,
+    /// The count [`RawSink::sync`] waits for: the writer writes its chunk as soon as it has
+    /// taken this many batches, even if more are queued.
+    wanted: AtomicU64,
 }
 
 /// What the writer thread reports when it is done.
@@ -168,12 +234,31 @@ struct Written {
     result: Result<(), TraceError>,
 }
 
-/// The output path: `WPP_OUT` with `%p` replaced by the process id, or `PROGRAM.PID.trace`.
+/// Set in a child of `fork()` that records: its `WPP_OUT`, if it has no `%p`, gets the pid
+/// inserted so that it does not overwrite its parent's file.
+pub(crate) static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// `pthread_atfork` child handler of the profiling modes: sets [`FORKED`].
+pub(crate) extern "C" fn mark_forked() {
+    FORKED.store(true, Ordering::Release);
+}
+
+/// The output path: `WPP_OUT` with `%p` replaced by the process id, or `PROGRAM.PID.EXT`. In a
+/// forked child, a `WPP_OUT` without `%p` gets `.PID` before its extension (`out.trace` →
+/// `out.PID.trace`).
 pub fn output_path(extension: &str) -> PathBuf {
     let pid = std::process::id();
     if let Some(p) = std::env::var_os("WPP_OUT") {
-        let p = p.to_string_lossy().replace("%p", &pid.to_string());
-        return PathBuf::from(p);
+        let p = p.to_string_lossy();
+        if FORKED.load(Ordering::Acquire) && !p.contains("%p") {
+            let path = Path::new(p.as_ref());
+            let named = match path.extension() {
+                Some(ext) => path.with_extension(format!("{pid}.{}", ext.to_string_lossy())),
+                None => PathBuf::from(format!("{p}.{pid}")),
+            };
+            return named;
+        }
+        return PathBuf::from(p.replace("%p", &pid.to_string()));
     }
     let program = std::env::current_exe()
         .ok()
@@ -198,8 +283,7 @@ fn zstd_level(value: Option<String>) -> i32 {
 
 impl RawSink {
     /// Creates the raw trace output for a program (header written) and starts its writer.
-    pub fn open(program: &EmbeddedProgram) -> Result<RawSink, SinkError> {
-        let path = output_path("trace");
+    pub fn open(program: &EmbeddedProgram, path: PathBuf) -> Result<RawSink, SinkError> {
         let shown = || path.display().to_string();
         let file = File::create(&path).map_err(|source| SinkError::Create {
             path: shown(),
@@ -211,20 +295,42 @@ impl RawSink {
                 path: shown(),
                 source,
             })?;
+        let progress = Arc::new(Progress::default());
+        let shared = Arc::clone(&progress);
         let pipe = Pipe::start("wpp-trace-writer", RAW_QUEUE_BUFFERS, move |inbox| {
-            ChunkWriter::new(out).run(&inbox)
+            ChunkWriter::new(out, shared).run(&inbox)
         })
         .map_err(|e| SinkError::Trace {
             path: shown(),
             source: TraceError::Io(e),
         })?;
-        Ok(RawSink { path, pipe })
+        Ok(RawSink {
+            path,
+            pipe,
+            sent: 0,
+            progress,
+        })
     }
 
     /// Hands event words of thread `t`, then `open_frames` `Leave`s marking frames still open
     /// (at exit or thread end), to the writer; blocks while [`RAW_QUEUE_BUFFERS`] are queued.
     pub fn consume(&mut self, t: u32, words: &[u64], open_frames: u32) {
-        self.pipe.send(t, words, open_frames);
+        if !words.is_empty() || open_frames > 0 {
+            self.sent += 1;
+            self.pipe.send(t, words, open_frames);
+        }
+    }
+
+    /// Waits until the writer has written every batch sent so far; returns the file's length.
+    pub fn sync(&mut self) -> u64 {
+        self.progress.wanted.store(self.sent, Ordering::Release);
+        while self.progress.flushed.load(Ordering::Acquire) < self.sent {
+            if self.pipe.worker_ended() {
+                break; // it panicked: nothing more will be written
+            }
+            std::thread::sleep(crate::handoff::FULL_NAP);
+        }
+        std::fs::metadata(&self.path).map_or(0, |m| m.len())
     }
 
     /// Waits for the writer to write everything queued and the end marker; returns a one-line
@@ -257,6 +363,9 @@ impl RawSink {
 /// The writer thread's state: the trace file and the chunk being filled.
 struct ChunkWriter {
     out: TraceWriter<File>,
+    progress: Arc<Progress>,
+    /// Batches taken from the queue.
+    taken: u64,
     chunk: Box<[u8]>,
     used: usize,
     count: u32,
@@ -267,9 +376,11 @@ struct ChunkWriter {
 }
 
 impl ChunkWriter {
-    fn new(out: TraceWriter<File>) -> ChunkWriter {
+    fn new(out: TraceWriter<File>, progress: Arc<Progress>) -> ChunkWriter {
         ChunkWriter {
             out,
+            progress,
+            taken: 0,
             chunk: vec![0; CHUNK_CAPACITY].into_boxed_slice(),
             used: 0,
             count: 0,
@@ -289,6 +400,10 @@ impl ChunkWriter {
                     nap = MIN_NAP;
                     self.add(&batch);
                     inbox.recycle(batch.words);
+                    self.taken += 1;
+                    if self.taken == self.progress.wanted.load(Ordering::Acquire) {
+                        self.write_chunk();
+                    }
                 }
                 Ok(None) => {
                     // Nothing queued: write what we hold, so that a killed process loses as
@@ -378,6 +493,7 @@ impl ChunkWriter {
         }
         self.used = 0;
         self.count = 0;
+        self.progress.flushed.store(self.taken, Ordering::Release);
     }
 }
 
@@ -440,7 +556,7 @@ mod tests {
             let db = wpp_trace::ProgramDb::default();
             let file = File::create(&path).unwrap();
             let out = TraceWriter::new(file, &db).unwrap().with_zstd_level(level).unwrap();
-            let mut w = ChunkWriter::new(out);
+            let mut w = ChunkWriter::new(out, Arc::default());
             let (mut want, mut bad, mut last) = (Vec::new(), 0, None);
             for (thread, words, open_frames) in batches {
                 if last != Some(thread) {

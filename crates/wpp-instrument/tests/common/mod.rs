@@ -99,10 +99,15 @@ pub fn run(exe: &Path, args: &[&str], trace: Option<&Path>) -> Output {
     run_env(exe, args, trace, &[("WPP_RAW", "1")])
 }
 
-/// Runs a program with `WPP_OUT=trace` and extra environment variables.
+/// Runs a program with `WPP_OUT=trace` and extra environment variables (by default quiet, and
+/// finishing a `.wpp` before it exits: `WPP_QUIET=1`, `WPP_FINISH=wait`).
 pub fn run_env(exe: &Path, args: &[&str], trace: Option<&Path>, env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(exe);
-    c.args(args).stdin(Stdio::null()).env_remove("WPP_RAW");
+    c.args(args)
+        .stdin(Stdio::null())
+        .env_remove("WPP_RAW")
+        .env("WPP_QUIET", "1")
+        .env("WPP_FINISH", "wait");
     if let Some(t) = trace {
         c.env("WPP_OUT", t);
     }

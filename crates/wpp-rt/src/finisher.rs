@@ -1,0 +1,315 @@
+//! The finisher: turns the raw spool a default recording writes into its `.wpp`, after the
+//! program's run, without holding the program's exit (issue 15 item 1: the program never waits
+//! for the grammar).
+//!
+//! # Files
+//!
+//! A default recording's final output is `PROGRAM.PID.wpp` (or `WPP_OUT`); while the program
+//! runs, the runtime writes the *spool* next to it, the same path with the extension `.trace`
+//! (`PROGRAM.PID.trace`; `WPP_OUT=x.wpp` → `x.trace`; a `WPP_OUT` that already ends in `.trace`
+//! gets `.spool.trace`). The spool is an ordinary raw chunked trace ([`crate::sink`]), written
+//! at raw-recording speed. At exit the finisher reads it, compresses it with the compressor
+//! `WPP_COMPRESS` names (the names of `wpp compress --algorithm`; `phrase` by default, an
+//! unknown name is reported when recording starts), writes the `.wpp` under a temporary name
+//! (`PROGRAM.PID.wpp.tmp`), renames it into place (so a `.wpp` that exists is whole) and
+//! removes the spool. A run that ends without the finisher (`SIGKILL`, a fatal signal, a full
+//! disk, a killed finisher) leaves the spool: a readable, possibly truncated, raw trace that
+//! `wpp compress PROGRAM.PID.trace` finishes.
+//!
+//! # How it runs (`WPP_FINISH`)
+//!
+//! * `detach` (default): the exiting process forks twice; the grandchild starts a new session
+//!   (`setsid`), replaces every inherited file descriptor with `/dev/null` (so a pipe to `| cat`
+//!   or a test harness sees end-of-file when the program exits, not when the finisher does),
+//!   compresses, and ends with `_exit` (the program's `atexit` handlers and stdio buffers are
+//!   never run twice). The program's exit waits only for the intermediate child, which exits at
+//!   once. The detached finisher reports its summary on stderr only when stderr is a terminal
+//!   and `WPP_QUIET=0`.
+//! * `wait`: the exiting process compresses before it exits (tests and scripts that read the
+//!   `.wpp` right after the program ends).
+//!
+//! Compression streams the spool through [`TraceCompressor`], the code behind `wpp compress`,
+//! so memory is bounded by the grammar, not by the run's length, and `wpp verify` of the `.wpp`
+//! against a raw recording of the same run is exact.
+
+use crate::sink::SinkError;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use wpp_grammar::{Algorithm, TraceCompressor};
+
+/// The environment variable that chooses the compressor.
+pub const COMPRESS_VAR: &str = "WPP_COMPRESS";
+
+/// The environment variable that chooses how the finisher runs (`detach` or `wait`).
+pub const FINISH_VAR: &str = "WPP_FINISH";
+
+/// The zstd level of the `.wpp`: level 19 (`wpp compress`'s) took ~40% of the phrase
+/// compressor's time on a zlib path trace, level 3 a small part of that for a file ~5% larger
+/// (`wpp compress --zstd-level` rewrites it).
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// The compressor used when [`COMPRESS_VAR`] is unset or empty.
+pub const DEFAULT_ALGORITHM: Algorithm = Algorithm::Phrase;
+
+/// How the finisher runs (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// In a detached grandchild process.
+    Detach,
+    /// In the exiting process, before it exits.
+    Wait,
+}
+
+/// What the finisher will do at the end of the run: compress `spool` into `wpp`.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The raw trace written while the program runs.
+    pub spool: PathBuf,
+    /// The finished `.wpp`.
+    pub wpp: PathBuf,
+    /// The compressor.
+    pub algorithm: Algorithm,
+    /// Detached or synchronous.
+    pub mode: Mode,
+}
+
+impl Plan {
+    /// The plan for a recording whose `.wpp` is `wpp`, from the environment; an unknown
+    /// compressor or finisher mode is an error.
+    pub fn from_env(wpp: PathBuf) -> Result<Plan, SinkError> {
+        let error = |message| SinkError::Wpp {
+            path: wpp.display().to_string(),
+            message,
+        };
+        let algorithm = match std::env::var(COMPRESS_VAR) {
+            Ok(v) if !v.is_empty() => v
+                .parse()
+                .map_err(|e| error(format!("{COMPRESS_VAR}={v}: {e}")))?,
+            _ => DEFAULT_ALGORITHM,
+        };
+        let mode = match std::env::var(FINISH_VAR).as_deref() {
+            Ok("wait") => Mode::Wait,
+            Ok("detach") | Ok("") | Err(_) => Mode::Detach,
+            Ok(other) => {
+                return Err(error(format!(
+                    "{FINISH_VAR}={other}: expected `detach` or `wait`"
+                )))
+            }
+        };
+        Ok(Plan {
+            spool: spool_path(&wpp),
+            wpp,
+            algorithm,
+            mode,
+        })
+    }
+
+    /// Runs the finisher as [`Plan::mode`] says; returns a one-line summary for the exiting
+    /// process (the detached finisher's own summary goes to a terminal only).
+    pub fn run(&self, verbose: bool) -> Result<String, SinkError> {
+        let stays = |e: String| SinkError::Wpp {
+            path: self.wpp.display().to_string(),
+            message: format!("{e}; the raw trace stays in {}", self.spool.display()),
+        };
+        match self.mode {
+            Mode::Wait => self.compress().map_err(|e| stays(e.to_string())),
+            Mode::Detach => match self.detach(verbose) {
+                Ok(()) => Ok(format!(
+                    "{} will be finished from {} in the background",
+                    self.wpp.display(),
+                    self.spool.display()
+                )),
+                Err(e) => Err(stays(format!(
+                    "cannot start the finisher ({e}); run `wpp compress` on it"
+                ))),
+            },
+        }
+    }
+
+    /// Compresses the spool into the `.wpp` (temporary name, then rename) and removes the
+    /// spool; returns a summary.
+    pub fn compress(&self) -> Result<String, SinkError> {
+        let t0 = Instant::now();
+        let shown = self.wpp.display().to_string();
+        let error = |message: String| SinkError::Wpp {
+            path: shown.clone(),
+            message,
+        };
+        let spool_bytes = std::fs::metadata(&self.spool).map(|m| m.len()).unwrap_or(0);
+        let mut reader = wpp_trace::file::open(&self.spool)
+            .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
+            .allow_truncated(true);
+        let mut c = TraceCompressor::new(self.algorithm, None, reader.program().clone());
+        while let Some(run) = reader
+            .next_batch()
+            .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
+        {
+            c.push_batch(run).map_err(|e| error(e.to_string()))?;
+        }
+        let truncated = reader.truncation().is_some();
+        drop(reader);
+        let events = c.events();
+        let file = c.finish().map_err(|e| error(e.to_string()))?;
+        let tmp = PathBuf::from(format!("{shown}.tmp"));
+        file.write_with_level(&tmp, ZSTD_LEVEL)
+            .map_err(|e| error(e.to_string()))?;
+        std::fs::rename(&tmp, &self.wpp).map_err(|e| error(format!("cannot rename: {e}")))?;
+        let _ = std::fs::remove_file(&self.spool);
+        Ok(format!(
+            "compressed {events} events ({spool_bytes} spool bytes{}) with {} into {} rules, \
+             {} symbols, {} threads: {shown}, {:.3} s after exit",
+            if truncated { ", truncated" } else { "" },
+            file.algorithm,
+            file.grammar.num_rules(),
+            file.grammar.num_symbols(),
+            file.grammar.starts().len(),
+            t0.elapsed().as_secs_f64()
+        ))
+    }
+
+    /// Forks the detached finisher (see the module docs); returns once the intermediate
+    /// child has exited.
+    fn detach(&self, verbose: bool) -> std::io::Result<()> {
+        // SAFETY: the child only calls `setsid`, `fork` and `_exit`; the grandchild runs Rust
+        // code, safe after `fork` because the runtime's heap lock is held across it (see
+        // [`crate::heap`]) and the runtime's own fork handlers do nothing once recording is over.
+        match unsafe { libc::fork() } {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => {
+                // SAFETY: see above.
+                unsafe {
+                    libc::setsid();
+                    match libc::fork() {
+                        0 => self.in_grandchild(verbose),
+                        -1 => crate::raw_exit(1),
+                        _ => crate::raw_exit(0),
+                    }
+                }
+            }
+            child => {
+                let mut status = 0;
+                // SAFETY: waiting for our own child.
+                unsafe { libc::waitpid(child, &mut status, 0) };
+                Ok(())
+            }
+        }
+    }
+
+    /// The detached finisher's body: drop every inherited descriptor, compress, `_exit`.
+    fn in_grandchild(&self, verbose: bool) -> ! {
+        // SAFETY: querying descriptor 2.
+        let keep_stderr = verbose && unsafe { libc::isatty(2) } == 1;
+        // SAFETY: plain descriptor calls on this process's own table.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            for fd in 0..=2 {
+                if !(fd == 2 && keep_stderr) {
+                    libc::dup2(null, fd);
+                }
+            }
+            libc::close_range(3, u32::MAX, 0);
+        }
+        let code = match self.compress() {
+            Ok(s) => {
+                if keep_stderr {
+                    eprintln!("wpp-rt finisher: {s}");
+                }
+                0
+            }
+            Err(e) => {
+                if keep_stderr {
+                    eprintln!("wpp-rt finisher: {e}");
+                }
+                1
+            }
+        };
+        crate::raw_exit(code)
+    }
+}
+
+/// The spool of a recording whose `.wpp` is `wpp` (see the module docs).
+pub fn spool_path(wpp: &Path) -> PathBuf {
+    let spool = wpp.with_extension("trace");
+    if spool == wpp {
+        wpp.with_extension("spool.trace")
+    } else {
+        spool
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wpp_trace::file::TraceWriter;
+    use wpp_trace::{Event, FunctionId, ProgramDb, ThreadId};
+
+    /// Two threads' interleaved events (balanced per thread).
+    fn events() -> Vec<Event> {
+        let mut e = Vec::new();
+        for round in 0..50u32 {
+            for t in 0..2 {
+                e.push(Event::Thread(ThreadId(t)));
+                e.push(Event::Enter(FunctionId(round % 3)));
+                e.push(Event::Block(wpp_trace::BlockId(round % 7)));
+                e.push(Event::Leave);
+            }
+        }
+        e
+    }
+
+    /// The finisher turns a spool (whole, or cut short before its end marker as a kill leaves
+    /// it) into a `.wpp` that expands to exactly the spool's events, thread by thread (the
+    /// oracle: splitting the events by thread directly); the spool and the temporary file are
+    /// gone afterwards.
+    #[test]
+    fn compress_round_trips_whole_and_truncated_spools() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ProgramDb::default();
+        for name in ["f", "g", "h"] {
+            db.intern(name);
+        }
+        for whole in [true, false] {
+            let plan = Plan {
+                spool: dir.path().join("p.trace"),
+                wpp: dir.path().join("p.wpp"),
+                algorithm: DEFAULT_ALGORITHM,
+                mode: Mode::Wait,
+            };
+            let mut w = TraceWriter::new(std::fs::File::create(&plan.spool).unwrap(), &db).unwrap();
+            for e in events() {
+                w.push(e).unwrap();
+            }
+            if whole {
+                w.finish().unwrap();
+            } else {
+                w.flush_chunk().unwrap(); // no end marker
+            }
+            let summary = plan.compress().unwrap();
+            assert!(summary.contains("400 events"), "{summary}");
+            assert_eq!(summary.contains("truncated"), !whole, "{summary}");
+            assert!(!plan.spool.exists() && !dir.path().join("p.wpp.tmp").exists());
+            let file = wpp_grammar::file::WppFile::read(&plan.wpp).unwrap();
+            let want = wpp_trace::file::threads::split_threads(&events());
+            for s in file.grammar.starts() {
+                let mut ts = Vec::new();
+                wpp_grammar::expand::expand_into(&file.grammar, s.rule, &mut ts);
+                let got: Vec<Event> = ts
+                    .iter()
+                    .map(|&t| file.alphabet.event(t).unwrap())
+                    .collect();
+                assert_eq!(got, want[&s.thread], "thread {:?}", s.thread);
+            }
+            assert_eq!(file.grammar.starts().len(), 2);
+        }
+    }
+
+    #[test]
+    fn spool_names() {
+        assert_eq!(
+            spool_path(Path::new("a/p.12.wpp")),
+            Path::new("a/p.12.trace")
+        );
+        assert_eq!(spool_path(Path::new("out")), Path::new("out.trace"));
+        assert_eq!(spool_path(Path::new("x.trace")), Path::new("x.spool.trace"));
+    }
+}
