@@ -44,8 +44,15 @@ enum Command {
     Subpath(cmd::subpath::Args),
     /// Match an intraprocedural path in a compressed trace (Zhang–Gupta schemes 1–4).
     Match(cmd::matching::Args),
-    /// Compile and link C/C++ through clang-22 with wpp instrumentation.
-    Cc(cmd::cc::Args),
+    /// Compile and link C/C++ through clang-22 with wpp instrumentation: `wpp cc CLANG
+    /// ARGS…` (`wpp c++` for C++; wpp's options as `--wpp-mode=M` or `WPP_MODE`; a symlink
+    /// named `wpp-cc`/`wpp-c++` works as `CC`/`CXX`).
+    #[command(disable_help_flag = true)]
+    Cc {
+        /// clang's arguments (handled before this parser; listed here for `wpp help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Instrument an LLVM bitcode file.
     Instrument(cmd::instrument::Args),
     /// Show Ball–Larus and preferential path profiles.
@@ -66,7 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Hot(a) => cmd::hot::run(a),
         Command::Subpath(a) => cmd::subpath::run(a),
         Command::Match(a) => cmd::matching::run(a),
-        Command::Cc(a) => cmd::cc::run(a),
+        Command::Cc { args } => cmd::cc::run(&args, false),
         Command::Instrument(a) => cmd::instrument::run(a),
         Command::Profile(c) => cmd::profile::run(c),
     }
@@ -89,7 +96,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // The compiler driver takes clang's command line as it is, so it bypasses clap.
+    let result = match cmd::cc::driver_call(&argv) {
+        Some((cxx, first)) => cmd::cc::run(&argv[first..], cxx),
+        None => run(Cli::parse()),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
