@@ -145,9 +145,9 @@ cmake_build() {
         ninja -C "$out" >"$out.ninja.log" 2>&1
 }
 
-check_cmake_project() { # NAME SRC LIBDIR_REL PROGRAM_SRC FUNCS CMAKE_ARGS...
-    local name=$1 src=$2 lib=$3 prog=$4 funcs=$5
-    shift 5
+check_cmake_project() { # NAME SRC INCLUDE_REL LIBDIR LIB PROGRAM_SRC FUNCS CMAKE_ARGS...
+    local name=$1 src=$2 inc=$3 libdir=$4 lib=$5 prog=$6 funcs=$7
+    shift 7
     mkdir -p "$BUILD/$name"
     local t0 v cc
     for v in native wpp; do
@@ -157,10 +157,12 @@ check_cmake_project() { # NAME SRC LIBDIR_REL PROGRAM_SRC FUNCS CMAKE_ARGS...
         cmake_build "$src" "$BUILD/$name/$v" "$cc" "$@" ||
             { fail "$name" "$v CMake build failed: $BUILD/$name/$v.*.log"; return; }
         echo "$name: $v cmake + ninja: $(secs "$t0") s"
-        (cd "$BUILD/$name/$v" && $cc -O2 -I. -I"$src/$lib" "$prog" -L. -l"${name%%-*}" -o prog) ||
+        (cd "$BUILD/$name/$v" && $cc -O2 -I. -I"$src/$inc" "$prog" -L"$libdir" -l"$lib" -o prog) ||
             { fail "$name" "$v program link failed"; return; }
     done
     pass "$name CMake build"
+    # The program must have been linked with the project's library, not the system's.
+    [[ -f $BUILD/$name/wpp/$libdir/lib$lib.a ]] || { fail "$name" "no lib$lib.a in $libdir"; return; }
     local want
     want=$(cd "$BUILD/$name/native" && ./prog)
     check_recording "$name program" "$BUILD/$name/wpp" "$want" "$funcs" ./prog
@@ -170,12 +172,12 @@ for p in "${PROJECTS[@]}"; do
     case $p in
     bzip2) check_bzip2 ;;
     zlib-ng)
-        check_cmake_project zlib-ng "$ZNG_SRC" . "$ROOT/bench/workloads/zlib/driver.c" \
+        check_cmake_project zlib-ng "$ZNG_SRC" . . z "$ROOT/bench/workloads/zlib/driver.c" \
             "main deflate inflate" \
             -DZLIB_COMPAT=ON -DZLIB_ENABLE_TESTS=OFF -DWITH_GTEST=OFF -DWITH_FUZZERS=OFF
         ;;
     zstd)
-        check_cmake_project zstd "$ZSTD_SRC/build/cmake" ../../lib "$ROOT/tests/programs/zstd_user.c" \
+        check_cmake_project zstd "$ZSTD_SRC/build/cmake" ../../lib lib zstd "$ROOT/tests/programs/zstd_user.c" \
             "main ZSTD_compress ZSTD_decompress HUF_compress4X_repeat" \
             -DZSTD_BUILD_PROGRAMS=OFF -DZSTD_BUILD_TESTS=OFF -DZSTD_BUILD_SHARED=OFF \
             -DZSTD_BUILD_STATIC=ON -DZSTD_MULTITHREAD_SUPPORT=OFF
