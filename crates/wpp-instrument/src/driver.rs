@@ -471,10 +471,22 @@ impl Driver {
                 g.replaced.insert(name);
             }
         }
+        let whole_archive = inv.link.iter().any(|l| match l {
+            LinkArg::Flag(f) => f.contains("whole-archive") && !f.contains("no-whole-archive"),
+            _ => false,
+        });
         for (archive, used) in &members {
             let mut part = embed::Bitcode::default();
             embed::gather(Path::new(archive), Some(used), &mut part)?;
             if !part.modules.is_empty() {
+                if whole_archive {
+                    // The final link would pull the members again, next to their instrumented
+                    // copies: duplicate definitions.
+                    return Err(DriverError::Usage(format!(
+                        "--whole-archive with an archive whose objects carry bitcode ({archive}) \
+                         is not supported yet: name its objects instead"
+                    )));
+                }
                 g.native.extend(part.native);
             }
             found.modules.extend(part.modules);

@@ -379,3 +379,18 @@ fn passthrough_invocations() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("trace-blocks"));
 }
+
+/// `--whole-archive` of an archive whose objects carry bitcode is refused with a message that
+/// says so (the final link would define every instrumented function twice).
+#[test]
+fn whole_archive_of_bitcode_objects_gets_a_clear_message() {
+    let p = Project::new();
+    p.ok("wpp-cc -O1 -c lib.c lib2.c main.c && ar rcs libq.a lib.o lib2.o");
+    let out = p.sh("wpp-cc main.o -Wl,--whole-archive libq.a -Wl,--no-whole-archive -o p");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--whole-archive with an archive") && err.contains("libq.a"),
+        "{err}"
+    );
+}
