@@ -18,6 +18,10 @@
 //! linked with `clang++-22` when a source is C++, when the driver is `wpp c++`, or when the
 //! linked module refers to C++ runtime symbols.
 //!
+//! Not supported yet, with a clear error: `--whole-archive` of archives whose objects carry
+//! bitcode. Objects made by running `ld -r` directly (not through `wpp cc -r`) hold their
+//! inputs' bitcode sections concatenated, which `llvm-link` rejects.
+//!
 //! The runtime library is `$WPP_RT_LIB`, else `libwpp_rt.a` next to the `wpp` executable, else
 //! the newest `deps/libwpp_rt-*.a` there (cargo's location for a dependency's staticlib).
 //! Tools are `clang-22`, `clang++-22`, `llvm-link-22`, `llvm-objcopy-22` and `ld` on `PATH`,
