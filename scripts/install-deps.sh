@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing wpp needs on a fresh Debian 12 machine with a Rust
 # toolchain: LLVM 22 (for the instrumenter and `wpp cc`), zstd/xz/gzip (benchmark baselines),
+# cmake/ninja (bench/projects: real projects built with CC=wpp-cc),
 # and the rustfmt/clippy components. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-apt_packages=(clang-22 llvm-22-dev lld-22 libpolly-22-dev libzstd-dev zlib1g-dev zstd xz-utils gzip)
+apt_packages=(clang-22 llvm-22-dev lld-22 libpolly-22-dev libzstd-dev zlib1g-dev zstd xz-utils gzip
+    cmake ninja-build bc)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

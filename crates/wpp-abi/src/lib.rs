@@ -90,6 +90,12 @@ pub const TAG_PATH: u64 = 3;
 /// suffix is the buffer ABI's version (v2: `__wpp_buf` is a pointer the runtime swaps), so a
 /// module instrumented for another ABI fails to link instead of corrupting memory.
 pub const SYM_FLUSH: &str = "__wpp_rt_flush_v2";
+/// The libc functions the runtime defines in the executable, so that a recording ends before
+/// the process image does (`_exit` skips `atexit`, `exec` replaces the image; see `wpp-rt`).
+/// Besides the `__wpp_*` ABI, these are the only symbols the packaged runtime exports.
+pub const INTERPOSED: &[&str] = &[
+    "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve",
+];
 /// `void __wpp_rt_unwind(uint32_t saved_depth)`.
 pub const SYM_UNWIND: &str = "__wpp_rt_unwind";
 /// `void __wpp_rt_at_flush_v1(uint64_t **abuf, uint32_t *aidx, const uint8_t *memory_db,

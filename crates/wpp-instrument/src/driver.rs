@@ -1,26 +1,41 @@
-//! `wpp cc`: a clang-compatible compiler driver that builds instrumented programs.
+//! `wpp cc`: a clang-compatible compiler driver that builds instrumented programs, usable as
+//! `CC`/`CXX` of any build system (make, autotools, CMake, Meson).
 //!
 //! # What it does with an invocation
 //!
 //! | invocation | behaviour |
 //! |---|---|
-//! | `-E`, `-S`, `-M`/`-MM` alone, `-fsyntax-only`, `--version`, `-###`, no inputs | passed to clang-22 unchanged |
-//! | `-c` | each source compiled to an object file that holds LLVM **bitcode** (as with `-flto`), with the user's flags; instrumentation waits for the link, when the whole program is known |
-//! | sources and/or objects, no `-c` | sources compiled to bitcode; bitcode objects (from `wpp cc -c`) and sources `llvm-link`ed into one module; instrumented ([`crate::instrument_module`], so function ids are program-wide); compiled with the user's flags; linked with the remaining native objects and libraries, the user's link flags, and the `wpp-rt` static library |
+//! | `-E`, `-S`, `-M`/`-MM` alone, `-emit-llvm`, `-fsyntax-only`, `--version`, `-###`, `-print-…`, no inputs | passed to clang-22 unchanged |
+//! | `-c` | clang-22 with the user's arguments and `-fembed-bitcode`: an ordinary **native object that carries its bitcode** in the `SHF_EXCLUDE` section [`embed::SECTION`] (gllvm's idea), so the system `ar`, `ranlib`, any `llvm-ar` and any linker handle it; instrumentation waits for the final link, when the whole program is known |
+//! | link of an executable | sources compiled as with `-c`; when the link has archives, a native link with the linker's `-t -t` trace learns which archive members it uses; the bitcode of every object and used member is `llvm-link`ed into one module, instrumented ([`crate::instrument_module`], so function ids are program-wide), compiled with the user's flags (`-O2` when the link line has no `-O`), and linked in place of those objects with the user's link flags and the packaged runtime ([`runtime`]) |
+//! | `-r` (partial link) | linked natively; the inputs' bitcode is `llvm-link`ed into the output's section, so the object still carries all of it |
+//! | `-shared` | linked natively, uninstrumented (one runtime per process is issue 12 item 2); its objects keep their bitcode for programs that link them statically |
 //!
-//! Native objects and archives are linked as they are, uninstrumented (their functions do not
-//! appear in traces). Archives of bitcode objects are not supported: link their members or
-//! build them with plain clang. `-x LANG` is not supported (the language is taken from each
-//! file's extension). C++ is linked with `clang++-22` when a source has a C++ extension, when
-//! `--cxx` is given, or when the linked module refers to C++ runtime symbols.
+//! Inputs without bitcode (assembly, objects from other compilers, system libraries) are linked
+//! as they are, uninstrumented; with `--wpp-verbose`/`WPP_VERBOSE` the report on stderr names
+//! them. `@file` response files are expanded as clang does; `-x LANG` applies to the inputs
+//! after it; `-flto…` is dropped (wpp gathers the whole program itself). C++ is compiled and
+//! linked with `clang++-22` when a source is C++, when the driver is `wpp c++`, or when the
+//! linked module refers to C++ runtime symbols.
+//!
+//! Not supported yet, with a clear error: `--whole-archive` of archives whose objects carry
+//! bitcode. Objects made by running `ld -r` directly (not through `wpp cc -r`) hold their
+//! inputs' bitcode sections concatenated, which `llvm-link` rejects.
 //!
 //! The runtime library is `$WPP_RT_LIB`, else `libwpp_rt.a` next to the `wpp` executable, else
 //! the newest `deps/libwpp_rt-*.a` there (cargo's location for a dependency's staticlib).
-//! Tools are `clang-22`, `clang++-22` and `llvm-link-22` on `PATH`, overridable with
-//! `WPP_CLANG`, `WPP_CLANGXX` and `WPP_LLVM_LINK`.
+//! Tools are `clang-22`, `clang++-22`, `llvm-link-22`, `llvm-objcopy-22` and `ld` on `PATH`,
+//! overridable with `WPP_CLANG`, `WPP_CLANGXX`, `WPP_LLVM_LINK`, `WPP_OBJCOPY` and `WPP_LD`.
+
+pub mod args;
+pub mod embed;
+pub mod runtime;
 
 use crate::{instrument_module, read_bitcode, Options};
+pub use args::{is_cxx_source, Invocation, LinkArg, Source};
+pub use embed::is_bitcode_file;
 use inkwell::context::Context;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,6 +76,14 @@ pub enum DriverError {
     /// The command line is not supported.
     #[error("unsupported invocation: {0}")]
     Usage(String),
+    /// An input file is unreadable or malformed.
+    #[error("{path}: {reason}")]
+    Input {
+        /// The file (an archive member as `archive(member)`).
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The runtime library was not found.
     #[error("cannot find the wpp runtime library libwpp_rt.a (set WPP_RT_LIB, or build it with `cargo build -p wpp-rt`)")]
     NoRuntime,
@@ -83,11 +106,15 @@ pub struct Driver {
     pub clangxx: PathBuf,
     /// `llvm-link`.
     pub llvm_link: PathBuf,
-    /// The runtime static library, when known.
+    /// `llvm-objcopy` (renames the embedded bitcode section; packages the runtime).
+    pub objcopy: PathBuf,
+    /// The system linker, for packaging the runtime (`ld -r`).
+    pub ld: PathBuf,
+    /// The runtime static library (or packaged object), when known.
     pub runtime: Option<PathBuf>,
-    /// Force linking as C++.
+    /// Compile and link as C++ (`wpp c++`).
     pub cxx: bool,
-    /// Print each command on stderr.
+    /// Print each command and the report on stderr.
     pub verbose: bool,
     /// Keep intermediate files in this directory instead of a temporary one.
     pub keep: Option<PathBuf>,
@@ -128,6 +155,47 @@ pub fn find_runtime(exe_dir: Option<&Path>) -> Option<PathBuf> {
     None
 }
 
+fn show(tool: &Path, args: &[OsString]) -> String {
+    let mut s = tool.display().to_string();
+    for a in args {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// Runs a tool whose output only matters on failure.
+fn run_quiet<S: AsRef<std::ffi::OsStr>>(tool: &Path, args: &[S]) -> Result<(), DriverError> {
+    let a: Vec<OsString> = args.iter().map(|s| s.as_ref().to_owned()).collect();
+    let out = Command::new(tool)
+        .args(&a)
+        .output()
+        .map_err(|source| DriverError::Spawn {
+            tool: tool.display().to_string(),
+            source,
+        })?;
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        return Err(DriverError::Failed {
+            tool: tool.display().to_string(),
+            status: out.status.to_string(),
+            command: show(tool, &a),
+        });
+    }
+    Ok(())
+}
+
+/// What a link gathered, for the report.
+#[derive(Debug, Default)]
+struct Gathered {
+    /// Bitcode files to `llvm-link`, with the input each came from.
+    bitcode: Vec<(String, PathBuf)>,
+    /// Named inputs (and compiled sources) replaced by the instrumented object.
+    replaced: BTreeSet<String>,
+    /// Inputs and used archive members linked uninstrumented.
+    native: Vec<String>,
+}
+
 impl Driver {
     /// A driver with tools from the environment and the runtime found next to the current
     /// executable.
@@ -140,6 +208,8 @@ impl Driver {
             clang: env_path("WPP_CLANG", "clang-22"),
             clangxx: env_path("WPP_CLANGXX", "clang++-22"),
             llvm_link: env_path("WPP_LLVM_LINK", "llvm-link-22"),
+            objcopy: env_path("WPP_OBJCOPY", "llvm-objcopy-22"),
+            ld: env_path("WPP_LD", "ld"),
             runtime: find_runtime(exe_dir.as_deref()),
             cxx: false,
             verbose: std::env::var_os("WPP_VERBOSE").is_some(),
@@ -147,26 +217,23 @@ impl Driver {
         }
     }
 
-    fn run_tool(&self, tool: &Path, args: &[OsString]) -> Result<(), DriverError> {
-        let shown = format!(
-            "{} {}",
-            tool.display(),
-            args.iter()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+    fn run_tool<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        tool: &Path,
+        args: &[S],
+    ) -> Result<(), DriverError> {
+        let a: Vec<OsString> = args.iter().map(|s| s.as_ref().to_owned()).collect();
+        let shown = show(tool, &a);
         if self.verbose {
             eprintln!("wpp cc: {shown}");
         }
-        let status =
-            Command::new(tool)
-                .args(args)
-                .status()
-                .map_err(|source| DriverError::Spawn {
-                    tool: tool.display().to_string(),
-                    source,
-                })?;
+        let status = Command::new(tool)
+            .args(&a)
+            .status()
+            .map_err(|source| DriverError::Spawn {
+                tool: tool.display().to_string(),
+                source,
+            })?;
         if !status.success() {
             return Err(DriverError::Failed {
                 tool: tool.display().to_string(),
@@ -177,34 +244,37 @@ impl Driver {
         Ok(())
     }
 
+    fn report(&self, line: &str) {
+        if self.verbose {
+            eprintln!("wpp cc: {line}");
+        }
+    }
+
+    /// The packaged runtime object (see [`runtime`]).
+    pub fn packaged_runtime(&self) -> Result<PathBuf, DriverError> {
+        let lib = self.runtime.as_deref().ok_or(DriverError::NoRuntime)?;
+        runtime::packaged(lib, &self.ld, &self.objcopy)
+    }
+
     /// Runs one clang-style invocation.
     pub fn run(&self, args: &[String]) -> Result<(), DriverError> {
-        let inv = Invocation::parse(args)?;
-        let cxx = self.cxx || inv.sources.iter().any(|s| is_cxx_source(s));
+        let args = args::expand_response_files(args)?;
+        let inv = Invocation::parse(&args)?;
+        let cxx = self.cxx || inv.has_cxx_source();
         let compiler = if cxx { &self.clangxx } else { &self.clang };
-        if inv.passthrough || (inv.sources.is_empty() && inv.objects.is_empty()) {
-            let a: Vec<OsString> = args.iter().map(OsString::from).collect();
-            return self.run_tool(compiler, &a);
+        let no_inputs = inv.sources.is_empty() && inv.inputs().next().is_none();
+        if inv.passthrough || no_inputs {
+            return self.run_tool(compiler, &args);
+        }
+        if !inv.dropped.is_empty() {
+            self.report(&format!(
+                "dropped {} (wpp cc links the whole program's bitcode itself)",
+                inv.dropped.join(" ")
+            ));
         }
         if inv.compile_only {
-            if inv.output.is_some() && inv.sources.len() > 1 {
-                return Err(DriverError::Usage("-c -o with several sources".into()));
-            }
-            for src in &inv.sources {
-                let out = match &inv.output {
-                    Some(o) => PathBuf::from(o),
-                    None => PathBuf::from(
-                        Path::new(src)
-                            .with_extension("o")
-                            .file_name()
-                            .unwrap_or_default(),
-                    ),
-                };
-                self.compile_bitcode(compiler, &inv, src, &out)?;
-            }
-            return Ok(());
+            return self.compile_only(compiler, &args, &inv);
         }
-        // Link: sources to bitcode, bitcode objects joined, everything llvm-linked.
         let tmp_holder;
         let tmp: &Path = match &self.keep {
             Some(k) => {
@@ -216,98 +286,411 @@ impl Driver {
                 &tmp_holder.0
             }
         };
-        let mut bitcode = Vec::new();
-        for (i, src) in inv.sources.iter().enumerate() {
-            let out = tmp.join(format!("src{i}.bc"));
-            self.compile_bitcode(compiler, &inv, src, &out)?;
-            bitcode.push(out);
+        // Native objects are needed only when a native link precedes instrumentation.
+        let native = inv.shared || inv.relocatable || may_use_archives(&inv);
+        let objects = self.compile_sources(&inv, tmp, native)?;
+        if inv.shared {
+            self.report("shared library linked natively, uninstrumented (issue 12 item 2)");
+            return self.link_natively(compiler, &inv, &objects, &[]);
         }
-        let mut natives = Vec::new();
-        for o in &inv.objects {
-            if is_bitcode_file(Path::new(o)) {
-                bitcode.push(PathBuf::from(o));
-            } else {
-                natives.push(o.clone());
-            }
+        if inv.relocatable {
+            return self.link_relocatable(compiler, &inv, &objects, tmp);
         }
-        if bitcode.is_empty() {
-            return Err(DriverError::Usage(
-                "nothing to instrument: no sources and no bitcode objects (from `wpp cc -c`)"
-                    .into(),
-            ));
-        }
-        let linked = tmp.join("linked.bc");
-        let mut la: Vec<OsString> = bitcode.iter().map(|p| p.clone().into_os_string()).collect();
-        la.push("-o".into());
-        la.push(linked.clone().into_os_string());
-        self.run_tool(&self.llvm_link, &la)?;
-        let instrumented = tmp.join("instrumented.bc");
-        let uses_cxx = {
-            let ctx = Context::create();
-            let module = read_bitcode(&ctx, &linked)?;
-            let uses_cxx = crate::module_uses_cxx(&module);
-            let report = instrument_module(&module, &self.options)?;
-            if self.verbose {
-                eprintln!("wpp cc: {report:?}");
-            }
-            if !module.write_bitcode_to_path(&instrumented) {
-                return Err(crate::Error::Write {
-                    path: instrumented.display().to_string(),
-                }
-                .into());
-            }
-            uses_cxx
-        };
-        let linker = if cxx || uses_cxx {
-            &self.clangxx
-        } else {
-            &self.clang
-        };
-        let object = tmp.join("instrumented.o");
-        let mut ca: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
-        ca.extend([
-            "-Qunused-arguments".into(),
-            "-c".into(),
-            instrumented.into_os_string(),
-        ]);
-        ca.extend(["-o".into(), object.clone().into_os_string()]);
-        self.run_tool(linker, &ca)?;
-        let runtime = self.runtime.clone().ok_or(DriverError::NoRuntime)?;
-        let mut ka: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
-        ka.push("-Qunused-arguments".into());
-        ka.push(object.into_os_string());
-        ka.extend(natives.iter().map(OsString::from));
-        ka.extend(inv.link.iter().map(OsString::from));
-        ka.push(runtime.into_os_string());
-        ka.extend(RUNTIME_SYSTEM_LIBS.iter().map(OsString::from));
-        ka.push("-o".into());
-        ka.push(inv.output.clone().unwrap_or_else(|| "a.out".into()).into());
-        self.run_tool(linker, &ka)
+        self.link_executable(compiler, &inv, &objects, tmp)
     }
 
-    fn compile_bitcode(
+    /// `-c`: clang with `-fembed-bitcode`, then the bitcode section renamed in each object.
+    fn compile_only(
+        &self,
+        compiler: &Path,
+        args: &[String],
+        inv: &Invocation,
+    ) -> Result<(), DriverError> {
+        let mut a: Vec<String> = args
+            .iter()
+            .filter(|a| !inv.dropped.contains(a))
+            .cloned()
+            .collect();
+        a.push("-fembed-bitcode".into());
+        self.run_tool(compiler, &a)?;
+        let outputs: Vec<PathBuf> = match &inv.output {
+            Some(o) if inv.sources.len() == 1 => vec![PathBuf::from(o)],
+            _ => inv
+                .sources
+                .iter()
+                .map(|s| default_object(&s.path))
+                .collect(),
+        };
+        for o in outputs.iter().filter(|o| o.is_file()) {
+            self.rename_bitcode_section(o)?;
+        }
+        Ok(())
+    }
+
+    /// Renames clang's `.llvmbc` to [`embed::SECTION`] (excluded from final links) and drops
+    /// `.llvmcmd`.
+    fn rename_bitcode_section(&self, obj: &Path) -> Result<(), DriverError> {
+        run_quiet(
+            &self.objcopy,
+            &[
+                OsString::from(format!(
+                    "--rename-section=.llvmbc={},exclude",
+                    embed::SECTION
+                )),
+                "--remove-section=.llvmcmd".into(),
+                obj.as_os_str().to_owned(),
+            ],
+        )
+    }
+
+    /// Compiles the sources of a link, in `tmp`: into objects carrying their bitcode when
+    /// `native`, else into plain bitcode (assembly always into native objects).
+    fn compile_sources(
+        &self,
+        inv: &Invocation,
+        tmp: &Path,
+        native: bool,
+    ) -> Result<Vec<PathBuf>, DriverError> {
+        let mut out = Vec::new();
+        for (i, src) in inv.sources.iter().enumerate() {
+            let asm = args::is_assembly(src);
+            let bitcode_only = !native && !asm;
+            let obj = tmp.join(format!("src{i}.{}", if bitcode_only { "bc" } else { "o" }));
+            let is_cxx = match &src.lang {
+                Some(l) => l.starts_with("c++"),
+                None => is_cxx_source(&src.path),
+            };
+            let compiler = if self.cxx || is_cxx {
+                &self.clangxx
+            } else {
+                &self.clang
+            };
+            let mut a: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
+            a.extend(inv.deps.iter().map(OsString::from));
+            a.extend(["-Qunused-arguments".into(), "-c".into()]);
+            if bitcode_only {
+                a.push("-emit-llvm".into());
+            } else if !asm {
+                a.push("-fembed-bitcode".into());
+            }
+            if let Some(l) = &src.lang {
+                a.extend(["-x".into(), l.into()]);
+            }
+            a.push(src.path.clone().into());
+            a.extend(["-o".into(), obj.clone().into_os_string()]);
+            self.run_tool(compiler, &a)?;
+            if !bitcode_only && !asm {
+                self.rename_bitcode_section(&obj)?;
+            }
+            out.push(obj);
+        }
+        Ok(out)
+    }
+
+    /// The user's link line with compiled sources in place, `extra` appended, to `output`.
+    fn link_args(
+        &self,
+        inv: &Invocation,
+        objects: &[PathBuf],
+        skip: &BTreeSet<String>,
+        first_skipped: Option<&Path>,
+    ) -> Vec<OsString> {
+        let mut a: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
+        a.push("-Qunused-arguments".into());
+        let mut placed = first_skipped.is_none();
+        for l in &inv.link {
+            let item: OsString = match l {
+                LinkArg::Flag(f) => f.into(),
+                LinkArg::Source(i) => objects[*i].clone().into_os_string(),
+                LinkArg::Input(p) => p.into(),
+            };
+            if skip.contains(&*item.to_string_lossy()) {
+                if !placed {
+                    a.push(
+                        first_skipped
+                            .unwrap_or(Path::new(""))
+                            .as_os_str()
+                            .to_owned(),
+                    );
+                    placed = true;
+                }
+                continue;
+            }
+            a.push(item);
+        }
+        if !placed {
+            a.push(
+                first_skipped
+                    .unwrap_or(Path::new(""))
+                    .as_os_str()
+                    .to_owned(),
+            );
+        }
+        a
+    }
+
+    fn output(inv: &Invocation) -> OsString {
+        inv.output.clone().unwrap_or_else(|| "a.out".into()).into()
+    }
+
+    fn link_natively(
         &self,
         compiler: &Path,
         inv: &Invocation,
-        src: &str,
-        out: &Path,
+        objects: &[PathBuf],
+        extra: &[OsString],
     ) -> Result<(), DriverError> {
-        let mut a: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
+        let mut a = self.link_args(inv, objects, &BTreeSet::new(), None);
+        a.extend(extra.iter().cloned());
+        a.extend(["-o".into(), Self::output(inv)]);
+        self.run_tool(compiler, &a)
+    }
+
+    /// Gathers the bitcode of every object and used archive member of the link.
+    fn gather(
+        &self,
+        compiler: &Path,
+        inv: &Invocation,
+        objects: &[PathBuf],
+        tmp: &Path,
+    ) -> Result<Gathered, DriverError> {
+        let members = self.used_archive_members(compiler, inv, objects, tmp)?;
+        let mut g = Gathered::default();
+        let mut found = embed::Bitcode::default();
+        for l in &inv.link {
+            let path = match l {
+                LinkArg::Source(i) => objects[*i].clone(),
+                LinkArg::Input(p) if members.contains_key(p) || is_archive(Path::new(p)) => {
+                    continue
+                }
+                LinkArg::Input(p) => PathBuf::from(p),
+                LinkArg::Flag(_) => continue,
+            };
+            // An object named twice is llvm-linked twice and fails there, as clang's link
+            // fails on its duplicate definitions.
+            let name = path.display().to_string();
+            let before = found.modules.len();
+            embed::gather(&path, None, &mut found)?;
+            if found.modules.len() > before {
+                g.replaced.insert(name);
+            }
+        }
+        let whole_archive = inv.link.iter().any(|l| match l {
+            LinkArg::Flag(f) => f.contains("whole-archive") && !f.contains("no-whole-archive"),
+            _ => false,
+        });
+        for (archive, used) in &members {
+            let mut part = embed::Bitcode::default();
+            embed::gather(Path::new(archive), Some(used), &mut part)?;
+            if !part.modules.is_empty() {
+                if whole_archive {
+                    // The final link would pull the members again, next to their instrumented
+                    // copies: duplicate definitions.
+                    return Err(DriverError::Usage(format!(
+                        "--whole-archive with an archive whose objects carry bitcode ({archive}) \
+                         is not supported yet: name its objects instead"
+                    )));
+                }
+                g.native.extend(part.native);
+            }
+            found.modules.extend(part.modules);
+        }
+        g.native
+            .extend(found.native.iter().filter(|n| !is_shared_lib(n)).cloned());
+        for (i, (name, bc)) in found.modules.into_iter().enumerate() {
+            let p = tmp.join(format!("module{i}.bc"));
+            std::fs::write(&p, bc).map_err(DriverError::Temp)?;
+            g.bitcode.push((name, p));
+        }
+        Ok(g)
+    }
+
+    /// The archive members the link uses, from a native link with the linker's trace; empty
+    /// (no extra link) when the link names no archive and no `-L` directory.
+    fn used_archive_members(
+        &self,
+        compiler: &Path,
+        inv: &Invocation,
+        objects: &[PathBuf],
+        tmp: &Path,
+    ) -> Result<BTreeMap<String, BTreeSet<String>>, DriverError> {
+        if !may_use_archives(inv) {
+            return Ok(BTreeMap::new());
+        }
+        let mut a = self.link_args(inv, objects, &BTreeSet::new(), None);
         a.extend([
-            "-Qunused-arguments".into(),
-            "-c".into(),
-            "-emit-llvm".into(),
+            "-Wl,-t,-t".into(),
+            "-o".into(),
+            tmp.join("trace.out").into_os_string(),
         ]);
-        a.push(src.into());
-        a.push("-o".into());
-        a.push(out.as_os_str().to_owned());
-        let compiler = if is_cxx_source(src) {
+        if self.verbose {
+            eprintln!("wpp cc: {}", show(compiler, &a));
+        }
+        let out =
+            Command::new(compiler)
+                .args(&a)
+                .output()
+                .map_err(|source| DriverError::Spawn {
+                    tool: compiler.display().to_string(),
+                    source,
+                })?;
+        if !out.status.success() {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            return Err(DriverError::Failed {
+                tool: compiler.display().to_string(),
+                status: out.status.to_string(),
+                command: show(compiler, &a),
+            });
+        }
+        Ok(embed::traced_members(&String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// `llvm-link`s gathered bitcode into `out`.
+    fn llvm_link(&self, g: &Gathered, out: &Path) -> Result<(), DriverError> {
+        let mut la: Vec<OsString> = g
+            .bitcode
+            .iter()
+            .map(|(_, p)| p.clone().into_os_string())
+            .collect();
+        la.extend(["-o".into(), out.as_os_str().to_owned()]);
+        self.run_tool(&self.llvm_link, &la)
+    }
+
+    fn report_gathered(&self, g: &Gathered) {
+        if !self.verbose {
+            return;
+        }
+        let names: Vec<&str> = g.bitcode.iter().map(|(n, _)| n.as_str()).collect();
+        self.report(&format!(
+            "instrumented {} module(s): {}",
+            names.len(),
+            names.join(" ")
+        ));
+        if !g.native.is_empty() {
+            self.report(&format!(
+                "passed through uninstrumented (no bitcode): {}",
+                g.native.join(" ")
+            ));
+        }
+    }
+
+    fn link_executable(
+        &self,
+        compiler: &Path,
+        inv: &Invocation,
+        objects: &[PathBuf],
+        tmp: &Path,
+    ) -> Result<(), DriverError> {
+        let g = self.gather(compiler, inv, objects, tmp)?;
+        self.report_gathered(&g);
+        if g.bitcode.is_empty() {
+            self.report("nothing to instrument: linked natively");
+            return self.link_natively(compiler, inv, objects, &[]);
+        }
+        let linked = tmp.join("linked.bc");
+        self.llvm_link(&g, &linked)?;
+        let instrumented = tmp.join("instrumented.bc");
+        let uses_cxx = self.instrument(&linked, &instrumented)?;
+        let linker = if self.cxx || inv.has_cxx_source() || uses_cxx {
             &self.clangxx
         } else {
             compiler
         };
-        self.run_tool(compiler, &a)
+        let object = tmp.join("instrumented.o");
+        let mut ca: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
+        if !inv.common.iter().any(|f| f.starts_with("-O")) {
+            // The link line often has no -O (`cc -o prog main.o -lz`); the objects' bitcode is
+            // already optimised, and functions built at -O0 carry `optnone`.
+            ca.push("-O2".into());
+        }
+        ca.extend(["-Qunused-arguments".into(), "-c".into()]);
+        ca.push(instrumented.into_os_string());
+        ca.extend(["-o".into(), object.clone().into_os_string()]);
+        self.run_tool(linker, &ca)?;
+        let runtime = self.packaged_runtime()?;
+        let mut ka = self.link_args(inv, objects, &g.replaced, Some(&object));
+        ka.push(runtime.into_os_string());
+        ka.extend(RUNTIME_SYSTEM_LIBS.iter().map(OsString::from));
+        ka.extend(["-o".into(), Self::output(inv)]);
+        self.run_tool(linker, &ka)
     }
+
+    /// Instruments `linked` into `out`; returns whether the module uses the C++ runtime.
+    fn instrument(&self, linked: &Path, out: &Path) -> Result<bool, DriverError> {
+        let ctx = Context::create();
+        let module = read_bitcode(&ctx, linked)?;
+        let uses_cxx = crate::module_uses_cxx(&module);
+        let report = instrument_module(&module, &self.options)?;
+        if self.verbose {
+            eprintln!("wpp cc: {report:?}");
+        }
+        if !module.write_bitcode_to_path(out) {
+            return Err(crate::Error::Write {
+                path: out.display().to_string(),
+            }
+            .into());
+        }
+        Ok(uses_cxx)
+    }
+
+    /// `-r`: the native partial link, then one bitcode module of all inputs in its section.
+    fn link_relocatable(
+        &self,
+        compiler: &Path,
+        inv: &Invocation,
+        objects: &[PathBuf],
+        tmp: &Path,
+    ) -> Result<(), DriverError> {
+        let g = self.gather(compiler, inv, objects, tmp)?;
+        self.link_natively(compiler, inv, objects, &[])?;
+        if g.bitcode.is_empty() {
+            return Ok(());
+        }
+        let linked = tmp.join("relocatable.bc");
+        self.llvm_link(&g, &linked)?;
+        let out = Self::output(inv);
+        let mut a: Vec<OsString> = vec![
+            format!("--remove-section={}", embed::SECTION).into(),
+            "--add-section".into(),
+        ];
+        let mut add = OsString::from(format!("{}=", embed::SECTION));
+        add.push(linked.as_os_str());
+        a.push(add);
+        a.extend([
+            format!("--set-section-flags={}=exclude", embed::SECTION).into(),
+            out,
+        ]);
+        run_quiet(&self.objcopy, &a)
+    }
+}
+
+/// clang's object name for `-c src` without `-o`: the base name with `.o`, in the current
+/// directory.
+fn default_object(src: &str) -> PathBuf {
+    PathBuf::from(
+        Path::new(src)
+            .with_extension("o")
+            .file_name()
+            .unwrap_or_default(),
+    )
+}
+
+/// Whether a link may use archives that carry bitcode: it names one, or a `-L` directory where
+/// `-l` may find one (system libraries carry none).
+fn may_use_archives(inv: &Invocation) -> bool {
+    inv.link.iter().any(|l| match l {
+        LinkArg::Input(p) => is_archive(Path::new(p)),
+        LinkArg::Flag(f) => f.starts_with("-L") || f.starts_with("-l:"),
+        LinkArg::Source(_) => false,
+    })
+}
+
+fn is_archive(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "a")
+}
+
+fn is_shared_lib(name: &str) -> bool {
+    name.ends_with(".so") || name.contains(".so.")
 }
 
 /// A removed-on-drop temporary directory.
@@ -331,176 +714,5 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Whether a path is a C++ source by extension.
-pub fn is_cxx_source(s: &str) -> bool {
-    matches!(
-        Path::new(s).extension().and_then(|e| e.to_str()),
-        Some("cc" | "cpp" | "cxx" | "c++" | "C" | "ii" | "mm" | "CPP" | "cp")
-    )
-}
-
-fn is_source(s: &str) -> bool {
-    is_cxx_source(s)
-        || matches!(
-            Path::new(s).extension().and_then(|e| e.to_str()),
-            Some("c" | "i" | "m" | "ll" | "bc" | "s" | "S")
-        )
-}
-
-/// Whether a file starts with LLVM bitcode magic (raw or wrapped).
-pub fn is_bitcode_file(p: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    std::fs::File::open(p)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && (magic == *b"BC\xC0\xDE" || magic == [0xDE, 0xC0, 0x17, 0x0B])
-}
-
-/// A parsed clang command line.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Invocation {
-    /// Source files.
-    pub sources: Vec<String>,
-    /// Object files, archives and shared libraries given as inputs.
-    pub objects: Vec<String>,
-    /// Flags for both compiling and linking.
-    pub common: Vec<String>,
-    /// Link-only flags (`-l`, `-L`, `-Wl,…`, …), in order.
-    pub link: Vec<String>,
-    /// `-o`.
-    pub output: Option<String>,
-    /// `-c`.
-    pub compile_only: bool,
-    /// Handled by clang alone (`-E`, `-S`, …).
-    pub passthrough: bool,
-}
-
-/// Flags whose value is the next argument.
-const WITH_VALUE: &[&str] = &[
-    "-I",
-    "-D",
-    "-U",
-    "-include",
-    "-imacros",
-    "-isystem",
-    "-iquote",
-    "-idirafter",
-    "-isysroot",
-    "-MF",
-    "-MT",
-    "-MQ",
-    "-target",
-    "-arch",
-    "--sysroot",
-    "-Xclang",
-    "-mllvm",
-    "-std",
-    "-x",
-];
-/// Link-only flags whose value is the next argument.
-const LINK_WITH_VALUE: &[&str] = &["-L", "-l", "-Xlinker", "-u", "-T", "-z"];
-
-impl Invocation {
-    /// Classifies the arguments of a clang command line.
-    pub fn parse(args: &[String]) -> Result<Invocation, DriverError> {
-        let mut inv = Invocation::default();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let a = a.as_str();
-            match a {
-                "-c" => inv.compile_only = true,
-                "-E" | "-S" | "-fsyntax-only" | "--version" | "-###" | "-M" | "-MM" | "-v"
-                | "--help" | "-print-search-dirs" => inv.passthrough = true,
-                "-x" => return Err(DriverError::Usage("-x is not supported".into())),
-                "-o" => {
-                    inv.output = Some(
-                        it.next()
-                            .ok_or_else(|| DriverError::Usage("-o needs a value".into()))?
-                            .clone(),
-                    )
-                }
-                _ if a.starts_with("-o") && a.len() > 2 => inv.output = Some(a[2..].to_owned()),
-                _ if LINK_WITH_VALUE.contains(&a) => {
-                    inv.link.push(a.to_owned());
-                    if let Some(v) = it.next() {
-                        inv.link.push(v.clone());
-                    }
-                }
-                _ if WITH_VALUE.contains(&a) => {
-                    inv.common.push(a.to_owned());
-                    if let Some(v) = it.next() {
-                        inv.common.push(v.clone());
-                    }
-                }
-                _ if a.starts_with("-l")
-                    || a.starts_with("-L")
-                    || a.starts_with("-Wl,")
-                    || matches!(
-                        a,
-                        "-static"
-                            | "-shared"
-                            | "-rdynamic"
-                            | "-pie"
-                            | "-no-pie"
-                            | "-s"
-                            | "-nostdlib"
-                    ) =>
-                {
-                    inv.link.push(a.to_owned())
-                }
-                _ if a.starts_with('-') => inv.common.push(a.to_owned()),
-                _ if is_source(a) => inv.sources.push(a.to_owned()),
-                _ => inv.objects.push(a.to_owned()),
-            }
-        }
-        Ok(inv)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn classifies_a_typical_command_line() {
-        let inv = Invocation::parse(&s(&[
-            "-O2",
-            "-I",
-            "inc",
-            "-DX=1",
-            "a.c",
-            "b.cpp",
-            "lib.o",
-            "-lm",
-            "-L/x",
-            "-Wl,--as-needed",
-            "-o",
-            "prog",
-            "-pthread",
-        ]))
-        .unwrap();
-        assert_eq!(inv.sources, s(&["a.c", "b.cpp"]));
-        assert_eq!(inv.objects, s(&["lib.o"]));
-        assert_eq!(inv.common, s(&["-O2", "-I", "inc", "-DX=1", "-pthread"]));
-        assert_eq!(inv.link, s(&["-lm", "-L/x", "-Wl,--as-needed"]));
-        assert_eq!(inv.output.as_deref(), Some("prog"));
-        assert!(!inv.compile_only && !inv.passthrough);
-    }
-
-    #[test]
-    fn compile_only_and_passthrough() {
-        let inv = Invocation::parse(&s(&["-c", "x.c", "-ox.o"])).unwrap();
-        assert!(inv.compile_only);
-        assert_eq!(inv.output.as_deref(), Some("x.o"));
-        assert!(Invocation::parse(&s(&["-E", "x.c"])).unwrap().passthrough);
-        assert!(Invocation::parse(&s(&["-x", "c", "x"])).is_err());
     }
 }

@@ -254,11 +254,12 @@ fn unknown_compressor_is_reported() {
     assert!(!wpp.exists());
 }
 
-/// Separate compilation: `wpp cc -c` makes bitcode objects, and a later `wpp cc` link of those
-/// objects (plus a native object, linked uninstrumented) instruments the whole program.
+/// Separate compilation: `wpp cc -c` makes native objects carrying their bitcode, and a later
+/// `wpp cc` link of those objects (plus a native object without bitcode, linked uninstrumented)
+/// instruments the whole program.
 #[test]
 fn compile_only_then_link_bitcode_objects() {
-    use wpp_instrument::driver::{is_bitcode_file, Driver};
+    use wpp_instrument::driver::{embed, is_bitcode_file, Driver};
     let dir = Scratch::new();
     let mut d = Driver::from_env(wpp_instrument::Options::new(InstrumentMode::TraceBlocks));
     d.runtime = Some(runtime_lib());
@@ -272,7 +273,16 @@ fn compile_only_then_link_bitcode_objects() {
         obj.display().to_string(),
     ])
     .unwrap();
-    assert!(is_bitcode_file(&obj), "-c must produce a bitcode object");
+    // -c makes a native object (for ar, ranlib and any linker) that carries its bitcode.
+    assert!(!is_bitcode_file(&obj), "-c must produce a native object");
+    let bytes = std::fs::read(&obj).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    let bc = embed::object_bitcode("recursion.o", &bytes).unwrap();
+    assert!(
+        bc.is_some_and(|b| embed::is_bitcode(&b)),
+        "no {}",
+        embed::SECTION
+    );
     // A native object with an unused function: linked as is.
     let native_c = dir.path("extra.c");
     std::fs::write(&native_c, "int wpp_extra(int x) { return x + 1; }\n").unwrap();

@@ -20,8 +20,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile and link C/C++ through clang-22 with wpp instrumentation.
-    Cc(cmd::record::cc::Args),
+    /// Compile and link C/C++ through clang-22 with wpp instrumentation: `wpp cc CLANG
+    /// ARGS…` (`wpp c++` for C++; wpp's options as `--wpp-mode=M` or `WPP_MODE`; a symlink
+    /// named `wpp-cc`/`wpp-c++` works as `CC`/`CXX`).
+    #[command(disable_help_flag = true)]
+    Cc {
+        /// clang's arguments (handled before this parser; listed here for `wpp help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Instrument an LLVM bitcode file.
     Instrument(cmd::record::instrument::Args),
     /// Generate a seeded synthetic control-flow trace.
@@ -65,7 +72,7 @@ enum Command {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Cc(a) => cmd::record::cc::run(a),
+        Command::Cc { args } => cmd::record::cc::run(&args, false),
         Command::Instrument(a) => cmd::record::instrument::run(a),
         Command::Synth(a) => cmd::record::synth::run(a),
         Command::Compress(a) => cmd::compress::grammar::run(a),
@@ -168,7 +175,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
-    match run(parse()) {
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // The compiler driver takes clang's command line as it is, so it bypasses clap.
+    let result = match cmd::record::cc::driver_call(&argv) {
+        Some((cxx, first)) => cmd::record::cc::run(&argv[first..], cxx),
+        None => run(parse()),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,61 +1,268 @@
-//! `wpp cc`: compile and link C/C++ through clang-22 with wpp instrumentation (see
-//! `wpp_instrument::driver` for what each kind of invocation does). Needs the `llvm` feature.
+//! `wpp cc` / `wpp c++` (and the installable names `wpp-cc` / `wpp-c++`): compile and link
+//! C/C++ through clang-22 with wpp instrumentation (see `wpp_instrument::driver` for what each
+//! kind of invocation does). Needs the `llvm` feature.
+//!
+//! The arguments are clang's, as they are: `CC=wpp-cc CXX=wpp-c++ make`. wpp's own options are
+//! `--wpp-NAME=VALUE` anywhere on the line, or `WPP_NAME` environment variables (the option
+//! wins): `--wpp-mode` / `WPP_MODE`, `--wpp-interesting` / `WPP_INTERESTING`,
+//! `--wpp-counters` / `WPP_COUNTERS`, `--wpp-keep` / `WPP_KEEP`, `--wpp-verbose` /
+//! `WPP_VERBOSE`. The older form `wpp cc --mode M [--interesting P] … -- CLANG ARGS` still
+//! works. A symlink to `wpp` named `wpp-cc` (or `wpp-c++`) behaves as `wpp cc` (`wpp c++`):
+//! `ln -s "$(command -v wpp)" /usr/local/bin/wpp-cc`.
 
 use super::instrument::{Counters, Mode};
+use std::path::PathBuf;
 
-/// Arguments of `wpp cc`.
-#[derive(clap::Args)]
-pub struct Args {
-    /// What the program records.
-    #[arg(long, value_enum, default_value = "trace-blocks")]
-    pub mode: Mode,
-    /// Interesting paths for `--mode ppp` (a BL profile; default: every path in it).
-    #[arg(long)]
-    pub interesting: Option<std::path::PathBuf>,
-    /// `--mode bl|ppp`: how path counters are incremented.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub counters: Counters,
-    /// Link with clang++ (otherwise decided from sources and the module).
-    #[arg(long)]
-    pub cxx: bool,
-    /// Keep intermediate files (linked, instrumented bitcode) in this directory.
-    #[arg(long)]
-    pub keep: Option<std::path::PathBuf>,
-    /// Print each tool invocation.
-    #[arg(long)]
+/// wpp's own options of a `wpp cc` command line.
+#[derive(Debug, Default, PartialEq)]
+pub struct CcOptions {
+    /// `--wpp-mode`.
+    pub mode: Option<String>,
+    /// `--wpp-interesting`.
+    pub interesting: Option<PathBuf>,
+    /// `--wpp-counters`.
+    pub counters: Option<String>,
+    /// `--wpp-keep`.
+    pub keep: Option<PathBuf>,
+    /// `--wpp-verbose`.
     pub verbose: bool,
-    /// The clang command line (after `--`).
-    #[arg(last = true, required = true)]
-    pub clang_args: Vec<String>,
+    /// `--wpp-cxx` (or invoked as `c++`).
+    pub cxx: bool,
 }
 
-/// Runs `wpp cc`.
-#[cfg(feature = "llvm")]
-pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.clang_args.is_empty() {
-        anyhow::bail!("no clang arguments: use `wpp cc --mode MODE -- CLANG ARGS…`");
+/// Options of the older `wpp cc --mode M … -- ARGS` form, with their `--wpp-` names.
+const LEGACY: &[(&str, bool)] = &[
+    ("--mode", true),
+    ("--interesting", true),
+    ("--counters", true),
+    ("--keep", true),
+    ("--cxx", false),
+    ("--verbose", false),
+];
+
+/// Splits a `wpp cc` command line into wpp's options and clang's arguments.
+pub fn split_args(args: &[String]) -> anyhow::Result<(CcOptions, Vec<String>)> {
+    let mut o = CcOptions::default();
+    let mut clang = Vec::new();
+    let mut rest = args;
+    if let Some(dash) = args.iter().position(|a| a == "--") {
+        if let Some(wpp) = legacy_options(&args[..dash]) {
+            for (k, v) in wpp {
+                set(&mut o, &k, v)?;
+            }
+            rest = &args[dash + 1..];
+        }
     }
-    let mut opts = wpp_instrument::Options::new(args.mode.to_rt());
-    opts.atomic_counters = args.counters.atomic();
-    match (&args.interesting, args.mode) {
-        (Some(p), Mode::Ppp) => opts.interesting = super::instrument::read_interesting(p)?,
-        (None, Mode::Ppp) => anyhow::bail!(
-            "--mode ppp needs --interesting PROFILE (a `--mode bl` profile: every path that ran \
-             in it is interesting, as in PPP §5)"
+    for a in rest {
+        match a.strip_prefix("--wpp-") {
+            Some(kv) => {
+                let (k, v) = match kv.split_once('=') {
+                    Some((k, v)) => (k, Some(v.to_owned())),
+                    None => (kv, None),
+                };
+                set(&mut o, k, v)?;
+            }
+            None => clang.push(a.clone()),
+        }
+    }
+    Ok((o, clang))
+}
+
+/// The `(name, value)` pairs of a legacy option list before `--`, if it is one.
+fn legacy_options(before: &[String]) -> Option<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    let mut it = before.iter();
+    while let Some(a) = it.next() {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_owned())),
+            None => (a.as_str(), None),
+        };
+        let &(_, takes_value) = LEGACY.iter().find(|(n, _)| *n == name)?;
+        let value = match (takes_value, inline) {
+            (true, Some(v)) => Some(v),
+            (true, None) => Some(it.next()?.clone()),
+            (false, None) => None,
+            (false, Some(_)) => return None,
+        };
+        out.push((name[2..].to_owned(), value));
+    }
+    Some(out)
+}
+
+fn set(o: &mut CcOptions, key: &str, value: Option<String>) -> anyhow::Result<()> {
+    let need = |v: Option<String>| {
+        v.ok_or_else(|| anyhow::anyhow!("--wpp-{key} needs a value (--wpp-{key}=VALUE)"))
+    };
+    match key {
+        "mode" => o.mode = Some(need(value)?),
+        "interesting" => o.interesting = Some(need(value)?.into()),
+        "counters" => o.counters = Some(need(value)?),
+        "keep" => o.keep = Some(need(value)?.into()),
+        "verbose" => o.verbose = true,
+        "cxx" => o.cxx = true,
+        _ => anyhow::bail!(
+            "unknown wpp option --wpp-{key} (known: --wpp-mode=, --wpp-interesting=, \
+             --wpp-counters=, --wpp-keep=, --wpp-verbose, --wpp-cxx)"
         ),
-        (Some(_), _) => anyhow::bail!("--interesting is only used by --mode ppp"),
-        (None, _) => {}
     }
-    let mut d = wpp_instrument::driver::Driver::from_env(opts);
-    d.cxx = args.cxx;
-    d.keep = args.keep;
-    d.verbose |= args.verbose;
-    d.run(&args.clang_args)?;
     Ok(())
 }
 
-/// Runs `wpp cc` (without LLVM support: explains how to get it).
+/// Fills options not given on the command line from `WPP_*` environment variables.
+fn from_env(mut o: CcOptions) -> CcOptions {
+    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+    o.mode = o.mode.or_else(|| var("WPP_MODE"));
+    o.interesting = o
+        .interesting
+        .or_else(|| var("WPP_INTERESTING").map(Into::into));
+    o.counters = o.counters.or_else(|| var("WPP_COUNTERS"));
+    o.keep = o.keep.or_else(|| var("WPP_KEEP").map(Into::into));
+    o.verbose |= var("WPP_VERBOSE").is_some();
+    o
+}
+
+fn value_enum<T: clap::ValueEnum>(what: &str, s: &str) -> anyhow::Result<T> {
+    T::from_str(s, true).map_err(|_| {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| Some(v.to_possible_value()?.get_name().to_owned()))
+            .collect();
+        anyhow::anyhow!("unknown {what} {s:?} (one of: {})", names.join(", "))
+    })
+}
+
+/// A `wpp cc` command line, read: wpp's settings and clang's arguments.
+// Without LLVM only the checking of the command line is used.
+#[cfg_attr(not(feature = "llvm"), allow(dead_code))]
+struct Parsed {
+    mode: Mode,
+    counters: Counters,
+    options: CcOptions,
+    clang_args: Vec<String>,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Parsed> {
+    let (o, clang_args) = split_args(args)?;
+    let options = from_env(o);
+    Ok(Parsed {
+        mode: value_enum("mode", options.mode.as_deref().unwrap_or("trace-blocks"))?,
+        counters: value_enum("counters", options.counters.as_deref().unwrap_or("auto"))?,
+        options,
+        clang_args,
+    })
+}
+
+/// Runs `wpp cc ARGS…` (`cxx`: `wpp c++`).
+#[cfg(feature = "llvm")]
+pub fn run(args: &[String], cxx: bool) -> anyhow::Result<()> {
+    let Parsed {
+        mode,
+        counters,
+        options: o,
+        clang_args,
+    } = parse(args)?;
+    let mut opts = wpp_instrument::Options::new(mode.to_rt());
+    opts.atomic_counters = counters.atomic();
+    match (&o.interesting, mode) {
+        (Some(p), Mode::Ppp) => opts.interesting = super::instrument::read_interesting(p)?,
+        (None, Mode::Ppp) => anyhow::bail!(
+            "mode ppp needs --wpp-interesting=PROFILE or WPP_INTERESTING (a `bl` profile: every \
+             path that ran in it is interesting, as in PPP §5)"
+        ),
+        (Some(_), _) => anyhow::bail!("--wpp-interesting is only used by mode ppp"),
+        (None, _) => {}
+    }
+    let mut d = wpp_instrument::driver::Driver::from_env(opts);
+    d.cxx = cxx || o.cxx;
+    d.keep = o.keep;
+    d.verbose |= o.verbose;
+    d.run(&clang_args)?;
+    Ok(())
+}
+
+/// Runs `wpp cc` (without LLVM support: checks the command line, then explains how to get it).
 #[cfg(not(feature = "llvm"))]
-pub fn run(_args: Args) -> anyhow::Result<()> {
+pub fn run(args: &[String], _cxx: bool) -> anyhow::Result<()> {
+    let _ = parse(args)?;
     anyhow::bail!("{}", super::instrument::NO_LLVM)
+}
+
+/// Which driver a command line asks for: `Some(cxx)` for `wpp-cc`/`wpp-c++` (by the program's
+/// name) and `wpp cc`/`wpp c++`, with the index of the first argument of the driver.
+pub fn driver_call(argv: &[String]) -> Option<(bool, usize)> {
+    let name = std::path::Path::new(argv.first()?)
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    match name.as_str() {
+        "wpp-cc" | "wpp-clang" => return Some((false, 1)),
+        "wpp-c++" | "wpp-cxx" | "wpp-clang++" => return Some((true, 1)),
+        _ => {}
+    }
+    match argv.get(1).map(String::as_str) {
+        Some("cc") => Some((false, 2)),
+        Some("c++") => Some((true, 2)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn clang_arguments_need_no_separator() {
+        let (o, c) = split_args(&s(&["-O2", "--wpp-mode=bl", "x.c", "-o", "x"])).unwrap();
+        assert_eq!(o.mode.as_deref(), Some("bl"));
+        assert_eq!(c, s(&["-O2", "x.c", "-o", "x"]));
+    }
+
+    #[test]
+    fn legacy_form_still_works() {
+        let (o, c) = split_args(&s(&[
+            "--mode",
+            "ppp",
+            "--interesting",
+            "p.blprof",
+            "--verbose",
+            "--",
+            "-O2",
+            "x.c",
+        ]))
+        .unwrap();
+        assert_eq!(o.mode.as_deref(), Some("ppp"));
+        assert_eq!(o.interesting, Some(PathBuf::from("p.blprof")));
+        assert!(o.verbose);
+        assert_eq!(c, s(&["-O2", "x.c"]));
+        // A `--` after clang arguments is clang's, not the legacy separator.
+        let (o, c) = split_args(&s(&["-O2", "--", "x.c"])).unwrap();
+        assert_eq!(o, CcOptions::default());
+        assert_eq!(c, s(&["-O2", "--", "x.c"]));
+    }
+
+    #[test]
+    fn bad_wpp_options_are_named() {
+        let e = split_args(&s(&["--wpp-mood=bl"])).unwrap_err();
+        assert!(e.to_string().contains("--wpp-mood"), "{e}");
+        let e = split_args(&s(&["--wpp-mode"])).unwrap_err();
+        assert!(e.to_string().contains("needs a value"), "{e}");
+        let e = value_enum::<Mode>("mode", "blocks").unwrap_err();
+        assert!(e.to_string().contains("trace-blocks"), "{e}");
+    }
+
+    #[test]
+    fn dispatch_by_program_name_and_subcommand() {
+        assert_eq!(
+            driver_call(&s(&["/usr/bin/wpp-cc", "-c"])),
+            Some((false, 1))
+        );
+        assert_eq!(driver_call(&s(&["wpp-c++"])), Some((true, 1)));
+        assert_eq!(driver_call(&s(&["wpp", "c++", "x.cc"])), Some((true, 2)));
+        assert_eq!(driver_call(&s(&["wpp", "cc"])), Some((false, 2)));
+        assert_eq!(driver_call(&s(&["wpp", "stats", "x"])), None);
+    }
 }

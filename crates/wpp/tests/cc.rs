@@ -1,0 +1,396 @@
+//! `wpp cc` as `CC`: command lines a build system writes, run through a `wpp-cc` symlink in a
+//! scratch directory. Each case builds a small program the way make/CMake would, runs it, and
+//! checks its output against the expected text and its recording against the functions that
+//! must (and must not) be in it. The oracle for odd command lines is clang-22 itself: where
+//! clang fails, `wpp cc` must fail too.
+
+#![cfg(feature = "llvm")]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const LIB_C: &str = r#"
+int lib_add(int a, int b) { return a + b; }
+"#;
+const LIB2_C: &str = r#"
+int lib_add(int a, int b);
+int lib_twice(int a) { return lib_add(a, a); }
+"#;
+const MAIN_C: &str = r#"
+#include <stdio.h>
+int lib_twice(int a);
+int main(void) { printf("twice=%d\n", lib_twice(21)); return 0; }
+"#;
+const ASM_S: &str = r#"
+    .text
+    .globl lib_twice
+    .type lib_twice, @function
+lib_twice:
+    leal (%rdi,%rdi), %eax
+    ret
+    .section .note.GNU-stack,"",@progbits
+"#;
+const GROUP_A_C: &str = r#"
+int group_b(int);
+int group_a(int n) { return n <= 0 ? 0 : 1 + group_b(n - 1); }
+"#;
+const GROUP_B_C: &str = r#"
+int group_a(int);
+int group_b(int n) { return n <= 0 ? 0 : 1 + group_a(n - 1); }
+int lib_twice(int a) { return group_a(a) + group_a(a); }
+"#;
+const MAIN_CPP: &str = r#"
+#include <cstdio>
+#include <string>
+static std::string greet(const std::string &w) { return "hello " + w; }
+int main() { std::printf("%s\n", greet("c++").c_str()); return 0; }
+"#;
+
+/// A scratch directory with the sources and a `wpp-cc`/`wpp-c++` symlink.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wpp = PathBuf::from(env!("CARGO_BIN_EXE_wpp"));
+        for name in ["wpp-cc", "wpp-c++"] {
+            std::os::unix::fs::symlink(&wpp, dir.path().join(name)).expect("symlink");
+        }
+        for (name, text) in [
+            ("lib.c", LIB_C),
+            ("lib.inc", LIB_C),
+            ("lib2.c", LIB2_C),
+            ("main.c", MAIN_C),
+            ("asm.S", ASM_S),
+            ("group_a.c", GROUP_A_C),
+            ("group_b.c", GROUP_B_C),
+            ("main.cpp", MAIN_CPP),
+        ] {
+            std::fs::write(dir.path().join(name), text).expect("write source");
+        }
+        Project { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Runs a shell command in the project directory, with `wpp-cc` on `PATH`.
+    fn sh(&self, cmd: &str) -> std::process::Output {
+        let path = format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(self.dir.path())
+            .env("PATH", path)
+            .env("WPP_VERBOSE", "1")
+            .env_remove("WPP_MODE")
+            .output()
+            .expect("sh runs")
+    }
+
+    fn ok(&self, cmd: &str) -> String {
+        let out = self.sh(cmd);
+        assert!(
+            out.status.success(),
+            "`{cmd}` failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Runs `exe`, recording raw and online; returns its output and the functions entered.
+    fn record(&self, exe: &str) -> (String, BTreeSet<String>) {
+        let online = self.path("rec.wpp");
+        let raw = self.path("rec.trace");
+        let run = |out: &Path, raw: bool| {
+            let mut c = Command::new(self.path(exe));
+            c.current_dir(self.dir.path()).env("WPP_OUT", out);
+            if raw {
+                c.env("WPP_RAW", "1");
+            } else {
+                c.env_remove("WPP_RAW");
+            }
+            let o = c.output().expect("program runs");
+            assert!(o.status.success(), "{exe} failed: {o:?}");
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let stdout = run(&online, false);
+        assert_eq!(run(&raw, true), stdout, "raw and online runs differ");
+        let wpp = env!("CARGO_BIN_EXE_wpp");
+        let verify = Command::new(wpp)
+            .arg("verify")
+            .arg(&online)
+            .arg(&raw)
+            .output();
+        let verify = verify.expect("wpp verify runs");
+        assert!(
+            verify.status.success(),
+            "the online recording does not expand to the raw one: {}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+        let text = self.path("rec.txt");
+        let d = Command::new(wpp)
+            .args(["decompress", "--text", "-o"])
+            .arg(&text)
+            .arg(&online)
+            .status()
+            .expect("wpp decompress runs");
+        assert!(d.success());
+        let entered = std::fs::read_to_string(&text)
+            .expect("text trace")
+            .lines()
+            .filter_map(|l| l.strip_prefix("F "))
+            .map(str::to_owned)
+            .collect();
+        (stdout, entered)
+    }
+}
+
+/// One row of the table: shell commands, then what the program prints and records.
+struct Case {
+    name: &'static str,
+    commands: &'static [&'static str],
+    exe: &'static str,
+    stdout: &'static str,
+    recorded: &'static [&'static str],
+    not_recorded: &'static [&'static str],
+    /// A text the `--wpp-verbose` report must contain.
+    report: Option<&'static str>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "compile and link in one command, no `--`",
+        commands: &["wpp-cc -O2 main.c lib.c lib2.c -o p"],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "the older `wpp cc --mode M -- ARGS` form",
+        commands: &["wpp-cc --mode trace-blocks -- -O2 main.c lib.c lib2.c -o p"],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "make-style: -c with -MD -MF, system ar and ranlib, -L. -l",
+        commands: &[
+            "wpp-cc -O2 -fPIC -MD -MF lib.d -c lib.c -o lib.o",
+            "grep -q 'lib.c' lib.d",
+            "wpp-cc -O2 -c lib2.c main.c",
+            "ar rc libq.a lib.o lib2.o && ranlib libq.a",
+            "wpp-cc -o p main.o -L. -lq",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: Some("libq.a(lib.o)"),
+    },
+    Case {
+        name: "llvm-ar archive named on the link line, only used members",
+        commands: &[
+            "wpp-cc -O1 -c lib.c lib2.c main.c group_a.c",
+            "llvm-ar-22 rcs libq.a lib.o lib2.o group_a.o",
+            "wpp-cc main.o libq.a -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &["group_a"],
+        report: None,
+    },
+    Case {
+        name: "response file",
+        commands: &[
+            "printf '%s\\n' -O2 main.c \"'lib.c'\" lib2.c '-o p' > args.rsp",
+            "wpp-cc @args.rsp",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "-x c on a file clang would not compile by its name",
+        commands: &["wpp-cc -O2 -x c lib.inc -x none main.c lib2.c -o p"],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "assembly is linked uninstrumented and named in the report",
+        commands: &["wpp-cc -c asm.S -o asm.o", "wpp-cc -O2 main.c asm.o -o p"],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main"],
+        not_recorded: &["lib_twice"],
+        report: Some("passed through uninstrumented (no bitcode): asm.o"),
+    },
+    Case {
+        name: "assembly source on the link line",
+        commands: &["wpp-cc -O2 main.c asm.S -o p"],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main"],
+        not_recorded: &["lib_twice"],
+        report: Some("passed through uninstrumented"),
+    },
+    Case {
+        name: "-flto from the user is dropped",
+        commands: &[
+            "wpp-cc -flto -O2 -c lib.c lib2.c",
+            "wpp-cc -flto=thin -O2 main.c lib.o lib2.o -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: Some("dropped -flto"),
+    },
+    Case {
+        name: "archives in --start-group that need each other",
+        commands: &[
+            "wpp-cc -O1 -c group_a.c group_b.c main.c",
+            "ar rcs liba.a group_a.o && ar rcs libb.a group_b.o",
+            "wpp-cc main.o -Wl,--start-group liba.a libb.a -Wl,--end-group -Wl,-Map,p.map -o p",
+            "test -s p.map",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "group_a", "group_b"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "-r partial link keeps every input's bitcode",
+        commands: &[
+            "wpp-cc -O2 -c lib.c lib2.c",
+            "wpp-cc -r lib.o lib2.o -o both.o",
+            "wpp-cc -O2 main.c both.o -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "-fPIC -shared library linked natively; the program is instrumented",
+        commands: &[
+            "wpp-cc -O2 -fPIC -shared lib.c lib2.c -o libq.so",
+            "wpp-cc -O2 main.c -L. -lq -Wl,-rpath,\"$PWD\" -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main"],
+        not_recorded: &["lib_twice"],
+        report: None,
+    },
+    Case {
+        name: "C++ through wpp-c++, compiled and linked separately",
+        commands: &["wpp-c++ -O2 -c main.cpp -o m.o", "wpp-c++ m.o -o p"],
+        exe: "p",
+        stdout: "hello c++\n",
+        recorded: &["main"],
+        not_recorded: &[],
+        report: None,
+    },
+];
+
+#[test]
+fn build_system_command_lines() {
+    for case in CASES {
+        let p = Project::new();
+        let mut report = String::new();
+        for cmd in case.commands {
+            report += &p.ok(cmd);
+        }
+        let (stdout, entered) = p.record(case.exe);
+        assert_eq!(stdout, case.stdout, "{}", case.name);
+        for f in case.recorded {
+            assert!(
+                entered.contains(*f),
+                "{}: {f} not recorded in {entered:?}",
+                case.name
+            );
+        }
+        for f in case.not_recorded {
+            assert!(!entered.contains(*f), "{}: {f} recorded", case.name);
+        }
+        if let Some(r) = case.report {
+            assert!(
+                report.contains(r),
+                "{}: report lacks {r:?}:\n{report}",
+                case.name
+            );
+        }
+    }
+}
+
+/// Command lines clang itself rejects are rejected by `wpp cc` as well, with clang's message.
+#[test]
+fn fails_where_clang_fails() {
+    for (cmd, clang) in [
+        (
+            "wpp-cc -O2 main.o lib.o lib.o lib2.o -o p",
+            "clang-22 -O2 main.o lib.o lib.o lib2.o -o p",
+        ),
+        ("wpp-cc -O2 main.c -o p", "clang-22 -O2 main.c -o p"),
+        ("wpp-cc -O2 nosuch.c -o p", "clang-22 -O2 nosuch.c -o p"),
+    ] {
+        let p = Project::new();
+        p.ok("clang-22 -O2 -c main.c lib.c lib2.c");
+        assert!(!p.sh(clang).status.success(), "clang accepted {clang}");
+        let out = p.sh(cmd);
+        assert!(!out.status.success(), "wpp cc accepted {cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("wpp: error"), "{cmd}: {err}");
+        assert!(!err.contains("panicked"), "{cmd}: {err}");
+    }
+}
+
+/// What clang does alone (`-E`, `-S`, `--version`) is clang's, unchanged.
+#[test]
+fn passthrough_invocations() {
+    let p = Project::new();
+    p.ok("wpp-cc --version >version.txt");
+    let v = std::fs::read_to_string(p.path("version.txt")).unwrap();
+    assert!(v.contains("clang version 22"), "{v}");
+    p.ok("wpp-cc -E main.c -o main.i && grep -q lib_twice main.i");
+    p.ok("wpp-cc -S -O2 lib.c -o lib.s && grep -q lib_add lib.s");
+    let bad = p.sh("wpp-cc --wpp-mode=blocks main.c");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("trace-blocks"));
+}
+
+/// `--whole-archive` of an archive whose objects carry bitcode is refused with a message that
+/// says so (the final link would define every instrumented function twice).
+#[test]
+fn whole_archive_of_bitcode_objects_gets_a_clear_message() {
+    let p = Project::new();
+    p.ok("wpp-cc -O1 -c lib.c lib2.c main.c && ar rcs libq.a lib.o lib2.o");
+    let out = p.sh("wpp-cc main.o -Wl,--whole-archive libq.a -Wl,--no-whole-archive -o p");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--whole-archive with an archive") && err.contains("libq.a"),
+        "{err}"
+    );
+}
