@@ -51,6 +51,13 @@ enum Command {
     /// Show Ball–Larus and preferential path profiles.
     #[command(subcommand)]
     Profile(cmd::profile::Command),
+    /// Source lines with their execution counts (text or lcov), from any recording or profile.
+    Annotate(cmd::show::annotate::Args),
+    /// The whole run as folded stacks, SVG flame graph, pprof, speedscope, callgrind or a
+    /// Chrome trace window.
+    Export(cmd::show::export::Args),
+    /// A self-contained HTML report of a recording or profile.
+    Report(cmd::show::report::Args),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -69,6 +76,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cc(a) => cmd::cc::run(a),
         Command::Instrument(a) => cmd::instrument::run(a),
         Command::Profile(c) => cmd::profile::run(c),
+        Command::Annotate(a) => cmd::show::annotate::run(a),
+        Command::Export(a) => cmd::show::export::run(a),
+        Command::Report(a) => cmd::show::report::run(a),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod matching;
 pub mod paths;
 pub mod ppp;
 pub mod profile;
+pub mod show;
 pub mod stats;
 pub mod subpath;
 pub mod synth;
