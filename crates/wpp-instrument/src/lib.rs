@@ -23,7 +23,8 @@
 //!   ids), so every mode numbers the same blocks the same way. Instrument the *linked*
 //!   whole-program module so that function ids are global ([`driver`] does).
 //! * **Program database.** Names, source locations (from `DISubprogram` and each block's first
-//!   debug location) and, for the path modes, each function's CFG with its cut points are
+//!   debug location: its line and its scope's file, so code inlined from a header names the
+//!   header; without `-g`, a function's file is the module's source when it has one) and, for the path modes, each function's CFG with its cut points are
 //!   embedded as `__wpp_program_db`; the runtime copies the CFGs into the program database of
 //!   every trace and `.wpp` it writes (`wpp_abi::EmbeddedProgram::attach_cfgs`), so a path
 //!   trace decodes to blocks from the file alone (`wpp_paths::trace`).
