@@ -179,6 +179,8 @@ pub struct Walker<'a> {
     thread: ThreadId,
     stack: Vec<Frame>,
     seen_threads: rustc_hash::FxHashSet<ThreadId>,
+    /// Whether the current thread is in `seen_threads` (checked on switches, not per event).
+    counted: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -193,6 +195,7 @@ impl<'a> Walker<'a> {
             thread: ThreadId(0),
             stack: Vec::new(),
             seen_threads: Default::default(),
+            counted: false,
         }
     }
 
@@ -218,7 +221,9 @@ impl<'a> Walker<'a> {
             }
             Event::Path(p) => self.path(p, at)?,
         }
-        if !matches!(e, Event::Thread(_)) && self.seen_threads.insert(self.thread) {
+        if !self.counted && !matches!(e, Event::Thread(_)) {
+            self.counted = true;
+            self.seen_threads.insert(self.thread);
             self.run.threads += 1;
         }
         Ok(())
@@ -269,6 +274,7 @@ impl<'a> Walker<'a> {
                 std::mem::replace(&mut self.stack, self.stacks.remove(&t).unwrap_or_default());
             self.stacks.insert(self.thread, old);
             self.thread = t;
+            self.counted = self.seen_threads.contains(&t);
         }
     }
 

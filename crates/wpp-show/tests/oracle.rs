@@ -152,7 +152,11 @@ proptest! {
         let (_, _, run) = walk_wpp(&db, &events);
         let mut stacks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         let (mut t, mut blocks, mut calls) = (0, BTreeMap::new(), [0u64; 4]);
+        let mut active = std::collections::BTreeSet::new();
         for &e in &events {
+            if !matches!(e, Event::Thread(_)) {
+                active.insert(t);
+            }
             let s = stacks.entry(t).or_default();
             match e {
                 Event::Thread(n) => t = n.0,
@@ -163,6 +167,7 @@ proptest! {
             }
         }
         prop_assert_eq!(run.calls(), calls.to_vec());
+        prop_assert_eq!(run.threads, active.len());
         for f in 0..4u32 {
             for b in 0..4u32 {
                 let want = blocks.get(&(f, b)).copied().unwrap_or(0);
