@@ -46,7 +46,7 @@ pub struct Run {
     pub block_counts: Vec<Vec<u64>>,
     /// Executions of each `(function, path id)` (path recordings and profiles).
     pub path_counts: FxHashMap<(u32, u64), u64>,
-    /// Events read, `Thread` events included.
+    /// Events read, `Thread` events included (a profile's: its path executions).
     pub events: u64,
     /// Samples: block and path events.
     pub samples: u64,
@@ -153,6 +153,8 @@ impl Run {
                 }
             }
         }
+        // A profile's events are its path executions.
+        run.events = run.samples;
         Ok(run)
     }
 }
