@@ -168,6 +168,7 @@ mod tests {
                         ..Default::default()
                     })
                     .collect(),
+                ..Default::default()
             },
             cfgs: Vec::new(),
         }

@@ -9,7 +9,8 @@
 use inkwell::llvm_sys::core as c;
 use inkwell::llvm_sys::debuginfo as di;
 use inkwell::llvm_sys::prelude::{
-    LLVMBasicBlockRef, LLVMBuilderRef, LLVMContextRef, LLVMModuleRef, LLVMTypeRef, LLVMValueRef,
+    LLVMBasicBlockRef, LLVMBuilderRef, LLVMContextRef, LLVMMetadataRef, LLVMModuleRef, LLVMTypeRef,
+    LLVMValueRef,
 };
 use inkwell::llvm_sys::{
     LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMLinkage, LLVMOpcode, LLVMTailCallKind,
@@ -61,6 +62,20 @@ impl<'m> Mod<'m> {
             m,
             ctx,
             _p: PhantomData,
+        }
+    }
+
+    /// The module's source file name (`source_filename`): the compiled file for a module
+    /// from one source, whatever the debug information.
+    pub fn source_file_name(self) -> String {
+        let mut len = 0usize;
+        // SAFETY: the module is live; the returned bytes belong to it.
+        unsafe {
+            let p = c::LLVMGetSourceFileName(self.m, &mut len);
+            if p.is_null() {
+                return String::new();
+            }
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
         }
     }
 
@@ -383,20 +398,56 @@ impl<'m> Value<'m> {
                 return None;
             }
             let line = di::LLVMDISubprogramGetLine(sp);
-            let file = di::LLVMDIScopeGetFile(sp);
-            if file.is_null() {
+            Some((scope_file(sp), line))
+        }
+    }
+
+    /// The source file and line of an instruction's debug location, when it has one with a
+    /// line: the file of its scope, which for code inlined from a header is the header.
+    pub fn debug_location(self) -> Option<(String, u32)> {
+        let line = self.debug_line();
+        if line == 0 {
+            return None;
+        }
+        // SAFETY: the value is a live instruction; metadata handles come from it.
+        unsafe {
+            let loc = di::LLVMInstructionGetDebugLoc(self.0);
+            if loc.is_null() {
                 return Some((String::new(), line));
             }
-            let mut len = 0u32;
-            let p = di::LLVMDIFileGetFilename(file, &mut len);
-            let name = if p.is_null() {
-                String::new()
-            } else {
-                String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len as usize))
-                    .into_owned()
-            };
-            Some((name, line))
+            Some((scope_file(di::LLVMDILocationGetScope(loc)), line))
         }
+    }
+}
+
+/// The path of a debug-info scope's file (`directory/filename` when the name is relative, so
+/// tools find the source from anywhere), or empty when it has none.
+///
+/// # Safety
+/// `scope` must be null or a live `DIScope`.
+unsafe fn scope_file(scope: LLVMMetadataRef) -> String {
+    if scope.is_null() {
+        return String::new();
+    }
+    let file = di::LLVMDIScopeGetFile(scope);
+    if file.is_null() {
+        return String::new();
+    }
+    let text = |p: *const std::ffi::c_char, len: u32| {
+        if p.is_null() {
+            String::new()
+        } else {
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len as usize))
+                .into_owned()
+        }
+    };
+    let mut len = 0u32;
+    let name = text(di::LLVMDIFileGetFilename(file, &mut len), len);
+    let dir = text(di::LLVMDIFileGetDirectory(file, &mut len), len);
+    if name.is_empty() || name.starts_with('/') || dir.is_empty() {
+        name
+    } else {
+        format!("{dir}/{name}")
     }
 }
 

@@ -24,7 +24,8 @@
 //!   ids), so every mode numbers the same blocks the same way. Instrument the *linked*
 //!   whole-program module so that function ids are global ([`driver`] does).
 //! * **Program database.** Names, source locations (from `DISubprogram` and each block's first
-//!   debug location) and, for the path modes, each function's CFG with its cut points are
+//!   debug location: its line and its scope's file, so code inlined from a header names the
+//!   header; without `-g`, a function's file is the module's source when it has one) and, for the path modes, each function's CFG with its cut points are
 //!   embedded as `__wpp_program_db`; the runtime copies the CFGs into the program database of
 //!   every trace and `.wpp` it writes (`wpp_abi::EmbeddedProgram::attach_cfgs`), so a path
 //!   trace decodes to blocks from the file alone (`wpp_paths::trace`).
@@ -263,6 +264,33 @@ pub(crate) fn instrument_bl<'m>(
     Ok(probes)
 }
 
+/// Each block's source line and file (an index into `files`, which grows) from its first
+/// instruction with a debug location; both empty when no block has one (no `-g`).
+fn block_locations(files: &mut Vec<String>, blocks: &[ir::Block<'_>]) -> (Vec<u32>, Vec<u32>) {
+    let locations: Vec<Option<(String, u32)>> = blocks
+        .iter()
+        .map(|b| b.instructions().iter().find_map(|i| i.debug_location()))
+        .collect();
+    if locations.iter().all(Option::is_none) {
+        return (Vec::new(), Vec::new());
+    }
+    let mut lines = Vec::with_capacity(blocks.len());
+    let mut indices = Vec::with_capacity(blocks.len());
+    for loc in locations {
+        let (file, line) = loc.unwrap_or_default();
+        let index = match files.iter().position(|f| *f == file) {
+            Some(i) => i,
+            None => {
+                files.push(file);
+                files.len() - 1
+            }
+        };
+        lines.push(line);
+        indices.push(index as u32);
+    }
+    (lines, indices)
+}
+
 /// Stores a profile's per-function slots as a constant global and, at the start of `main`, calls
 /// the runtime's `init(table, functions, db, db_len)` with it; shared by `bl` and `ppp`. Programs
 /// without a `main` (libraries) get the table but no call, so they record nothing.
@@ -462,6 +490,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         atomic_counters: atomic,
         ..Report::default()
     };
+    // Without `-g` a function's file is the module's source, when the module comes from one
+    // (a module `llvm-link` merged names none of its sources).
+    let module_file = Some(m.source_file_name()).filter(|n| !n.is_empty() && n != "llvm-link");
     for (fid, &f) in targets.iter().enumerate() {
         let sites = blocks::collect_sites(m, f)?;
         if opts.mode == Mode::TraceAddr {
@@ -474,27 +505,13 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             ),
             None => (None, None),
         };
-        let block_lines = sites
-            .blocks
-            .iter()
-            .map(|b| {
-                b.instructions()
-                    .iter()
-                    .map(|i| i.debug_line())
-                    .find(|&l| l > 0)
-                    .unwrap_or(0)
-            })
-            .collect::<Vec<_>>();
-        let block_lines = if block_lines.iter().all(|&l| l == 0) {
-            Vec::new()
-        } else {
-            block_lines
-        };
+        let (block_lines, block_files) = block_locations(&mut db.files, &sites.blocks);
         db.functions.push(Function {
             name: f.name(),
-            file,
+            file: file.or_else(|| module_file.clone()),
             line,
             block_lines,
+            block_files,
             cfg: None,
         });
         report.blocks += sites.blocks.len();

@@ -34,6 +34,19 @@
 //! `01  01 02 00  01 02  00  01 02  00  00` (one function; present, 2 blocks, entry 0; block 0
 //! has 1 successor at +1; block 1 none; exits `[1]`; no cut nodes or edges).
 //!
+//! ## Source table
+//!
+//! Databases with source files per block ([`ProgramDb::files`], [`Function::block_files`]) add
+//! a *source table* after the CFG table; it is versioned by its own first bytes, so files
+//! without it (every file written before it existed) still read, with no block files:
+//!
+//! ```text
+//! sources = "S" 1:u8                  tag and version of the source table
+//!           nfiles, nfiles × (len, len × u8)         UTF-8 file names
+//!           count                     0 or the number of functions
+//!           count × (n, n × file)     per function: 0 or one file index (< nfiles) per block
+//! ```
+//!
 //! Reading checks every count against the bytes left before allocating (each block, edge and
 //! list item takes at least one byte) and every id against its range, and reports the first
 //! problem with the function and the absolute byte offset ([`ProgramDbError`]).
@@ -53,6 +66,11 @@ pub struct Function {
     pub line: Option<u32>,
     /// Source line of each block (indexed by block id), where known; may be empty.
     pub block_lines: Vec<u32>,
+    /// Source file of each block, as an index into [`ProgramDb::files`] (indexed by block id);
+    /// empty when not recorded. A block inlined from a header has the header's file here while
+    /// [`file`](Self::file) names the function's own. Stored in the source table (module docs).
+    #[serde(skip)]
+    pub block_files: Vec<u32>,
     /// The CFG its path ids are numbered on, where the recording has one. Not part of the
     /// postcard serialization: the file formats store it in the CFG table (module docs).
     #[serde(skip)]
@@ -89,6 +107,10 @@ impl FunctionCfg {
 pub struct ProgramDb {
     /// All functions, in id order.
     pub functions: Vec<Function>,
+    /// The source files [`Function::block_files`] index. Stored in the source table (module
+    /// docs), not in the postcard part.
+    #[serde(skip)]
+    pub files: Vec<String>,
 }
 
 impl ProgramDb {
@@ -161,7 +183,8 @@ impl ProgramDb {
         self.functions.iter().any(|f| f.cfg.is_some())
     }
 
-    /// The stored form: postcard of the names and locations, then the CFG table (module docs).
+    /// The stored form: postcard of the names and locations, then the CFG table, then the
+    /// source table when there are source files (module docs).
     pub fn to_bytes(&self) -> Result<Vec<u8>, postcard::Error> {
         let mut out = postcard::to_allocvec(self)?;
         let with = self.has_cfgs();
@@ -172,7 +195,20 @@ impl ProgramDb {
                 Some(c) => encode_cfg(&mut out, c),
             }
         }
+        if !self.files.is_empty() {
+            encode_sources(&mut out, self);
+        }
         Ok(out)
+    }
+
+    /// The source file of block `b` of function `f`: its own when recorded, else the
+    /// function's.
+    pub fn block_file(&self, f: FunctionId, b: u32) -> Option<&str> {
+        let func = self.function(f)?;
+        match func.block_files.get(b as usize) {
+            Some(&i) => self.files.get(i as usize).map(String::as_str),
+            None => func.file.as_deref(),
+        }
     }
 
     /// Reads the whole of `bytes` (which start at file offset `base`) as a stored database.
@@ -189,6 +225,9 @@ impl ProgramDb {
         let mut r = Reader::new(rest, base + (bytes.len() - rest.len()) as u64);
         if layout == DbLayout::WithCfgs {
             read_cfg_table(&mut r, &mut db)?;
+            if bytes.get((r.offset() - base) as usize) == Some(&SOURCE_TAG[0]) {
+                read_sources(&mut r, &mut db)?;
+            }
         }
         if !r.is_empty() {
             return Err(ProgramDbError {
@@ -198,6 +237,76 @@ impl ProgramDb {
         }
         Ok(db)
     }
+}
+
+/// The first bytes of the source table: its tag and version.
+const SOURCE_TAG: [u8; 2] = [b'S', 1];
+
+fn encode_sources(out: &mut Vec<u8>, db: &ProgramDb) {
+    out.extend_from_slice(&SOURCE_TAG);
+    write_varint(out, db.files.len() as u64);
+    for name in &db.files {
+        write_varint(out, name.len() as u64);
+        out.extend_from_slice(name.as_bytes());
+    }
+    let any = db.functions.iter().any(|f| !f.block_files.is_empty());
+    write_varint(out, if any { db.functions.len() as u64 } else { 0 });
+    for f in db.functions.iter().filter(|_| any) {
+        write_varint(out, f.block_files.len() as u64);
+        for &i in &f.block_files {
+            write_varint(out, u64::from(i));
+        }
+    }
+}
+
+fn read_sources(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    let at = r.offset();
+    let tag = [r.u8("source table tag")?, r.u8("source table version")?];
+    if tag != SOURCE_TAG {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!("source table version {} is not {}", tag[1], SOURCE_TAG[1]),
+        });
+    }
+    let n = r.count(1, "source file count")?;
+    db.files = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = r.offset();
+        let len = r.count(1, "source file name length")?;
+        let bytes = r.bytes(len, "source file name")?;
+        let name = std::str::from_utf8(bytes).map_err(|_| ProgramDbError {
+            offset: at,
+            message: "source file name is not UTF-8".into(),
+        })?;
+        db.files.push(name.to_owned());
+    }
+    let at = r.offset();
+    let count = r.varint("source table function count")?;
+    if count != 0 && count != db.functions.len() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "the source table has {count} functions but the database {}",
+                db.functions.len()
+            ),
+        });
+    }
+    for f in db.functions.iter_mut().filter(|_| count != 0) {
+        let at = r.offset();
+        let blocks = r.count(1, "block file count")?;
+        if blocks > 0 && n == 0 {
+            return Err(ProgramDbError {
+                offset: at,
+                message: format!("`{}` has block files but there are no source files", f.name),
+            });
+        }
+        f.block_files = Vec::with_capacity(blocks);
+        for _ in 0..blocks {
+            f.block_files
+                .push(r.varint_max(n as u64 - 1, "block file index")? as u32);
+        }
+    }
+    Ok(())
 }
 
 fn zigzag(d: i64) -> u64 {

@@ -621,13 +621,16 @@ fn database(blocks: &[u32]) -> ProgramDb {
                 file: Some("synth.c".to_owned()),
                 line: Some(line),
                 block_lines: (0..nb).map(|b| line + 1 + b).collect(),
-                cfg: None,
+                ..Function::default()
             };
             line += nb + 3;
             f
         })
         .collect();
-    ProgramDb { functions }
+    ProgramDb {
+        functions,
+        files: Vec::new(),
+    }
 }
 
 /// Dense ids for the distinct block sequences of one function, in order of first appearance.

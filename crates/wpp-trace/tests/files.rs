@@ -34,6 +34,7 @@ fn db(names: &[&str]) -> ProgramDb {
             file: Some("a.c".into()),
             line: Some(3),
             block_lines: vec![4, 5],
+            block_files: Vec::new(),
             cfg: Some(wpp_trace::FunctionCfg {
                 successors: vec![vec![1, 0], vec![]],
                 entry: 0,

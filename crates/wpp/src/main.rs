@@ -68,6 +68,13 @@ enum Command {
     /// Memory dependences of a `--mode trace-addr` recording (Tallam–Gupta §5).
     #[command(subcommand)]
     Deps(cmd::query::deps::Command),
+    /// Source lines with their execution counts (text or lcov), from any recording or profile.
+    Annotate(cmd::show::annotate::Args),
+    /// The whole run as folded stacks, SVG flame graph, pprof, speedscope, callgrind or a
+    /// Chrome trace window.
+    Export(cmd::show::export::Args),
+    /// A self-contained HTML report of a recording or profile.
+    Report(cmd::show::report::Args),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -90,13 +97,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ppp(c) => cmd::query::ppp::run(c),
         Command::Profile(c) => cmd::profile::run(c),
         Command::Deps(c) => cmd::query::deps::run(c),
+        Command::Annotate(a) => cmd::show::annotate::run(a),
+        Command::Export(a) => cmd::show::export::run(a),
+        Command::Report(a) => cmd::show::report::run(a),
     }
 }
 
 /// The groups of `wpp --help`, in order, with their commands (clap has no headings for
 /// subcommands, so the top-level help is laid out here; a command missing from every group is
 /// listed under "other" by [`help_template`], so none is ever hidden).
-const GROUPS: [(&str, &[&str]); 4] = [
+const GROUPS: [(&str, &[&str]); 5] = [
     ("Record", &["cc", "instrument", "synth"]),
     ("Compress", &["compress", "decompress", "verify", "trace"]),
     (
@@ -115,6 +125,7 @@ const GROUPS: [(&str, &[&str]); 4] = [
         ],
     ),
     ("Profiles", &["profile"]),
+    ("Show", &["annotate", "export", "report"]),
 ];
 
 /// The top-level help with the commands under their group headings.

@@ -405,7 +405,10 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
         program: EmbeddedProgram {
             version: EMBEDDED_VERSION,
             mode: Mode::Bl,
-            program: wpp_trace::ProgramDb { functions },
+            program: wpp_trace::ProgramDb {
+                functions,
+                ..Default::default()
+            },
             cfgs: Vec::new(),
         },
         bl,

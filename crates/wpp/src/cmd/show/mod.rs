@@ -1,3 +1,126 @@
-//! Views of a whole run for people and other tools (source annotation, flame graphs, profiler
-//! formats, reports). The group is listed in `wpp --help` so its commands sit together; each
-//! command is a module here over `crate::input`.
+//! Commands that show a recording to a person or a profiler's viewer (`wpp annotate`, `wpp
+//! export`, `wpp report`), thin over `wpp_show`. They share [`load`]: any recording (`.wpp`,
+//! binary or text trace) is walked once, streaming; `annotate` and `report` also take bl/ppp
+//! profiles.
+
+pub mod annotate;
+pub mod export;
+pub mod report;
+
+use std::path::Path;
+
+use anyhow::Context;
+use wpp_show::walk::Recording;
+use wpp_show::{Run, SourceMap};
+use wpp_trace::ProgramDb;
+
+/// What a shown file held, walked.
+pub struct Loaded {
+    /// The program database.
+    pub db: ProgramDb,
+    /// Its source locations.
+    pub map: SourceMap,
+    /// The walk (or a profile's counts).
+    pub run: Run,
+    /// What kind of file it was, for the report.
+    pub kind: String,
+}
+
+/// Opens a recording (not a profile) for streaming.
+pub fn open_recording(path: &Path, command: &str) -> anyhow::Result<Recording> {
+    use crate::input::Kind;
+    let kinds = [Kind::Wpp, Kind::Trace, Kind::TextTrace];
+    Ok(match crate::input::expect(path, &kinds, command)? {
+        Kind::Wpp => Recording::Wpp(Box::new(crate::input::read_wpp(path, command)?)),
+        _ => Recording::Trace(Box::new(crate::input::open_trace(path, command)?)),
+    })
+}
+
+/// Whether the file starts with the run-time profile's magic.
+fn is_profile(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Read as _;
+    let mut magic = [0u8; 8];
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let n = f.read(&mut magic)?;
+    Ok(&magic[..n] == wpp_abi::profile::MAGIC)
+}
+
+/// Walks a recording, or reads a bl/ppp profile's path counts.
+pub fn load(path: &Path, command: &str) -> anyhow::Result<Loaded> {
+    if is_profile(path)? {
+        return load_profile(path);
+    }
+    let rec = open_recording(path, command)?;
+    let kind = match &rec {
+        Recording::Wpp(w) => format!(
+            "`.wpp` grammar ({} rules, {:?})",
+            w.grammar.num_rules(),
+            w.algorithm
+        ),
+        Recording::Trace(t) => format!("{:?} trace", t.format()),
+    };
+    let (db, map, run) = rec
+        .walk()
+        .with_context(|| format!("cannot walk {}", path.display()))?;
+    Ok(Loaded { db, map, run, kind })
+}
+
+fn load_profile(path: &Path) -> anyhow::Result<Loaded> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file = wpp_abi::profile::ProfileFile::from_bytes(&bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    file.program.attach_cfgs();
+    let db = file.program.program.clone();
+    let counts = file.path_counts();
+    let mut triples = Vec::new();
+    for (name, paths) in &counts.functions {
+        let f = db.find(name).with_context(|| {
+            format!(
+                "{}: the profile counts `{name}`, which its program does not have",
+                path.display()
+            )
+        })?;
+        triples.extend(paths.iter().map(|(&p, &n)| (f, p, n)));
+    }
+    let run = Run::from_path_counts(&db, triples)
+        .with_context(|| format!("cannot decode the paths of {}", path.display()))?;
+    let map = SourceMap::new(&db);
+    let kind = format!("{} profile", file.program.mode.name());
+    Ok(Loaded { db, map, run, kind })
+}
+
+/// The function named `name`, as an index, or an error naming the nearest names.
+pub fn function_index(db: &ProgramDb, name: &str) -> anyhow::Result<u32> {
+    match db.find(name) {
+        Some(f) => Ok(f.0),
+        None => {
+            let mut near: Vec<&str> = db
+                .functions
+                .iter()
+                .map(|f| f.name.as_str())
+                .filter(|n| n.contains(name) || name.contains(*n))
+                .take(5)
+                .collect();
+            near.sort_unstable();
+            anyhow::bail!(
+                "no function named `{name}` in the recording{}",
+                if near.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (did you mean {}?)", near.join(", "))
+                }
+            )
+        }
+    }
+}
+
+/// Creates `path` for writing, or standard output for `None` / `-`.
+pub fn output(path: Option<&Path>) -> anyhow::Result<Box<dyn std::io::Write>> {
+    Ok(match path {
+        Some(p) if p != Path::new("-") => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        _ => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    })
+}

@@ -1,0 +1,233 @@
+//! The walk and every stack export against a brute force: a naive replay that keeps each
+//! thread's stack as frame names and counts every block/path event under its stack string.
+//! Random well-formed multi-threaded block traces; the same events walked from a trace file
+//! and from a compressed `.wpp` must give the same counts.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use prost::Message;
+use wpp_grammar::trace::TraceCompressor;
+use wpp_grammar::Algorithm;
+use wpp_show::walk::Recording;
+use wpp_trace::{BlockId, Event, Function, FunctionId, ProgramDb, ThreadId};
+
+/// Four functions of four blocks; block 3 has no line, function 3 has no lines at all, and
+/// function 1's block 2 sits in a header.
+fn db() -> ProgramDb {
+    let mut db = ProgramDb {
+        files: vec!["a.c".into(), "h.h".into()],
+        ..Default::default()
+    };
+    for f in 0..4u32 {
+        let lines = if f == 3 {
+            Vec::new()
+        } else {
+            (0..4)
+                .map(|b| if b == 3 { 0 } else { 10 * f + b + 1 })
+                .collect()
+        };
+        db.functions.push(Function {
+            name: format!("f{f}"),
+            file: Some("a.c".into()),
+            line: Some(10 * f),
+            block_files: if f == 1 { vec![0, 0, 1, 0] } else { Vec::new() },
+            block_lines: lines,
+            ..Default::default()
+        });
+    }
+    db
+}
+
+/// A random well-formed trace: steps are (thread, action) with action 0..4 = enter f,
+/// 4..8 = block, 8 = leave.
+fn trace(steps: &[(u32, u32)]) -> Vec<Event> {
+    let mut depth: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut current = 0;
+    for &(t, a) in steps {
+        if t != current {
+            out.push(Event::Thread(ThreadId(t)));
+            current = t;
+        }
+        let d = depth.entry(t).or_default();
+        match a {
+            0..=3 => {
+                out.push(Event::Enter(FunctionId(a)));
+                *d += 1;
+            }
+            4..=7 if *d > 0 => out.push(Event::Block(BlockId(a - 4))),
+            8 if *d > 0 => {
+                out.push(Event::Leave);
+                *d -= 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The brute force: frame `name:line` strings by naive replay.
+fn oracle(db: &ProgramDb, events: &[Event]) -> BTreeMap<String, u64> {
+    let mut stacks: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+    let mut t = 0;
+    let mut counts = BTreeMap::new();
+    for &e in events {
+        let stack = stacks.entry(t).or_default();
+        match e {
+            Event::Thread(n) => t = n.0,
+            Event::Enter(f) => stack.push((f.0, 0)),
+            Event::Leave => {
+                stack.pop();
+            }
+            Event::Block(b) => {
+                let top = stack.last_mut().expect("blocks only inside frames");
+                top.1 = db.functions[top.0 as usize]
+                    .block_lines
+                    .get(b.index())
+                    .copied()
+                    .unwrap_or(0);
+                let names: Vec<String> = stack
+                    .iter()
+                    .map(|&(f, l)| match l {
+                        0 => format!("f{f}"),
+                        l => format!("f{f}:{l}"),
+                    })
+                    .collect();
+                *counts.entry(names.join(";")).or_default() += 1;
+            }
+            Event::Path(_) => unreachable!("block traces only"),
+        }
+    }
+    counts
+}
+
+fn folded_map(lines: &[String]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for l in lines {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        *m.entry(stack.to_owned()).or_default() += n.parse::<u64>().unwrap();
+    }
+    m
+}
+
+fn walk_trace(db: &ProgramDb, events: &[Event]) -> (ProgramDb, wpp_show::SourceMap, wpp_show::Run) {
+    let bytes = wpp_trace::file::to_binary(db, events).unwrap();
+    let reader = wpp_trace::TraceReader::from_bytes(bytes).unwrap();
+    Recording::Trace(Box::new(reader)).walk().unwrap()
+}
+
+fn walk_wpp(db: &ProgramDb, events: &[Event]) -> (ProgramDb, wpp_show::SourceMap, wpp_show::Run) {
+    let mut c = TraceCompressor::new(Algorithm::Sequitur, None, db.clone());
+    c.push_batch(events).unwrap();
+    Recording::Wpp(Box::new(c.finish().unwrap()))
+        .walk()
+        .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn folded_stacks_equal_the_brute_force(steps in prop::collection::vec((0u32..3, 0u32..9), 0..400)) {
+        let db = db();
+        let events = trace(&steps);
+        let want = oracle(&db, &events);
+        for (db2, map, run) in [walk_trace(&db, &events), walk_wpp(&db, &events)] {
+            let got = folded_map(&wpp_show::stacks::folded_lines(&db2, &map, &run));
+            prop_assert_eq!(&got, &want);
+            // pprof: decoding the protobuf gives the same total and one sample per line.
+            let p = wpp_show::stacks::pprof_profile(&db2, &map, &run);
+            let back = wpp_show::stacks::proto::Profile::decode(p.encode_to_vec().as_slice()).unwrap();
+            let total: i64 = back.sample.iter().map(|s| s.value[0]).sum();
+            prop_assert_eq!(total as u64, want.values().sum::<u64>());
+            prop_assert_eq!(run.samples, want.values().sum::<u64>());
+        }
+    }
+
+    #[test]
+    fn block_counts_and_calls_equal_the_brute_force(steps in prop::collection::vec((0u32..2, 0u32..9), 0..300)) {
+        let db = db();
+        let events = trace(&steps);
+        let (_, _, run) = walk_wpp(&db, &events);
+        let mut stacks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        let (mut t, mut blocks, mut calls) = (0, BTreeMap::new(), [0u64; 4]);
+        let mut active = std::collections::BTreeSet::new();
+        for &e in &events {
+            if !matches!(e, Event::Thread(_)) {
+                active.insert(t);
+            }
+            let s = stacks.entry(t).or_default();
+            match e {
+                Event::Thread(n) => t = n.0,
+                Event::Enter(f) => { s.push(f.0); calls[f.index()] += 1; }
+                Event::Leave => { s.pop(); }
+                Event::Block(b) => *blocks.entry((*s.last().unwrap(), b.0)).or_insert(0u64) += 1,
+                Event::Path(_) => {}
+            }
+        }
+        prop_assert_eq!(run.calls(), calls.to_vec());
+        prop_assert_eq!(run.threads, active.len());
+        for f in 0..4u32 {
+            for b in 0..4u32 {
+                let want = blocks.get(&(f, b)).copied().unwrap_or(0);
+                let got = run.block_counts[f as usize].get(b as usize).copied().unwrap_or(0);
+                // Function 3 has no lines, so the database does not know its blocks.
+                if f < 3 { prop_assert_eq!(got, want, "f{} b{}", f, b); }
+            }
+        }
+    }
+}
+
+#[test]
+fn callgrind_self_costs_and_call_edges_are_hand_computed() {
+    // f0 { b0; call f1 { b0 b1 b2(h.h) }; b1; call f1 { b0 } }
+    let e = |x: &str| -> Vec<Event> {
+        x.split(' ')
+            .map(|t| match (&t[..1], t[1..].parse::<u32>().unwrap_or(0)) {
+                ("F", n) => Event::Enter(FunctionId(n)),
+                ("B", n) => Event::Block(BlockId(n)),
+                _ => Event::Leave,
+            })
+            .collect()
+    };
+    let events = e("F0 B0 F1 B0 B1 B2 E B1 F1 B0 E E");
+    let (db, map, run) = walk_trace(&db(), &events);
+    let mut out = Vec::new();
+    wpp_show::callgrind::write_callgrind(&db, &map, &run, "test", &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let want = "summary: 6\n\nfl=(1) a.c\nfn=(1) f0\n1 1\n2 1\ncfi=(1)\ncfn=(2) f1\ncalls=1 10\n1 3\n\
+                cfi=(1)\ncfn=(2)\ncalls=1 10\n2 1\n\nfl=(1)\nfn=(2)\n11 2\n12 1\nfi=(2) h.h\n13 1\n";
+    assert!(text.ends_with(want), "{text}");
+}
+
+#[test]
+fn source_table_round_trips_and_old_databases_read() {
+    let db = db();
+    let bytes = db.to_bytes().unwrap();
+    let back = ProgramDb::from_bytes(&bytes, 0, wpp_trace::DbLayout::WithCfgs).unwrap();
+    assert_eq!(back, db);
+    assert_eq!(back.block_file(FunctionId(1), 2), Some("h.h"));
+    assert_eq!(back.block_file(FunctionId(0), 2), Some("a.c"));
+    let mut old = db.clone();
+    old.files.clear();
+    for f in &mut old.functions {
+        f.block_files.clear();
+    }
+    let old_bytes = old.to_bytes().unwrap();
+    assert_eq!(
+        &bytes[..old_bytes.len()],
+        &old_bytes[..],
+        "the table is appended"
+    );
+    let read = ProgramDb::from_bytes(&old_bytes, 0, wpp_trace::DbLayout::WithCfgs).unwrap();
+    assert_eq!(read, old);
+    // A block file index past the file table is an error at its byte offset.
+    let mut bad = bytes.clone();
+    // The table ends with f1's last block index, then f2's and f3's empty lists.
+    let last = bad.len() - 3;
+    bad[last] = 7;
+    let err = ProgramDb::from_bytes(&bad, 100, wpp_trace::DbLayout::WithCfgs).unwrap_err();
+    assert_eq!(err.offset, 100 + last as u64, "{err}");
+    assert!(err.to_string().contains("block file index"), "{err}");
+}

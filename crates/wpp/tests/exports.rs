@@ -1,0 +1,468 @@
+//! Every export of `wpp annotate`/`export`/`report` read back by the real consumer, on real
+//! recordings of `tests/programs/recursion.c` made with `wpp cc -g`, with the counts they show
+//! compared to a brute-force replay of the decompressed trace and to `wpp match`:
+//! `go tool pprof` (Debian `golang-go`), `callgrind_annotate` (`valgrind`), `genhtml` (`lcov`),
+//! speedscope's own JSON schema (npm `speedscope`, checked with Debian's `python3-jsonschema`),
+//! and headless Chromium (`chromium`) for the report. `scripts/install-deps.sh` installs them.
+//!
+//! Needs LLVM (`--features llvm`), like every test that records.
+
+#![cfg(feature = "llvm")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PROGRAM: &str = "recursion.c";
+
+fn wpp(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run wpp");
+    assert!(
+        out.status.success(),
+        "wpp {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn tool(dir: &Path, name: &str, args: &[&str]) -> String {
+    let out = Command::new(name)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {name} (scripts/install-deps.sh installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{name} {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Builds the program in `mode` with `-g` and runs it; returns the output file.
+fn record(dir: &Path, mode: &str, out: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/programs")
+        .join(PROGRAM);
+    let exe = format!("prog-{mode}");
+    wpp(
+        dir,
+        &[
+            "cc",
+            "--mode",
+            mode,
+            "--",
+            "-O1",
+            "-g",
+            src.to_str().unwrap(),
+            "-o",
+            &exe,
+        ],
+    );
+    let status = Command::new(dir.join(&exe))
+        .current_dir(dir)
+        .env("WPP_OUT", out)
+        .env("WPP_QUIET", "1")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir.join(out)
+}
+
+/// The brute force on the decompressed text trace: events (with the leading `T 0` the
+/// replay of a `.wpp` has), per-function self events and per-(function, block) counts.
+struct Oracle {
+    names: Vec<String>,
+    events: Vec<String>,
+    own: BTreeMap<String, u64>,
+    blocks: BTreeMap<(String, u32), u64>,
+}
+
+fn oracle(dir: &Path, file: &str) -> Oracle {
+    wpp(dir, &["decompress", file, "-o", "oracle.txt", "--text"]);
+    let text = std::fs::read_to_string(dir.join("oracle.txt")).unwrap();
+    let mut o = Oracle {
+        names: Vec::new(),
+        events: vec!["T 0".into()],
+        own: BTreeMap::new(),
+        blocks: BTreeMap::new(),
+    };
+    let mut stack: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (kind, arg) = line.split_once(' ').unwrap_or((line, ""));
+        match kind {
+            "D" => {
+                o.names.push(arg.to_owned());
+                continue;
+            }
+            "F" => stack.push(arg.to_owned()),
+            "E" => {
+                stack.pop();
+            }
+            "B" | "P" => {
+                let f = stack.last().expect("event inside a frame").clone();
+                *o.own.entry(f.clone()).or_default() += 1;
+                *o.blocks.entry((f, arg.parse().unwrap())).or_default() += 1;
+            }
+            _ => {}
+        }
+        o.events.push(line.to_owned());
+    }
+    o
+}
+
+fn samples(o: &Oracle) -> u64 {
+    o.own.values().sum()
+}
+
+/// `go tool pprof -top`'s flat column by function.
+fn pprof_flat(dir: &Path, file: &str) -> BTreeMap<String, u64> {
+    let top = tool(
+        dir,
+        "go",
+        &[
+            "tool",
+            "pprof",
+            "-top",
+            "-nodecount=100000",
+            "-nodefraction=0",
+            "-edgefraction=0",
+            file,
+        ],
+    );
+    let mut flat = BTreeMap::new();
+    for line in top.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() == 6 && cols[1].ends_with('%') && cols[0].parse::<u64>().is_ok() {
+            let n: u64 = cols[0].parse().unwrap();
+            if n > 0 {
+                flat.insert(cols[5].to_owned(), n);
+            }
+        }
+    }
+    flat
+}
+
+/// `callgrind_annotate`'s per-function totals (exclusive, or inclusive).
+fn callgrind_totals(dir: &Path, file: &str, inclusive: bool) -> BTreeMap<String, u64> {
+    let inc = format!("--inclusive={}", if inclusive { "yes" } else { "no" });
+    let text = tool(dir, "callgrind_annotate", &[&inc, "--threshold=100", file]);
+    // The table after the `file:function` header, up to the next rule.
+    let table = text
+        .lines()
+        .skip_while(|l| !l.contains("file:function"))
+        .skip(2)
+        .take_while(|l| !l.starts_with("---"));
+    let mut totals = BTreeMap::new();
+    for line in table {
+        let Some((n, rest)) = line.trim().split_once(' ') else {
+            continue;
+        };
+        let (Ok(n), Some((_, func))) = (n.replace(',', "").parse::<u64>(), rest.rsplit_once(':'))
+        else {
+            continue;
+        };
+        totals.insert(func.trim().to_owned(), n);
+    }
+    totals
+}
+
+#[test]
+fn exports_read_back_by_real_consumers_match_the_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    record(dir, "trace-blocks", "blocks.wpp");
+    let o = oracle(dir, "blocks.wpp");
+    assert!(samples(&o) > 10_000, "a real run");
+
+    // Folded stacks: every block event once.
+    let folded =
+        String::from_utf8(wpp(dir, &["export", "blocks.wpp", "--format", "folded"]).stdout)
+            .unwrap();
+    let total: u64 = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, samples(&o));
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.starts_with("main:") && l.contains(";ack:")),
+        "{folded}"
+    );
+
+    // pprof, read by the Go toolchain's pprof.
+    wpp(
+        dir,
+        &["export", "blocks.wpp", "--format", "pprof", "-o", "p.pb.gz"],
+    );
+    assert_eq!(
+        pprof_flat(dir, "p.pb.gz"),
+        o.own,
+        "go tool pprof -top flat = events per function"
+    );
+
+    // callgrind, read by callgrind_annotate: exclusive per function, inclusive of main = all.
+    wpp(
+        dir,
+        &[
+            "export",
+            "blocks.wpp",
+            "--format",
+            "callgrind",
+            "-o",
+            "cg.out",
+        ],
+    );
+    assert_eq!(callgrind_totals(dir, "cg.out", false), o.own);
+    assert_eq!(callgrind_totals(dir, "cg.out", true)["main"], samples(&o));
+
+    // A block's count equals `wpp match`'s, and the lcov line of that block shows it.
+    let ((f, b), n) = o
+        .blocks
+        .iter()
+        .filter(|((f, _), _)| f == "collatz")
+        .max_by_key(|(_, n)| **n)
+        .unwrap();
+    let m = String::from_utf8(
+        wpp(
+            dir,
+            &[
+                "match",
+                "blocks.wpp",
+                "--function",
+                f,
+                "--path",
+                &b.to_string(),
+                "--count",
+            ],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert!(m.contains(&format!(": {n} occurrences")), "{m} vs {n}");
+    wpp(
+        dir,
+        &[
+            "annotate",
+            "blocks.wpp",
+            "--format",
+            "lcov",
+            "-o",
+            "blocks.info",
+        ],
+    );
+    let lcov = std::fs::read_to_string(dir.join("blocks.info")).unwrap();
+    assert!(
+        lcov.contains(&format!(",{n}\n")),
+        "the hottest collatz block's count {n} is a DA count:\n{lcov}"
+    );
+    tool(dir, "genhtml", &["-q", "blocks.info", "-o", "html"]);
+    assert!(dir.join("html/index.html").is_file());
+
+    // speedscope, validated against the schema its npm package ships.
+    wpp(
+        dir,
+        &[
+            "export",
+            "blocks.wpp",
+            "--format",
+            "speedscope",
+            "-o",
+            "s.json",
+        ],
+    );
+    let root = tool(dir, "npm", &["root", "-g"]);
+    let schema = Path::new(root.lines().next().unwrap().trim())
+        .join("speedscope/dist/release/file-format-schema.json");
+    tool(dir, "python3", &["-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))", "s.json", schema.to_str().unwrap()]);
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("s.json")).unwrap()).unwrap();
+    let weights: u64 = s["profiles"][0]["weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .sum();
+    assert_eq!(weights, samples(&o));
+
+    // Chrome trace of a window: balanced slices, block time = block events in the window.
+    let (from, to) = (1000usize, 3000usize);
+    wpp(
+        dir,
+        &[
+            "export",
+            "blocks.wpp",
+            "--format",
+            "chrome",
+            "--from",
+            &from.to_string(),
+            "--to",
+            &to.to_string(),
+            "-o",
+            "c.json",
+        ],
+    );
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("c.json")).unwrap()).unwrap();
+    let mut depth = 0i64;
+    let mut block_time = 0;
+    for e in c["traceEvents"].as_array().unwrap() {
+        let ts = e["ts"].as_u64().unwrap() as usize;
+        assert!((from..=to).contains(&ts), "{e}");
+        match e["ph"].as_str().unwrap() {
+            "B" => depth += 1,
+            "E" => depth -= 1,
+            "X" => block_time += e["dur"].as_u64().unwrap(),
+            ph => panic!("unexpected phase {ph}"),
+        }
+        assert!(depth >= 0);
+    }
+    assert_eq!(depth, 0, "every slice closed");
+    let want = o.events[from..to]
+        .iter()
+        .filter(|e| e.starts_with("B "))
+        .count() as u64;
+    assert_eq!(block_time, want);
+    let too_big = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .current_dir(dir)
+        .args([
+            "export",
+            "blocks.wpp",
+            "--format",
+            "chrome",
+            "--from",
+            "0",
+            "--to",
+            "10",
+            "--max-events",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(!too_big.status.success() && String::from_utf8_lossy(&too_big.stderr).contains("cap"));
+}
+
+#[test]
+fn path_recordings_and_profiles_annotate_the_lines_block_recordings_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    record(dir, "trace-blocks", "blocks.wpp");
+    record(dir, "trace-paths", "paths.wpp");
+    record(dir, "bl", "run.blprof");
+    let lcov = |file: &str| {
+        String::from_utf8(wpp(dir, &["annotate", file, "--format", "lcov"]).stdout).unwrap()
+    };
+    let blocks = lcov("blocks.wpp");
+    assert!(blocks.contains("DA:"), "{blocks}");
+    assert_eq!(
+        lcov("paths.wpp"),
+        blocks,
+        "paths decode to the blocks of the block recording"
+    );
+    assert_eq!(
+        lcov("run.blprof"),
+        blocks,
+        "a bl profile decodes to the same line counts"
+    );
+    // Path samples: one per P event, per function as pprof shows them.
+    let o = oracle(dir, "paths.wpp");
+    wpp(
+        dir,
+        &["export", "paths.wpp", "--format", "pprof", "-o", "p.pb.gz"],
+    );
+    assert_eq!(pprof_flat(dir, "p.pb.gz"), o.own);
+    let text =
+        String::from_utf8(wpp(dir, &["annotate", "paths.wpp", "--function", "collatz"]).stdout)
+            .unwrap();
+    assert!(
+        text.contains("^ path ") && text.contains("of collatz ×"),
+        "{text}"
+    );
+}
+
+/// Loads `page` in headless Chromium: its DOM after scripts ran, and its console messages.
+fn chromium(dir: &Path, page: &Path, shot: &Path) -> (String, String) {
+    let url = format!("file://{}", page.display());
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let run = |extra: &[&str]| {
+        Command::new("chromium")
+            .current_dir(dir)
+            .args(flags)
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("cannot run chromium (scripts/install-deps.sh installs it)")
+    };
+    let dom = run(&["--dump-dom"]);
+    let shot_arg = format!("--screenshot={}", shot.display());
+    let pic = run(&[&shot_arg, "--window-size=1200,2400"]);
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&pic.stderr)
+    );
+    let console = String::from_utf8_lossy(&dom.stderr)
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (String::from_utf8_lossy(&dom.stdout).into_owned(), console)
+}
+
+#[test]
+fn report_loads_in_headless_chromium_with_every_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    record(dir, "trace-paths", "paths.wpp");
+    record(dir, "bl", "run.blprof");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wpp-report");
+    for (input, name, parts) in [
+        (
+            "paths.wpp",
+            "recording",
+            &["stats", "flame", "hot", "functions", "paths", "source"][..],
+        ),
+        (
+            "run.blprof",
+            "profile",
+            &["stats", "hot", "functions", "paths", "source"][..],
+        ),
+    ] {
+        let site = out.join(name);
+        wpp(dir, &["report", input, "-o", site.to_str().unwrap()]);
+        let shot = out.join(format!("{name}.png"));
+        let (dom, console) = chromium(dir, &site.join("index.html"), &shot);
+        eprintln!("report screenshot: {}", shot.display());
+        assert!(console.is_empty(), "console messages: {console}");
+        assert!(dom.contains("data-loaded=\"6\""), "the page's script ran");
+        for p in parts {
+            assert!(
+                dom.contains(&format!("<section id=\"{p}\"")),
+                "{name} has no {p}"
+            );
+        }
+        assert!(dom.contains("href=\"#L"), "hot paths link to the source");
+        assert!(
+            dom.contains("of collatz") || dom.contains(">collatz<"),
+            "{name} names functions"
+        );
+    }
+    let page = std::fs::read_to_string(out.join("recording/index.html")).unwrap();
+    assert!(
+        page.contains("data:image/svg+xml;base64,"),
+        "the flame graph is embedded"
+    );
+}
