@@ -37,6 +37,7 @@ fn sample() -> Vec<u8> {
                 file: Some("t.c".into()),
                 ..Function::default()
             }],
+            ..ProgramDb::default()
         },
         instructions: vec![
             instr(AccessKind::Store, 10),
