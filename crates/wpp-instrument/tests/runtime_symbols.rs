@@ -51,13 +51,18 @@ fn packaged_runtime_exports_only_the_abi() {
     let foreign: Vec<&String> = exported
         .iter()
         .filter(|s| !s.starts_with(runtime::ABI_PREFIX))
+        .filter(|s| !wpp_abi::INTERPOSED.contains(&s.as_str()))
         .collect();
     assert!(foreign.is_empty(), "non-ABI globals exported: {foreign:?}");
+    let interposed = wpp_abi::INTERPOSED.iter().copied();
     for sym in [
         wpp_abi::SYM_FLUSH,
         wpp_abi::SYM_UNWIND,
         wpp_abi::SYM_BL_INIT,
-    ] {
+    ]
+    .into_iter()
+    .chain(interposed)
+    {
         assert!(exported.iter().any(|s| s == sym), "{sym} not exported");
     }
     // The second check, by reading the object ourselves: also no zstd symbol left undefined.
@@ -168,7 +173,11 @@ fn program_containing_zstd_records_in_raw_mode() {
         }
     }
     let online = dir.path("z.wpp");
-    assert_eq!(run_bounded(&inst, &[("WPP_OUT", &online)]), want);
+    let wait = Path::new("wait");
+    assert_eq!(
+        run_bounded(&inst, &[("WPP_OUT", &online), ("WPP_FINISH", wait)]),
+        want
+    );
     let (_, threads) = expand_wpp(&online);
     let raw_threads = wpp_trace::file::threads::split_threads(&events);
     assert_eq!(threads.len(), raw_threads.len());
