@@ -104,10 +104,22 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
+/// Reads a JSON input file as text. Invalid UTF-8 is an error naming the file and the byte
+/// offset of the first bad byte (issue 14: `read_to_string`'s error said neither).
+pub fn read_text(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read {}: not UTF-8 at byte offset {}",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// Reads and validates every function of a JSON CFG file.
 pub fn load_cfgs(path: &Path) -> anyhow::Result<Vec<Cfg>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = read_text(path)?;
     CfgFile::parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
@@ -147,8 +159,7 @@ impl Numbered {
 
     /// The PPP plan for this function's entry in an interesting-path file.
     pub fn plan(&self, paths_file: &Path) -> anyhow::Result<PppPlan> {
-        let text = std::fs::read_to_string(paths_file)
-            .with_context(|| format!("cannot read {}", paths_file.display()))?;
+        let text = read_text(paths_file)?;
         let file: InterestingFile =
             serde_json::from_str(&text).with_context(|| format!("in {}", paths_file.display()))?;
         let Some(entry) = file.functions.iter().find(|f| f.name == self.cfg.name) else {

@@ -1,6 +1,7 @@
 //! `wpp ppp …`: preferential path profiling plans.
 
 use super::paths::{emit, load_cfgs, Numbered};
+use anyhow::Context as _;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,8 +64,9 @@ struct WeightReport {
 }
 
 fn plan(cfg_path: &Path, paths_path: &Path, json: bool) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(paths_path)?;
-    let file: InterestingFile = serde_json::from_str(&text)?;
+    let text = super::paths::read_text(paths_path)?;
+    let file: InterestingFile =
+        serde_json::from_str(&text).with_context(|| format!("in {}", paths_path.display()))?;
     let mut reports = Vec::new();
     for cfg in load_cfgs(cfg_path)? {
         let Some(entry) = file.functions.iter().find(|f| f.name == cfg.name) else {
