@@ -221,7 +221,7 @@ fn repeated_events(n: u32, times: usize) -> Vec<Event> {
         .collect()
 }
 
-/// Codec bytes of the chunks of a version 3 file (the end marker's included).
+/// Codec bytes of the chunks of a version 4 file (the end marker's included).
 fn codecs(bytes: &[u8]) -> Vec<u8> {
     let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
     let mut at = PREAMBLE_LEN + word(8);
