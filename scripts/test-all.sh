@@ -12,6 +12,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features
+echo "== scripts/fuzz-replay.sh (every fuzz harness over its seed corpus; ~1-2 min with the build)"
+scripts/fuzz-replay.sh
 echo "== cargo test --release -- --ignored (the 10^7-event round trips of the acceptance criteria)"
 cargo test --release -p wpp-grammar -p wpp-trace -- --ignored
 echo "== bench/check.sh (real workloads: every recording mode, output identical to native; queries = brute force)"

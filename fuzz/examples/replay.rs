@@ -16,6 +16,9 @@ fn main() {
         "wpp_file" => wpp_fuzz::wpp_file,
         "cfg_json" => wpp_fuzz::cfg_json,
         "profiles" => wpp_fuzz::profiles,
+        "trace_index" => wpp_fuzz::trace_index,
+        "profile_file" => wpp_fuzz::profile_file,
+        "program_db" => wpp_fuzz::program_db,
         other => panic!("unknown target {other}"),
     };
     let mut n = 0;

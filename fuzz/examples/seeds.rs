@@ -36,6 +36,13 @@ impl Out {
     }
 }
 
+/// `events` without entries into functions at or above `functions`, which a database cut to
+/// that many functions does not declare (readers refuse them).
+fn declared(mut events: Vec<Event>, functions: usize) -> Vec<Event> {
+    events.retain(|e| !matches!(e, Event::Enter(f) if f.index() >= functions));
+    events
+}
+
 fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
     let mut out = Vec::new();
     for (seed, kind, n) in [
@@ -47,7 +54,7 @@ fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
         // Keep the database small: the seeds should be dominated by events.
         let mut db = p.program().clone();
         db.functions.truncate(4);
-        out.push((db, p.events(kind, n)));
+        out.push((db, declared(p.events(kind, n), 4)));
     }
     let mut threads = Vec::new();
     let p = SynthProgram::generate(4);
@@ -58,7 +65,7 @@ fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
     .unwrap();
     let mut db = p.program().clone();
     db.functions.truncate(3);
-    out.push((db, threads));
+    out.push((db, declared(threads, 3)));
     // Large and escaped ids, and a CFG (the first paths decode; the escaped ones are errors).
     let mut db = ProgramDb::default();
     db.intern("main");
@@ -229,4 +236,45 @@ fn main() {
     for o in [&bin, &text, &wpp, &cfg, &prof] {
         println!("{}: {} seeds", o.dir.display(), o.n);
     }
+
+    // trace_index: binary traces with checksums fixed (mode 1), text traces as they are.
+    let mut index = Out::new(&root, "trace_index");
+    for (db, events) in &traces {
+        index.put_mode(1, &to_binary(db, events).unwrap());
+        index.put_mode(0, &to_text(db, events).unwrap());
+    }
+    index.put_mode(0, b"F #4294967295\nE\n");
+
+    // profile_file: run-time profiles of both modes, and a version 1 file.
+    let mut runtime = Out::new(&root, "profile_file");
+    for (db, _) in &traces {
+        let mut bl = BlProfile::default();
+        for (i, f) in db.functions.iter().enumerate() {
+            bl.record(&f.name, PathId(i as u64), 3 + i as u64);
+        }
+        let file = wpp_abi::profile::ProfileFile {
+            program: wpp_abi::EmbeddedProgram {
+                version: wpp_abi::EMBEDDED_VERSION,
+                mode: wpp_abi::Mode::Bl,
+                program: db.clone(),
+                cfgs: Vec::new(),
+            },
+            bl,
+            ppp: None,
+        };
+        let bytes = file.to_bytes();
+        runtime.put(&bytes);
+        runtime.put(&[&bytes[..], &bytes[..]].concat());
+        let body = &bytes[wpp_abi::profile::HEADER_LEN..];
+        runtime.put(&[&wpp_abi::profile::MAGIC[..], &[1], body].concat());
+    }
+
+    // program_db: databases with CFGs (mode 0) and one without (mode 1).
+    let mut dbs = Out::new(&root, "program_db");
+    for (db, _) in &traces {
+        dbs.put_mode(0, &db.to_bytes().unwrap());
+    }
+    let mut names = ProgramDb::default();
+    names.intern("main");
+    dbs.put_mode(1, &postcard::to_allocvec(&names).unwrap());
 }

@@ -53,11 +53,15 @@ pub fn fix_trace_crcs(b: &mut [u8]) {
     if b.len() < PRE || b[..4] != binary::MAGIC {
         return;
     }
-    // Versions 1 and 2: 16-byte chunk headers with the payload CRC at 8; 3: 24 bytes, at 16.
-    let (hdr, payload_crc_at) = match u16::from_le_bytes([b[4], b[5]]) {
+    // Versions 1 and 2: 16-byte chunk headers with the payload CRC at 8; 3: 24 bytes, at 16;
+    // 4: 28 bytes, the sequence number at 16 (rewritten too) and the payload CRC at 20.
+    let version = u16::from_le_bytes([b[4], b[5]]);
+    let (hdr, payload_crc_at) = match version {
         1 | 2 => (binary::OLD_CHUNK_HEADER_LEN, 8),
-        _ => (binary::CHUNK_HEADER_LEN, 16),
+        3 => (binary::V3_CHUNK_HEADER_LEN, 16),
+        _ => (binary::CHUNK_HEADER_LEN, 20),
     };
+    let mut sequence = 0u32;
     let db_len = word(b, 8) as usize;
     let db_end = PRE.saturating_add(db_len).min(b.len());
     let db_crc = crc32fast::hash(&b[PRE..db_end]);
@@ -72,6 +76,10 @@ pub fn fix_trace_crcs(b: &mut [u8]) {
         if len != 0 {
             let crc = crc32fast::hash(&b[payload..end]);
             put_word(b, at + payload_crc_at, crc);
+        }
+        if hdr == binary::CHUNK_HEADER_LEN {
+            put_word(b, at + 16, sequence);
+            sequence = sequence.wrapping_add(1);
         }
         let hcrc = crc32fast::hash(&b[at..at + hdr - 4]);
         put_word(b, at + hdr - 4, hcrc);
@@ -433,5 +441,109 @@ pub fn profiles(data: &[u8]) {
             let bytes = p.to_bytes().expect("encoding an accepted profile");
             assert_eq!(PppProfile::from_bytes(&bytes).expect("re-reading"), p);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Index builders, the run-time profile file, the program database
+// ---------------------------------------------------------------------------------------------
+
+/// The `trace_index` harness: a trace (either format; bit 0 of the mode byte fixes a binary
+/// trace's checksums and sequence numbers) is fed, as the commands do, to `trace chunk`'s
+/// chunked container and to `compress --index`'s scheme 4 partition index. An accepted trace
+/// must index without a panic or an allocation sized by an id (the readers bound ids by the
+/// program database), and the chunked container must read back to the same events per thread.
+pub fn trace_index(data: &[u8]) {
+    use wpp_query::matching::chunked::{ChunkWriter, ChunkedTrace, Codec};
+    let Some((mode, rest)) = mode(data) else {
+        return;
+    };
+    let mut bytes = rest.to_vec();
+    if mode & 1 != 0 {
+        fix_trace_crcs(&mut bytes);
+    }
+    let Ok(r) = TraceReader::from_bytes(bytes) else {
+        return;
+    };
+    let db = r.program().clone();
+    let Ok(events) = r.allow_truncated(true).read_all() else {
+        return;
+    };
+    let mut w = ChunkWriter::new(Vec::new(), &db, Codec::Zstd(1), 64).expect("in memory");
+    events.iter().for_each(|&e| w.push(e).expect("in memory"));
+    let (chunked, _) = w.finish().expect("in memory");
+    let mut t = ChunkedTrace::open(Cursor::new(chunked)).expect("re-reading a chunked trace");
+    // Chunks hold one thread's events each (without `Thread` events): per thread, in file
+    // order, they must give that thread's stream.
+    let mut back: std::collections::BTreeMap<_, Vec<Event>> = Default::default();
+    for c in 0..t.chunks.len() {
+        let thread = t.threads[t.chunks[c].thread as usize];
+        let mut run = Vec::new();
+        t.events(c, &mut run).expect("re-reading a chunk");
+        back.entry(thread).or_default().extend(run);
+    }
+    assert_eq!(
+        back,
+        wpp_trace::split_threads(&events),
+        "the chunked container changed the events"
+    );
+    let mut c =
+        wpp_grammar::trace::TraceCompressor::new(wpp_grammar::Algorithm::Sequitur, None, db);
+    if c.push_batch(&events).is_err() {
+        return;
+    }
+    let Ok(wpp) = c.finish() else { return };
+    wpp_query::matching::partition::index_section(&wpp.grammar, &wpp.alphabet)
+        .expect("indexing an accepted trace's grammar");
+}
+
+/// The `profile_file` harness: `wpp profile`'s reader of run-time profiles (`.blprof`,
+/// `.pppprof`). An accepted file merges with itself, folds its path counts, and re-encodes to
+/// the same file; every error names a byte offset.
+pub fn profile_file(data: &[u8]) {
+    use wpp_abi::profile::ProfileFile;
+    match ProfileFile::from_bytes(data) {
+        Ok(p) => {
+            let mut m = p.clone();
+            let _ = m.merge(&p);
+            let _ = p.path_counts();
+            assert_eq!(
+                ProfileFile::from_bytes(&p.to_bytes()).expect("re-reading"),
+                p
+            );
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains("byte offset"), "no position in: {msg}");
+        }
+    }
+}
+
+/// The `program_db` harness: the program database reader on its own (both layouts, by the
+/// mode byte's bit 0); an accepted database re-encodes and reads back equal, and an error's
+/// offset lies inside the input.
+pub fn program_db(data: &[u8]) {
+    use wpp_trace::DbLayout;
+    let Some((mode, rest)) = mode(data) else {
+        return;
+    };
+    let layout = match mode & 1 {
+        0 => DbLayout::WithCfgs,
+        _ => DbLayout::WithoutCfgs,
+    };
+    match ProgramDb::from_bytes(rest, 100, layout) {
+        Ok(db) => {
+            if layout == DbLayout::WithCfgs {
+                let bytes = db.to_bytes().expect("encoding an accepted database");
+                let back = ProgramDb::from_bytes(&bytes, 0, layout).expect("re-reading");
+                assert_eq!(back, db);
+            }
+        }
+        Err(e) => assert!(
+            (100..=100 + rest.len() as u64).contains(&e.offset),
+            "offset {} outside the input: {}",
+            e.offset,
+            e.message
+        ),
     }
 }

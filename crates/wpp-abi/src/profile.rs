@@ -3,9 +3,23 @@
 //!
 //! # File format
 //!
-//! `WPPRPROF` (8 bytes), a version byte ([`VERSION`]), then postcard of [`ProfileFile`]: the
-//! embedded program (names, CFGs with their cut points) and the Ball–Larus profile (function
-//! name → path id → count), so a profile is self-contained.
+//! ```text
+//!  0  8  magic "WPPRPROF"
+//!  8  1  version (u8) = 2
+//!  9  8  body_len (u64, little-endian)
+//! 17  4  body_crc (u32, little-endian): CRC-32 of the body
+//! 21  body_len bytes: postcard of ProfileFile; the file ends here
+//! ```
+//!
+//! The body is the embedded program (names, CFGs with their cut points) and the Ball–Larus
+//! profile (function name → path id → count), so a profile is self-contained. The length and
+//! checksum make damage an error with a position rather than different counts (issue 14: 16 of
+//! 40 single bit flips in counts were accepted by version 1, and a profile concatenated with
+//! itself read as the first copy): a flipped bit fails the checksum, a cut file is reported as
+//! truncated with the bytes expected, and anything after the body is refused.
+//!
+//! Version 1 (the version byte, then the postcard body directly, with no length or checksum)
+//! still reads; bytes after its body are refused too.
 
 use crate::EmbeddedProgram;
 use wpp_paths::{BlProfile, PathId, PppProfile};
@@ -13,7 +27,9 @@ use wpp_paths::{BlProfile, PathId, PppProfile};
 /// The magic of a run-time profile file.
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
 /// The layout version.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+/// Bytes before the body in version 2: magic, version, body length, body checksum.
+pub const HEADER_LEN: usize = 21;
 
 /// A profile written by an instrumented program.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -32,37 +48,96 @@ pub struct ProfileFile {
 #[non_exhaustive]
 pub enum ProfileError {
     /// Not a profile file.
-    #[error("not a wpp run-time profile (bad magic)")]
+    #[error("not a wpp run-time profile (bad magic at byte offset 0)")]
     BadMagic,
     /// Another version.
-    #[error("unsupported profile version {0} (this build reads {VERSION})")]
+    #[error("unsupported profile version {0} at byte offset 8 (this build reads 1 to {VERSION})")]
     Version(u8),
+    /// The file ends before the length its header or its body says.
+    #[error(
+        "profile is truncated at byte offset {offset}: expected {expected} bytes, found {found}"
+    )]
+    Truncated {
+        /// Where the missing bytes should start (the file's length).
+        offset: u64,
+        /// How long the file should be.
+        expected: u64,
+        /// How long it is.
+        found: u64,
+    },
+    /// The body's checksum does not match: the file is damaged.
+    #[error("checksum mismatch in the profile body at byte offset {HEADER_LEN}")]
+    Checksum,
+    /// Bytes follow the profile (e.g. two profiles concatenated).
+    #[error("{extra} bytes after the end of the profile at byte offset {offset}")]
+    Trailing {
+        /// Where the profile ends.
+        offset: u64,
+        /// How many bytes follow.
+        extra: u64,
+    },
     /// The body does not decode.
-    #[error("malformed profile: {0}")]
-    Malformed(String),
+    #[error("malformed profile body at byte offset {offset}: {message}")]
+    Malformed {
+        /// Where the body starts.
+        offset: u64,
+        /// The deserializer's message.
+        message: String,
+    },
     /// Profiles that cannot be merged or compared: of different programs, modes or PPP plans.
     #[error("{0}")]
     Mismatch(String),
 }
 
 impl ProfileFile {
-    /// Encodes the file.
+    /// Encodes the file in the current version.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let body = postcard::to_allocvec(self).expect("serializable");
         let mut out = MAGIC.to_vec();
         out.push(VERSION);
-        out.extend(postcard::to_allocvec(self).expect("serializable"));
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out.extend_from_slice(&body);
         out
     }
 
-    /// Decodes the file.
+    /// Decodes a file of either version. Nothing is allocated before the length is checked
+    /// against the bytes present.
     pub fn from_bytes(bytes: &[u8]) -> Result<ProfileFile, ProfileError> {
         if bytes.len() < 9 || &bytes[..8] != MAGIC {
             return Err(ProfileError::BadMagic);
         }
-        if bytes[8] != VERSION {
-            return Err(ProfileError::Version(bytes[8]));
+        match bytes[8] {
+            1 => decode_body(bytes, 9),
+            VERSION => {
+                let truncated = |expected: u64| ProfileError::Truncated {
+                    offset: bytes.len() as u64,
+                    expected,
+                    found: bytes.len() as u64,
+                };
+                if bytes.len() < HEADER_LEN {
+                    return Err(truncated(HEADER_LEN as u64));
+                }
+                let len = u64::from_le_bytes(bytes[9..17].try_into().expect("8 bytes"));
+                let crc = u32::from_le_bytes(bytes[17..21].try_into().expect("4 bytes"));
+                let end = (HEADER_LEN as u64).saturating_add(len);
+                if (bytes.len() as u64) < end {
+                    return Err(truncated(end));
+                }
+                let end = end as usize;
+                if bytes.len() > end {
+                    return Err(ProfileError::Trailing {
+                        offset: end as u64,
+                        extra: (bytes.len() - end) as u64,
+                    });
+                }
+                if crc32fast::hash(&bytes[HEADER_LEN..]) != crc {
+                    return Err(ProfileError::Checksum);
+                }
+                decode_body(bytes, HEADER_LEN)
+            }
+            v => Err(ProfileError::Version(v)),
         }
-        postcard::from_bytes(&bytes[9..]).map_err(|e| ProfileError::Malformed(e.to_string()))
     }
 
     /// Adds `other`'s counts to this profile (saturating), e.g. the profiles the processes of
@@ -123,6 +198,23 @@ impl ProfileFile {
         }
         all
     }
+}
+
+/// Decodes the body starting at `at`, which must end the file.
+fn decode_body(bytes: &[u8], at: usize) -> Result<ProfileFile, ProfileError> {
+    let (file, rest) = postcard::take_from_bytes::<ProfileFile>(&bytes[at..]).map_err(|e| {
+        ProfileError::Malformed {
+            offset: at as u64,
+            message: e.to_string(),
+        }
+    })?;
+    if !rest.is_empty() {
+        return Err(ProfileError::Trailing {
+            offset: (bytes.len() - rest.len()) as u64,
+            extra: rest.len() as u64,
+        });
+    }
+    Ok(file)
 }
 
 /// What differs between two embedded programs, for the merge error.
@@ -277,6 +369,54 @@ mod tests {
             prop_assert_eq!(got.functions.get("f").cloned().unwrap_or_default(), want);
             prop_assert!(got.functions.keys().all(|f| f == "f"));
         }
+    }
+
+    /// Issue 14 item 3: a profile concatenated with itself, any single flipped bit and any
+    /// truncation are errors that say where; nothing reads as different counts.
+    #[test]
+    fn damaged_profiles_are_refused_with_a_position() {
+        let file = ppp_file(&[3, 1, 4, 1], &[(9, 2), (11, 5)]);
+        let bytes = file.to_bytes();
+        assert_eq!(ProfileFile::from_bytes(&bytes).unwrap(), file);
+        let twice = [&bytes[..], &bytes[..]].concat();
+        let e = ProfileFile::from_bytes(&twice).unwrap_err();
+        let at = bytes.len();
+        assert_eq!(
+            e.to_string(),
+            format!("{at} bytes after the end of the profile at byte offset {at}")
+        );
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            let e = ProfileFile::from_bytes(&flipped).unwrap_err();
+            assert!(e.to_string().contains("byte offset"), "bit {bit}: {e}");
+        }
+        for cut in 0..bytes.len() {
+            let e = ProfileFile::from_bytes(&bytes[..cut]).unwrap_err();
+            let want = if cut < 9 { "bad magic" } else { "truncated" };
+            assert!(e.to_string().contains(want), "cut at {cut}: {e}");
+            assert!(e.to_string().contains("byte offset"), "cut at {cut}: {e}");
+        }
+        let e = ProfileFile::from_bytes(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "profile is truncated at byte offset {}: expected {} bytes, found {}",
+                at - 1,
+                at,
+                at - 1
+            )
+        );
+    }
+
+    /// Version 1 (no length, no checksum) still reads, and refuses a second copy after it.
+    #[test]
+    fn version_1_profiles_still_read() {
+        let file = bl_file(&[(0, 1, 7), (2, 5, 1)]);
+        let v1 = [&MAGIC[..], &[1], &postcard::to_allocvec(&file).unwrap()].concat();
+        assert_eq!(ProfileFile::from_bytes(&v1).unwrap(), file);
+        let e = ProfileFile::from_bytes(&[&v1[..], &v1[..]].concat()).unwrap_err();
+        assert!(matches!(e, ProfileError::Trailing { offset, .. } if offset == v1.len() as u64));
     }
 
     #[test]

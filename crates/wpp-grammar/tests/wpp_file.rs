@@ -278,7 +278,7 @@ fn counts_larger_than_the_file_are_rejected_before_allocating() {
     let huge_rules = varints(&[1 << 40, 2, 2, t(0), t(1)]);
     let e = WppFile::from_bytes(&crafted(&huge_rules, 0)).unwrap_err();
     assert!(
-        matches!(&e, WppError::Wire(w) if matches!(w.kind, WireErrorKind::OutOfRange { .. })
+        matches!(&e, WppError::Wire(w) if matches!(w.kind, WireErrorKind::TooFewBytes { .. })
             && w.what == "rule count"),
         "{e}"
     );

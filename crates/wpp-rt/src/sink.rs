@@ -553,7 +553,11 @@ mod tests {
                 std::process::id(),
                 std::thread::current().id()
             ));
-            let db = wpp_trace::ProgramDb::default();
+            // `word()` enters functions 0..20: readers check ids against the database.
+            let mut db = wpp_trace::ProgramDb::default();
+            for i in 0..20 {
+                db.intern(&format!("f{i}"));
+            }
             let file = File::create(&path).unwrap();
             let out = TraceWriter::new(file, &db).unwrap().with_zstd_level(level).unwrap();
             let mut w = ChunkWriter::new(out, Arc::default());

@@ -38,6 +38,20 @@ pub enum WireErrorKind {
         /// The largest value allowed.
         limit: u64,
     },
+    /// A count or length says more than the rest of the input can hold: the file is cut short
+    /// (or the count is damaged).
+    #[error(
+        "truncated: {count} items need at least {needed} bytes, but only {remaining} bytes \
+         remain"
+    )]
+    TooFewBytes {
+        /// The count read.
+        count: u64,
+        /// The fewest bytes those items take.
+        needed: u64,
+        /// The bytes left in the input from the count on.
+        remaining: u64,
+    },
 }
 
 /// Appends `v` as an unsigned LEB128 varint.
@@ -169,15 +183,49 @@ impl<'a> Reader<'a> {
     /// Reads a varint count of items that each take at least `min_item_bytes` bytes, rejecting a
     /// count the remaining input cannot hold. Use it before allocating for the items, so a
     /// hostile count never sizes an allocation.
+    /// A count beyond that is reported as [`WireErrorKind::TooFewBytes`], which says
+    /// "truncated" (issue 14: a cut `.wpp` used to say "value 181848 out of range").
     pub fn count(&mut self, min_item_bytes: usize, what: &'static str) -> Result<usize, WireError> {
-        let limit = (self.remaining() / min_item_bytes.max(1)) as u64;
-        Ok(self.varint_max(limit, what)? as usize)
+        // The bytes from the count on, as the bound has always been computed.
+        let (start, remaining) = (self.pos, self.remaining() as u64);
+        let min = min_item_bytes.max(1) as u64;
+        let count = self.varint(what)?;
+        if count > remaining / min {
+            self.pos = start;
+            let kind = WireErrorKind::TooFewBytes {
+                count,
+                needed: count.saturating_mul(min),
+                remaining,
+            };
+            return Err(self.error(what, kind));
+        }
+        Ok(count as usize)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14 item 5: a count the rest of the input cannot hold (a cut file) says
+    /// "truncated", with the bytes it needs, instead of "value … out of range".
+    #[test]
+    fn a_count_beyond_the_input_says_truncated() {
+        let mut bytes = Vec::new();
+        write_varint(&mut bytes, 181_848);
+        bytes.extend_from_slice(&[0; 10]);
+        let e = Reader::new(&bytes, 100)
+            .count(2, "section length")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "truncated: 181848 items need at least 363696 bytes, but only 13 bytes remain \
+             while reading section length at byte offset 100"
+        );
+        // A count the input can hold reads.
+        let mut r = Reader::new(&[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0);
+        assert_eq!(r.count(2, "n").unwrap(), 5);
+    }
 
     #[test]
     fn varint_round_trip_and_lengths() {
@@ -222,6 +270,6 @@ mod tests {
         write_varint(&mut buf, 1_000_000);
         buf.extend_from_slice(&[0; 10]);
         let e = Reader::new(&buf, 0).count(1, "rule count").unwrap_err();
-        assert!(matches!(e.kind, WireErrorKind::OutOfRange { .. }));
+        assert!(matches!(e.kind, WireErrorKind::TooFewBytes { .. }));
     }
 }

@@ -4,9 +4,12 @@
 use proptest::prelude::*;
 use std::io::Cursor;
 use wpp_trace::file::binary::{
-    encode_event, CHUNK_HEADER_LEN, CODEC_PLAIN, CODEC_ZSTD, MAX_CHUNK_BYTES, PREAMBLE_LEN, VERSION,
+    encode_event, CHUNK_HEADER_LEN, CODEC_PLAIN, CODEC_ZSTD, MAX_CHUNK_BYTES, PREAMBLE_LEN,
+    V3_CHUNK_HEADER_LEN, VERSION,
 };
-use wpp_trace::file::{self, to_binary, to_text, Format, TraceError, TraceReader, TraceWriter};
+use wpp_trace::file::{
+    self, to_binary, to_text, Format, IdLimits, TraceError, TraceReader, TraceWriter,
+};
 use wpp_trace::{BlockId, Event, FunctionId, PathId, ProgramDb, ThreadId};
 
 fn arb_event() -> impl Strategy<Value = Event> {
@@ -88,11 +91,28 @@ fn read_until_error(reader: TraceReader) -> (Vec<Event>, Option<TraceError>) {
     (got, None)
 }
 
+/// `events` with every id brought inside what `db` declares (readers refuse the rest): ids
+/// are taken modulo the limits, and `Enter` is dropped when `db` declares no function.
+fn within(db: &ProgramDb, events: &[Event]) -> Vec<Event> {
+    let l = IdLimits::of(db);
+    let fit = |id: u32, limit: u64| (u64::from(id) % limit) as u32;
+    events
+        .iter()
+        .filter_map(|&e| match e {
+            Event::Enter(_) if l.functions == 0 => None,
+            Event::Enter(f) => Some(Event::Enter(FunctionId(fit(f.0, l.functions)))),
+            Event::Block(b) => Some(Event::Block(BlockId(fit(b.0, l.blocks)))),
+            Event::Thread(t) => Some(Event::Thread(ThreadId(fit(t.0, l.threads)))),
+            e => Some(e),
+        })
+        .collect()
+}
+
 fn sample_events(n: u32) -> Vec<Event> {
     (0..n)
         .map(|i| match i % 5 {
             0 => Event::Enter(FunctionId(i % 2)),
-            1 => Event::Block(BlockId(i * 37)),
+            1 => Event::Block(BlockId(i % 2)),
             2 => Event::Path(PathId(u64::from(i) << 58)),
             3 => Event::Thread(ThreadId(i % 3)),
             _ => Event::Leave,
@@ -112,8 +132,9 @@ proptest! {
         level in prop_oneof![Just(0), Just(1), Just(3), Just(-5)],
         external_every in prop::option::of(1usize..200),
     ) {
-        let events: Vec<Event> = events.iter().cycle().take(events.len() * repeats).copied().collect();
         let d = db(&["main", "helper", ""]);
+        let events = within(&d, &events);
+        let events: Vec<Event> = events.iter().cycle().take(events.len() * repeats).copied().collect();
         let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &d, chunk)
             .unwrap()
             .with_zstd_level(level)
@@ -146,6 +167,7 @@ proptest! {
     ) {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let d = db(&names);
+        let events = within(&d, &events);
         let text = to_text(&d, &events).unwrap();
         let r = TraceReader::from_bytes(text).unwrap();
         prop_assert_eq!(r.format(), Format::Text);
@@ -200,7 +222,7 @@ fn repeated_events(n: u32, times: usize) -> Vec<Event> {
         .collect()
 }
 
-/// Codec bytes of the chunks of a version 3 file (the end marker's included).
+/// Codec bytes of the chunks of a version 4 file (the end marker's included).
 fn codecs(bytes: &[u8]) -> Vec<u8> {
     let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
     let mut at = PREAMBLE_LEN + word(8);
@@ -325,9 +347,11 @@ fn preamble(version: u16, flags: u16, db_len: u32, db_crc: u32) -> Vec<u8> {
 }
 
 /// A file with an empty program database followed by `rest`.
+/// A version 3 file (chunk headers without sequence numbers, see [`header_v3`]) with an empty
+/// database, followed by `rest`.
 fn with_empty_db(rest: &[u8]) -> Vec<u8> {
     let body = ProgramDb::default().to_bytes().unwrap();
-    let mut f = preamble(VERSION, 0, body.len() as u32, crc32fast::hash(&body));
+    let mut f = preamble(3, 0, body.len() as u32, crc32fast::hash(&body));
     f.extend_from_slice(&body);
     f.extend_from_slice(rest);
     f
@@ -487,12 +511,17 @@ fn hostile_chunks_are_rejected_with_their_offset() {
     // A count that disagrees with the payload, both ways.
     let two = [0x02, 0x0a]; // Block(0), Block(1)
     let e = error_of(with_empty_db(&[chunk(&two, 1), end.clone()].concat()));
-    assert_eq!(e.offset(), Some(start + CHUNK_HEADER_LEN as u64 + 1), "{e}");
+    assert_eq!(
+        e.offset(),
+        Some(start + V3_CHUNK_HEADER_LEN as u64 + 1),
+        "{e}"
+    );
     let mut three = two.to_vec();
     three.push(0x80); // an unfinished varint
     let e = error_of(with_empty_db(&[chunk(&three, 3), end.clone()].concat()));
     assert!(
-        matches!(e, TraceError::Wire(_)) && e.offset() == Some(start + CHUNK_HEADER_LEN as u64 + 2),
+        matches!(e, TraceError::Wire(_))
+            && e.offset() == Some(start + V3_CHUNK_HEADER_LEN as u64 + 2),
         "{e}"
     );
     // Anything after the end marker.
@@ -673,7 +702,7 @@ fn text_parse_errors_name_the_line_and_its_content() {
 
 #[test]
 fn text_names_are_interned_in_order_of_appearance() {
-    let text = b"# example\nF main\nB 0\n  F helper  \nP 7\nE\nF main\nF #12\nT 2\nE\n";
+    let text = b"# example\nF main\nB 0\n  F helper  \nP 7\nE\nF main\nD\nF #2\nT 2\nE\n";
     let r = TraceReader::from_bytes(text.to_vec()).unwrap();
     let names: Vec<&str> = r
         .program()
@@ -681,7 +710,7 @@ fn text_names_are_interned_in_order_of_appearance() {
         .iter()
         .map(|f| f.name.as_str())
         .collect();
-    assert_eq!(names, ["main", "helper"]);
+    assert_eq!(names, ["main", "helper", ""]);
     let (m, h) = (FunctionId(0), FunctionId(1));
     let expected = [
         Event::Enter(m),
@@ -690,19 +719,19 @@ fn text_names_are_interned_in_order_of_appearance() {
         Event::Path(PathId(7)),
         Event::Leave,
         Event::Enter(m),
-        Event::Enter(FunctionId(12)),
+        Event::Enter(FunctionId(2)),
         Event::Thread(ThreadId(2)),
         Event::Leave,
     ];
     assert_eq!(r.read_all().unwrap(), expected);
     // Written back, names come out as names and unnamed ids as `#id`.
-    let d = db(&["main", "helper"]);
+    let d = db(&["main", "helper", ""]);
     let text = String::from_utf8(to_text(&d, &expected).unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(
         lines,
         [
-            "D main", "D helper", "F main", "B 0", "F helper", "P 7", "E", "F main", "F #12",
+            "D main", "D helper", "D", "F main", "B 0", "F helper", "P 7", "E", "F main", "F #2",
             "T 2", "E"
         ]
     );
@@ -711,7 +740,7 @@ fn text_names_are_interned_in_order_of_appearance() {
 #[test]
 fn open_detects_the_format_and_create_writes_either() {
     let dir = tempfile::tempdir().unwrap();
-    let d = db(&["main"]);
+    let d = db(&["main", "f"]);
     let events = sample_events(5000);
     for format in [Format::Binary, Format::Text] {
         let path = dir.path().join(format!("{format:?}"));
@@ -733,7 +762,7 @@ fn open_detects_the_format_and_create_writes_either() {
 
 #[test]
 fn a_binary_file_pins_its_lengths() {
-    assert_eq!((PREAMBLE_LEN, CHUNK_HEADER_LEN), (20, 24));
+    assert_eq!((PREAMBLE_LEN, CHUNK_HEADER_LEN), (20, 28));
     let bytes = to_binary(&ProgramDb::default(), &[]).unwrap();
     // Preamble, a database of one byte (no functions) and one (no CFGs), the end marker.
     assert_eq!(bytes.len(), PREAMBLE_LEN + 2 + CHUNK_HEADER_LEN);
@@ -753,7 +782,7 @@ fn a_recorder_that_dies_keeps_every_flushed_chunk() {
     let path = dir.path().join("crashed.wppt");
     let events = sample_events(1000);
     let file = std::fs::File::create(&path).unwrap();
-    let mut w = TraceWriter::with_chunk_bytes(file, &db(&["main"]), 64).unwrap();
+    let mut w = TraceWriter::with_chunk_bytes(file, &db(&["main", "f"]), 64).unwrap();
     events.iter().for_each(|&e| w.push(e).unwrap());
     w.flush_chunk().unwrap();
     let written = w.bytes_written();

@@ -154,6 +154,19 @@ pub fn expect(path: &Path, wanted: &[Kind], command: &str) -> anyhow::Result<Kin
 /// Traces of either format.
 pub const TRACES: [Kind; 2] = [Kind::Trace, Kind::TextTrace];
 
+/// Reads a JSON input file as text. Invalid UTF-8 is an error naming the file and the byte
+/// offset of the first bad byte (issue 14: `read_to_string`'s error said neither).
+pub fn read_text(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read {}: not UTF-8 at byte offset {}",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// Reads and validates a `.wpp` file for `command`.
 pub fn read_wpp(path: &Path, command: &str) -> anyhow::Result<WppFile> {
     expect(path, &[Kind::Wpp], command)?;
@@ -216,8 +229,7 @@ pub fn read_cfgs(path: &Path, command: &str) -> anyhow::Result<Vec<Cfg>> {
     ];
     let cfgs: Vec<Cfg> = match expect(path, &kinds, command)? {
         Kind::CfgJson => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let text = read_text(path)?;
             return wpp_paths::CfgFile::parse(&text)
                 .with_context(|| format!("in {}", path.display()));
         }

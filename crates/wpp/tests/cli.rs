@@ -607,11 +607,16 @@ fn trace_blocks_decodes_paths_through_the_file_cfgs() {
         .iter()
         .rposition(|e| matches!(e, Event::Block(_)))
         .unwrap();
-    other[i] = Event::Block(BlockId(999));
+    // Another block, one the database declares (readers refuse ids beyond every CFG).
+    let Event::Block(BlockId(b)) = other[i] else {
+        unreachable!()
+    };
+    other[i] = Event::Block(BlockId(u32::from(b == 0)));
     let differs = dir.path("differs.trace");
     std::fs::write(&differs, to_binary(&db, &other).unwrap()).unwrap();
     let err = fails(&["trace", "blocks", &paths, "--compare", &differs]);
-    assert!(err.contains("recorded Block(BlockId(999))"), "{err}");
+    let recorded = format!("recorded Block(BlockId({}))", u32::from(b == 0));
+    assert!(err.contains(&recorded), "{err}");
     other.truncate(i);
     std::fs::write(&differs, to_binary(&db, &other).unwrap()).unwrap();
     let err = fails(&["trace", "blocks", &paths, "--compare", &differs]);
@@ -1043,4 +1048,62 @@ fn diff_of_two_recordings_agrees_with_functions() {
         !ok(&["--help"]).contains("Other:"),
         "every command sits in a group"
     );
+}
+
+/// Issue 14 item 1: a 17-byte text trace naming function 4294967295 used to panic and
+/// allocate 4.3 GB in `trace chunk` (`f + 1` wrapped in the level index). Every command that
+/// builds an index from a trace refuses it, naming the file and the line.
+#[test]
+fn an_undeclared_function_id_is_refused_by_every_index_builder() {
+    let dir = Dir::new();
+    let f = dir.path("f.txt");
+    std::fs::write(&f, "F #4294967295\nE\n").unwrap();
+    let out = dir.path("x");
+    let commands: [&[&str]; 4] = [
+        &["trace", "chunk", &f, "-o", &out],
+        &["trace", "convert", &f, "--to", "binary", "-o", &out],
+        &["compress", &f, "-o", &out, "--index"],
+        &["trace", "cat", &f],
+    ];
+    for args in commands {
+        let err = fails(args);
+        assert!(err.contains(&f), "{args:?}: {err}");
+        assert!(
+            err.contains("line 1: function id 4294967295 is not declared"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Issue 14 item 2: a binary trace with one chunk duplicated used to be accepted (`trace cat`
+/// printed the events twice). Chunks carry sequence numbers now: every reader refuses the file
+/// with its name and the byte offset of the duplicate.
+#[test]
+fn a_duplicated_chunk_is_refused_with_the_file_and_offset() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "20000", "--kind", "blocks"]);
+    let bytes = std::fs::read(&trace).unwrap();
+    // The first chunk starts after the preamble and the program database.
+    let db_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    let first = 20 + db_len;
+    let stored = u32::from_le_bytes(bytes[first..first + 4].try_into().unwrap()) as usize;
+    let second = first + wpp_trace::file::binary::CHUNK_HEADER_LEN + stored;
+    let doubled = [&bytes[..second], &bytes[first..]].concat();
+    let bad = dir.path("doubled.trace");
+    std::fs::write(&bad, doubled).unwrap();
+    let out = dir.path("x");
+    for args in [
+        &["trace", "cat", &bad][..],
+        &["trace", "chunk", &bad, "-o", &out],
+        &["compress", &bad, "-o", &out],
+    ] {
+        let err = fails(args);
+        assert!(err.contains(&bad), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "byte offset {second}: this chunk has sequence number 0 where chunk 1 was expected"
+            )),
+            "{args:?}: {err}"
+        );
+    }
 }

@@ -53,7 +53,7 @@ pub struct ChunkLevels {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LevelIndex {
     chunks: Vec<ChunkLevels>,
-    functions: u32,
+    functions: u64,
     bits: Vec<u8>,
 }
 
@@ -80,7 +80,7 @@ impl LevelIndex {
     /// Whether chunk `c` contains function `f`.
     #[inline]
     pub fn contains(&self, f: FunctionId, c: usize) -> bool {
-        if f.0 >= self.functions {
+        if u64::from(f.0) >= self.functions {
             return false;
         }
         self.bits[f.index() * self.stride() + c / 8] & (1 << (c % 8)) != 0
@@ -98,7 +98,7 @@ impl LevelIndex {
             write_varint(out, c.exit);
             write_varint(out, c.smallest);
         }
-        write_varint(out, u64::from(self.functions));
+        write_varint(out, self.functions);
         out.extend_from_slice(&self.bits);
     }
 
@@ -122,7 +122,7 @@ impl LevelIndex {
             .remaining()
             .checked_div(stride)
             .map_or(u64::from(u32::MAX), |n| n as u64);
-        let functions = r.varint_max(limit, "function count").map_err(&corrupt)? as u32;
+        let functions = r.varint_max(limit, "function count").map_err(&corrupt)?;
         let bits = r
             .bytes(functions as usize * stride, "function bit vectors")
             .map_err(&corrupt)?
@@ -214,7 +214,10 @@ impl LevelTracker {
 
     /// The finished index (call [`end_chunk`](Self::end_chunk) for the last chunk first).
     pub fn finish(self) -> LevelIndex {
-        let functions = self.members.iter().map(|&(f, _)| f + 1).max().unwrap_or(0);
+        // Sized by the largest id present, which the trace readers bound by the functions the
+        // program database declares (issue 14: `f + 1` used to wrap at u32::MAX).
+        let functions = self.members.iter().map(|&(f, _)| u64::from(f) + 1).max();
+        let functions = functions.unwrap_or(0);
         let stride = self.chunks.len().div_ceil(8);
         let mut bits = vec![0u8; functions as usize * stride];
         for (f, c) in self.members {

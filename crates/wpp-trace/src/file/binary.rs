@@ -24,7 +24,10 @@
 //! database, each chunk header and each stored chunk payload (compressed bytes, as in the file)
 //! by theirs. A flipped bit is therefore reported as a checksum error at the start of the
 //! damaged item, never misread as a truncation or as different events, and no damaged byte
-//! reaches the decompressor. Lengths are never trusted: a chunk may hold at most
+//! reaches the decompressor. Every chunk header carries its sequence number (0, 1, 2, …) and
+//! the end marker the number of chunks, so a chunk duplicated, swapped or dropped from the
+//! middle is an error naming the byte offset where the count breaks, while a file missing its
+//! tail is still a truncation (issue 14). Lengths are never trusted: a chunk may hold at most
 //! [`MAX_CHUNK_BYTES`] of payload, stored and decompressed, the header at most
 //! [`MAX_HEADER_BYTES`], and stored lengths are checked against the bytes actually present
 //! before anything is allocated or read. A compressed payload must be exactly one zstd frame
@@ -38,7 +41,7 @@
 //!
 //! ```text
 //! preamble   0  4  magic "WPPT"
-//!            4  2  version (u16) = 3
+//!            4  2  version (u16) = 4
 //!            6  2  flags (u16) = 0; other values are rejected
 //!            8  4  db_len (u32) ≤ MAX_HEADER_BYTES
 //!           12  4  db_crc (u32): CRC-32 of the program database bytes
@@ -49,19 +52,22 @@
 //!            8  4  raw_len (u32) ≤ MAX_CHUNK_BYTES: payload bytes once decompressed
 //!           12  1  codec (u8): 0 = plain (raw_len = stored_len), 1 = one zstd frame
 //!           13  3  reserved, zero
-//!           16  4  payload_crc (u32): CRC-32 of the stored payload
-//!           20  4  header_crc (u32): CRC-32 of chunk bytes 0..20
-//!           24  stored_len bytes: the payload, whose raw_len decoded bytes are event_count
+//!           16  4  sequence (u32): 0 for the first chunk, then 1, 2, … (wrapping at 2^32)
+//!           20  4  payload_crc (u32): CRC-32 of the stored payload
+//!           24  4  header_crc (u32): CRC-32 of chunk bytes 0..24
+//!           28  stored_len bytes: the payload, whose raw_len decoded bytes are event_count
 //!               events
-//! end        a chunk header with every field but header_crc zero and no payload; it must be
-//!            the last 24 bytes of the file
+//! end        a chunk header with every field but sequence (the number of chunks) and
+//!            header_crc zero and no payload; it must be the last 28 bytes of the file
 //! ```
 //!
 //! The CFG table ([`crate::program`] documents it) gives each function's control-flow graph
 //! and cut points, so the `Path` ids of the trace decode to blocks from the file alone.
-//! Versions 1 and 2 have 16-byte chunk headers — `payload_len`, `event_count`, `payload_crc`,
-//! `header_crc`, all plain — and version 1 no CFG table; this build reads all three and writes
-//! 3 ([`TraceWriter`] stores chunks plain unless given a zstd level).
+//! Version 3 has 24-byte chunk headers without the sequence number (`payload_crc` at 16,
+//! `header_crc` of bytes 0..20 at 20); versions 1 and 2 have 16-byte chunk headers —
+//! `payload_len`, `event_count`, `payload_crc`, `header_crc`, all plain — and version 1 no CFG
+//! table; this build reads all four and writes 4 ([`TraceWriter`] stores chunks plain unless
+//! given a zstd level). Older versions have nothing to tell a duplicated or reordered chunk by.
 //!
 //! Each event is one varint (unsigned LEB128, see [`crate::wire`]) of `id << 3 | tag`:
 //!
@@ -85,10 +91,10 @@
 //! chunk is plain):
 //!
 //! ```text
-//! 57 50 50 54  03 00  00 00       magic "WPPT", version 3, flags 0
+//! 57 50 50 54  04 00  00 00       magic "WPPT", version 4, flags 0
 //! 14 00 00 00                     db_len = 20
 //! dc 6d b3 78                     db_crc
-//! 0a be 6e 8b                     preamble_crc
+//! 85 57 f6 ff                     preamble_crc
 //! 01 04 6d 61 69 6e 00 00 00      postcard: 1 function, name "main", file None, line None,
 //!                                 block_lines []
 //! 01  01 02 00  01 02  00         CFG table: 1 entry; present, 2 blocks, entry 0; block 0:
@@ -96,15 +102,17 @@
 //!     01 02  00  00               exits [1]; no cut nodes; no cut edges
 //! 06 00 00 00  05 00 00 00        chunk: stored_len = 6, event_count = 5,
 //! 06 00 00 00  00  00 00 00       raw_len = 6, codec plain, reserved
-//! 1b 3c e8 00  20 cb 5c 22        payload_crc, header_crc
+//! 00 00 00 00                     sequence = 0
+//! 1b 3c e8 00  05 94 29 57        payload_crc, header_crc
 //! 00                              Enter(0)   = 0 << 3 | 0
 //! 02                              Block(0)   = 0 << 3 | 2
 //! 0a                              Block(1)   = 1 << 3 | 2
 //! e3 12                           Path(300)  = 300 << 3 | 3 = 2403 = varint e3 12
 //! 01                              Leave      = 0 << 3 | 1
 //! 00 00 00 00  00 00 00 00        end marker: stored_len = event_count = raw_len = 0,
-//! 00 00 00 00  00 00 00 00        codec 0, reserved, payload_crc = 0,
-//! 00 00 00 00  8d 9b d5 0f        header_crc
+//! 00 00 00 00  00 00 00 00        codec 0, reserved,
+//! 01 00 00 00                     sequence = 1 (one chunk before it),
+//! 00 00 00 00  be ca 6b 6f        payload_crc = 0, header_crc
 //! ```
 //!
 //! Repeated 1000 times with zstd level 1, the same five events make one compressed chunk:
@@ -113,6 +121,9 @@
 //! `28 b5 2f fd` (test `compressed_example_has_the_documented_header`; the frame's bytes
 //! depend on the zstd version, so they are not pinned).
 //!
+//! In version 3 the example's preamble checksum is `0a be 6e 8b`, its chunk header
+//! `06 00 00 00 05 00 00 00 06 00 00 00 00 00 00 00 1b 3c e8 00 20 cb 5c 22` and its end
+//! marker twenty zero bytes then `8d 9b d5 0f` (test `version_3_worked_example_still_reads`).
 //! In version 2 the example's chunk header is `06 00 00 00 05 00 00 00 1b 3c e8 00 65 d8 c6 e0`,
 //! its end marker twelve zero bytes then `6f c6 d5 7b`, and its preamble checksum
 //! `65 f2 cb 10`; in version 1 the same trace without the CFG has `db_len = 9`, the 9
@@ -122,7 +133,7 @@
 //! The test `worked_example_is_pinned` checks these exact bytes; change the version together
 //! with the layout.
 
-use super::{Bytes, TraceError};
+use super::{Bytes, IdLimits, TraceError};
 use crate::event::Event;
 use crate::ids::{BlockId, FunctionId, PathId, ThreadId};
 use crate::program::{DbLayout, ProgramDb};
@@ -132,13 +143,15 @@ use std::io::{Read, Write};
 /// The first four bytes of every binary trace file.
 pub const MAGIC: [u8; 4] = *b"WPPT";
 /// The format version this build writes (and the newest it reads).
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// The oldest format version this build reads: version 1 has no CFG table in its database.
 pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the program database.
 pub const PREAMBLE_LEN: usize = 20;
-/// Bytes of a chunk header (and of the end marker) in version 3.
-pub const CHUNK_HEADER_LEN: usize = 24;
+/// Bytes of a chunk header (and of the end marker) in version 4.
+pub const CHUNK_HEADER_LEN: usize = 28;
+/// Bytes of a chunk header in version 3, which has no sequence number.
+pub const V3_CHUNK_HEADER_LEN: usize = 24;
 /// Bytes of a chunk header in versions 1 and 2, which have no codec and no decoded length.
 pub const OLD_CHUNK_HEADER_LEN: usize = 16;
 /// The largest chunk payload a reader accepts (64 MiB), stored or decompressed.
@@ -217,7 +230,7 @@ fn header_bytes(db: &ProgramDb) -> Result<Vec<u8>, TraceError> {
     Ok(out)
 }
 
-/// The fields of a version 3 chunk header (see the layout in the module documentation).
+/// The fields of a version 4 chunk header (see the layout in the module documentation).
 struct ChunkFields {
     /// Payload bytes in the file.
     stored: u32,
@@ -225,6 +238,9 @@ struct ChunkFields {
     /// Payload bytes after decompression (`stored` for a plain chunk).
     raw: u32,
     codec: u8,
+    /// The chunk's index in the file (wrapping at 2^32); in the end marker, the number of
+    /// chunks. `None` in versions before 4, which have none.
+    sequence: Option<u32>,
     payload_crc: u32,
 }
 
@@ -236,19 +252,21 @@ impl ChunkFields {
         h[4..8].copy_from_slice(&self.count.to_le_bytes());
         h[8..12].copy_from_slice(&self.raw.to_le_bytes());
         h[12] = self.codec;
-        h[16..20].copy_from_slice(&self.payload_crc.to_le_bytes());
-        let header_crc = crc32fast::hash(&h[..20]);
-        h[20..24].copy_from_slice(&header_crc.to_le_bytes());
+        h[16..20].copy_from_slice(&self.sequence.unwrap_or(0).to_le_bytes());
+        h[20..24].copy_from_slice(&self.payload_crc.to_le_bytes());
+        let header_crc = crc32fast::hash(&h[..24]);
+        h[24..28].copy_from_slice(&header_crc.to_le_bytes());
         h
     }
 
-    /// The end marker: every field zero.
-    fn end() -> Self {
+    /// The end marker after `chunks` chunks: every field but the sequence number zero.
+    fn end(chunks: u32) -> Self {
         ChunkFields {
             stored: 0,
             count: 0,
             raw: 0,
             codec: CODEC_PLAIN,
+            sequence: Some(chunks),
             payload_crc: 0,
         }
     }
@@ -265,7 +283,12 @@ struct Packer {
 impl Packer {
     /// The whole compressed chunk (header and frame) for `payload`, or `None` when the frame
     /// would not be smaller than the payload, which is then better stored plain.
-    fn pack(&mut self, payload: &[u8], count: u32) -> Result<Option<&[u8]>, TraceError> {
+    fn pack(
+        &mut self,
+        payload: &[u8],
+        count: u32,
+        sequence: u32,
+    ) -> Result<Option<&[u8]>, TraceError> {
         let need = CHUNK_HEADER_LEN + zstd::zstd_safe::compress_bound(payload.len());
         if self.out.len() < need {
             self.out.resize(need, 0);
@@ -282,6 +305,7 @@ impl Packer {
             count,
             raw: payload.len() as u32,
             codec: CODEC_ZSTD,
+            sequence: Some(sequence),
             payload_crc: crc32fast::hash(&chunk[CHUNK_HEADER_LEN..]),
         };
         chunk[..CHUNK_HEADER_LEN].copy_from_slice(&header.encode());
@@ -307,6 +331,8 @@ pub struct TraceWriter<W: Write> {
     bytes: u64,
     /// The compressor, when chunks are compressed.
     zstd: Option<Packer>,
+    /// Chunks written so far: the next chunk's sequence number.
+    chunks: u32,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -336,6 +362,7 @@ impl<W: Write> TraceWriter<W> {
             events: 0,
             bytes: header.len() as u64,
             zstd: None,
+            chunks: 0,
         })
     }
 
@@ -401,7 +428,7 @@ impl<W: Write> TraceWriter<W> {
     /// Writes one chunk, compressed if that is asked for and helps, and flushes.
     fn emit(&mut self, payload: &[u8], count: u32) -> Result<(), TraceError> {
         let packed = match &mut self.zstd {
-            Some(p) => p.pack(payload, count)?,
+            Some(p) => p.pack(payload, count, self.chunks)?,
             None => None,
         };
         let written = match packed {
@@ -416,6 +443,7 @@ impl<W: Write> TraceWriter<W> {
                     count,
                     raw: len,
                     codec: CODEC_PLAIN,
+                    sequence: Some(self.chunks),
                     payload_crc: crc32fast::hash(payload),
                 };
                 self.out.write_all(&header.encode())?;
@@ -424,6 +452,7 @@ impl<W: Write> TraceWriter<W> {
             }
         };
         self.out.flush()?;
+        self.chunks = self.chunks.wrapping_add(1);
         self.bytes += written as u64;
         self.events += u64::from(count);
         Ok(())
@@ -442,7 +471,8 @@ impl<W: Write> TraceWriter<W> {
     /// Writes the last chunk and the end marker, flushes, and returns the underlying writer.
     pub fn finish(mut self) -> Result<W, TraceError> {
         self.flush_chunk()?;
-        self.out.write_all(&ChunkFields::end().encode())?;
+        self.out
+            .write_all(&ChunkFields::end(self.chunks).encode())?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -488,6 +518,10 @@ pub(crate) struct BinaryDecoder {
     chunk_events: u32,
     /// Events in whole chunks before the current one.
     done_events: u64,
+    /// What the program database allows event ids to be.
+    limits: IdLimits,
+    /// The sequence number the next chunk (or the end marker) must carry.
+    next_sequence: u32,
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.
@@ -529,6 +563,7 @@ fn parse_preamble(p: &[u8; PREAMBLE_LEN]) -> Result<DbHeader, TraceError> {
     let (layout, chunk_header_len) = match version {
         1 => (DbLayout::WithoutCfgs, OLD_CHUNK_HEADER_LEN),
         2 => (DbLayout::WithCfgs, OLD_CHUNK_HEADER_LEN),
+        3 => (DbLayout::WithCfgs, V3_CHUNK_HEADER_LEN),
         VERSION => (DbLayout::WithCfgs, CHUNK_HEADER_LEN),
         _ => return Err(TraceError::UnsupportedVersion { version, offset: 4 }),
     };
@@ -572,9 +607,10 @@ fn header_truncated() -> TraceError {
     }
 }
 
-/// Reads and checks a chunk header of either length ([`CHUNK_HEADER_LEN`] or, for versions 1
-/// and 2, [`OLD_CHUNK_HEADER_LEN`]: those are always plain), against itself but not yet
-/// against the file. Errors name the chunk's offset.
+/// Reads and checks a chunk header of any version's length ([`CHUNK_HEADER_LEN`],
+/// [`V3_CHUNK_HEADER_LEN`] without a sequence number or, for versions 1 and 2,
+/// [`OLD_CHUNK_HEADER_LEN`]: those are always plain), against itself but not yet against the
+/// file. Errors name the chunk's offset.
 fn parse_chunk_header(h: &[u8], offset: u64) -> Result<ChunkFields, TraceError> {
     let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
     let crc_at = h.len() - 4;
@@ -584,7 +620,7 @@ fn parse_chunk_header(h: &[u8], offset: u64) -> Result<ChunkFields, TraceError> 
             offset,
         });
     }
-    let c = if h.len() == CHUNK_HEADER_LEN {
+    let c = if h.len() >= V3_CHUNK_HEADER_LEN {
         if h[13..16] != [0; 3] {
             return Err(TraceError::malformed(
                 offset,
@@ -596,7 +632,8 @@ fn parse_chunk_header(h: &[u8], offset: u64) -> Result<ChunkFields, TraceError> 
             count: word(4),
             raw: word(8),
             codec: h[12],
-            payload_crc: word(16),
+            sequence: (h.len() == CHUNK_HEADER_LEN).then(|| word(16)),
+            payload_crc: word(crc_at - 4),
         }
     } else {
         ChunkFields {
@@ -604,6 +641,7 @@ fn parse_chunk_header(h: &[u8], offset: u64) -> Result<ChunkFields, TraceError> 
             count: word(4),
             raw: word(0),
             codec: CODEC_PLAIN,
+            sequence: None,
             payload_crc: word(8),
         }
     };
@@ -715,7 +753,8 @@ impl BinaryDecoder {
             .get(PREAMBLE_LEN..PREAMBLE_LEN + h.len)
             .ok_or_else(header_truncated)?;
         let db = parse_db(body, &h)?;
-        Ok((db, Self::new(Source::Whole(bytes), &h)))
+        let d = Self::new(Source::Whole(bytes), &h, IdLimits::of(&db));
+        Ok((db, d))
     }
 
     /// Parses the header of a stream whose first four bytes (`magic`) were already read.
@@ -737,10 +776,11 @@ impl BinaryDecoder {
         }
         let db = parse_db(&body, &h)?;
         let src = Source::Stream { r, buf: body };
-        Ok((db, Self::new(src, &h)))
+        let d = Self::new(src, &h, IdLimits::of(&db));
+        Ok((db, d))
     }
 
-    fn new(src: Source, h: &DbHeader) -> Self {
+    fn new(src: Source, h: &DbHeader, limits: IdLimits) -> Self {
         BinaryDecoder {
             src,
             header_len: h.chunk_header_len,
@@ -756,6 +796,8 @@ impl BinaryDecoder {
             left: 0,
             chunk_events: 0,
             done_events: 0,
+            limits,
+            next_sequence: 0,
         }
     }
 
@@ -780,7 +822,7 @@ impl BinaryDecoder {
         } else {
             self.base - self.start as u64
         };
-        match decode_batch(payload, self.pos, base, n, out) {
+        match decode_batch(payload, self.pos, base, n, &self.limits, out) {
             Ok(pos) => self.pos = pos,
             Err(e) => return Err(self.in_chunk(e)),
         }
@@ -843,6 +885,7 @@ impl BinaryDecoder {
             return Err(truncated);
         }
         let c = parse_chunk_header(&h[..hl], at)?;
+        self.check_sequence(&c, at)?;
         if c.stored == 0 {
             self.check_end(at + hl as u64)?;
             return Ok(false);
@@ -894,6 +937,31 @@ impl BinaryDecoder {
         Ok(true)
     }
 
+    /// Checks a version 4 chunk's sequence number: a chunk duplicated, swapped with another
+    /// or missing from the middle (or from before the end marker) breaks the count, while a
+    /// missing tail stays a truncation.
+    fn check_sequence(&mut self, c: &ChunkFields, at: u64) -> Result<(), TraceError> {
+        let Some(found) = c.sequence else {
+            return Ok(());
+        };
+        let expected = self.next_sequence;
+        if found != expected {
+            let what = match c.stored {
+                0 => "the end marker counts",
+                _ => "this chunk has sequence number",
+            };
+            return Err(TraceError::malformed(
+                at,
+                format!(
+                    "{what} {found} where chunk {expected} was expected: a chunk is \
+                     duplicated, reordered or missing"
+                ),
+            ));
+        }
+        self.next_sequence = expected.wrapping_add(1);
+        Ok(())
+    }
+
     /// Checks that the end marker ending at `end` is the last thing in the file.
     fn check_end(&mut self, end: u64) -> Result<(), TraceError> {
         let trailing = match &mut self.src {
@@ -910,14 +978,16 @@ impl BinaryDecoder {
 /// Decodes `n` events starting at `pos` in `payload` (whose byte 0 is at file offset `base`),
 /// appending them to `out`. Returns the position after the last event.
 ///
-/// The loop is the reader's hot path: one- and two-byte varints and the five plain tags are
-/// decoded inline; longer varints, escaped paths and every error go through [`decode_cold`].
+/// The loop is the reader's hot path: one- and two-byte varints and the five plain tags with
+/// ids inside `limits` are decoded inline; longer varints, escaped paths, ids to check and
+/// every error go through [`decode_cold`].
 #[inline]
 fn decode_batch(
     payload: &[u8],
     mut pos: usize,
     base: u64,
     n: usize,
+    limits: &IdLimits,
     out: &mut Vec<Event>,
 ) -> Result<usize, TraceError> {
     out.reserve(n);
@@ -940,14 +1010,15 @@ fn decode_batch(
         };
         let id = v >> 3;
         let event = match v & 7 {
-            TAG_ENTER if id <= u64::from(u32::MAX) => Event::Enter(FunctionId(id as u32)),
+            // Every limit is at most 2^32, so ids inside them fit in 32 bits.
+            TAG_ENTER if id < limits.functions => Event::Enter(FunctionId(id as u32)),
             TAG_LEAVE if v == TAG_LEAVE => Event::Leave,
-            TAG_BLOCK if id <= u64::from(u32::MAX) => Event::Block(BlockId(id as u32)),
+            TAG_BLOCK if id < limits.blocks => Event::Block(BlockId(id as u32)),
             TAG_PATH => Event::Path(PathId(id)),
-            TAG_THREAD if id <= u64::from(u32::MAX) => Event::Thread(ThreadId(id as u32)),
+            TAG_THREAD if id < limits.threads => Event::Thread(ThreadId(id as u32)),
             _ => {
                 pos = at;
-                decode_cold(payload, &mut pos, base)?
+                decode_cold(payload, &mut pos, base, limits)?
             }
         };
         out.push(event);
@@ -958,7 +1029,12 @@ fn decode_batch(
 /// Decodes one event at `*pos` the careful way: any varint length, escaped paths, errors.
 #[cold]
 #[inline(never)]
-fn decode_cold(payload: &[u8], pos: &mut usize, base: u64) -> Result<Event, TraceError> {
+fn decode_cold(
+    payload: &[u8],
+    pos: &mut usize,
+    base: u64,
+    limits: &IdLimits,
+) -> Result<Event, TraceError> {
     let at = base + *pos as u64;
     let mut r = Reader::new(&payload[*pos..], at);
     let v = r.varint("event")?;
@@ -981,6 +1057,9 @@ fn decode_cold(payload: &[u8], pos: &mut usize, base: u64) -> Result<Event, Trac
             ))
         }
     };
+    limits
+        .check(event)
+        .map_err(|reason| TraceError::malformed(at, reason))?;
     *pos = (r.offset() - base) as usize;
     Ok(event)
 }
@@ -1009,6 +1088,13 @@ mod tests {
         (db, events)
     }
 
+    /// Limits that let every 32-bit id through, to test the encoding alone.
+    const UNBOUNDED: IdLimits = IdLimits {
+        functions: 1 << 32,
+        blocks: 1 << 32,
+        threads: 1 << 32,
+    };
+
     fn hex(bytes: &[u8]) -> String {
         let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
         hex.join(" ")
@@ -1024,14 +1110,33 @@ mod tests {
     fn worked_example_is_pinned() {
         let (db, events) = example();
         let bytes = crate::file::to_binary(&db, &events).unwrap();
-        let expected = "57 50 50 54 03 00 00 00 14 00 00 00 dc 6d b3 78 0a be 6e 8b \
+        let expected = "57 50 50 54 04 00 00 00 14 00 00 00 dc 6d b3 78 85 57 f6 ff \
             01 04 6d 61 69 6e 00 00 00 \
             01 01 02 00 01 02 00 01 02 00 00 \
-            06 00 00 00 05 00 00 00 06 00 00 00 00 00 00 00 1b 3c e8 00 20 cb 5c 22 \
+            06 00 00 00 05 00 00 00 06 00 00 00 00 00 00 00 \
+            00 00 00 00 1b 3c e8 00 05 94 29 57 \
             00 02 0a e3 12 01 \
-            00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 8d 9b d5 0f";
+            00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 \
+            01 00 00 00 00 00 00 00 be ca 6b 6f";
         assert_eq!(hex(&bytes), hex(&unhex(expected)));
         let r = TraceReader::from_bytes(bytes).unwrap();
+        assert_eq!(r.program(), &db);
+        assert_eq!(r.read_all().unwrap(), events);
+    }
+
+    /// Version 3 files (24-byte chunk headers without a sequence number) still read.
+    #[test]
+    fn version_3_worked_example_still_reads() {
+        let v3 = unhex(
+            "57 50 50 54 03 00 00 00 14 00 00 00 dc 6d b3 78 0a be 6e 8b \
+             01 04 6d 61 69 6e 00 00 00 \
+             01 01 02 00 01 02 00 01 02 00 00 \
+             06 00 00 00 05 00 00 00 06 00 00 00 00 00 00 00 1b 3c e8 00 20 cb 5c 22 \
+             00 02 0a e3 12 01 \
+             00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 8d 9b d5 0f",
+        );
+        let (db, events) = example();
+        let r = TraceReader::from_bytes(v3).unwrap();
         assert_eq!(r.program(), &db);
         assert_eq!(r.read_all().unwrap(), events);
     }
@@ -1111,7 +1216,10 @@ mod tests {
             let escaped = p >= PATH_ESCAPE_LIMIT;
             assert_eq!(buf[0] == TAG_PATH_ESCAPE as u8, escaped, "{p}");
             let mut out = Vec::new();
-            assert_eq!(decode_batch(&buf, 0, 0, 1, &mut out).unwrap(), buf.len());
+            assert_eq!(
+                decode_batch(&buf, 0, 0, 1, &UNBOUNDED, &mut out).unwrap(),
+                buf.len()
+            );
             assert_eq!(out, [Event::Path(PathId(p))]);
         }
     }
@@ -1128,7 +1236,7 @@ mod tests {
         ] {
             buf.truncate(1);
             write_varint(&mut buf, bad);
-            let e = decode_batch(&buf, 0, 1000, 2, &mut Vec::new()).unwrap_err();
+            let e = decode_batch(&buf, 0, 1000, 2, &UNBOUNDED, &mut Vec::new()).unwrap_err();
             assert!(
                 matches!(e, TraceError::Malformed { offset: 1001, .. }),
                 "{bad}: {e}"

@@ -107,6 +107,14 @@ pub enum TraceError {
         /// What is wrong.
         message: &'static str,
     },
+    /// An event of a text trace names an id its program database does not declare.
+    #[error("line {line}: {reason}")]
+    Undeclared {
+        /// 1-based line number.
+        line: u64,
+        /// Which id, and the bound it breaks.
+        reason: String,
+    },
     /// A caller handed the writer something the format cannot hold.
     #[error("invalid chunk: {0}")]
     InvalidChunk(&'static str),
@@ -130,7 +138,10 @@ impl TraceError {
             | TraceError::Malformed { offset, .. }
             | TraceError::Header { offset, .. }
             | TraceError::Truncated { offset, .. } => Some(*offset),
-            TraceError::Io(_) | TraceError::Parse { .. } | TraceError::InvalidChunk(_) => None,
+            TraceError::Io(_)
+            | TraceError::Parse { .. }
+            | TraceError::Undeclared { .. }
+            | TraceError::InvalidChunk(_) => None,
         }
     }
 
@@ -138,6 +149,68 @@ impl TraceError {
     /// of the file is missing.
     pub fn is_truncated(&self) -> bool {
         matches!(self, TraceError::Truncated { .. })
+    }
+}
+
+/// Thread ids a trace may use are below this (2^20): the runtime numbers threads densely from
+/// 0, and readers keep per-thread state, so an id is bounded before it can size anything.
+pub const MAX_THREADS: u32 = 1 << 20;
+
+/// Bounds on event ids, validated once where a trace is read (issue 14): a function id must
+/// be declared by the program database, a block id must lie inside the largest CFG when every
+/// function has one, and a thread id must be below [`MAX_THREADS`]. Every index built from a
+/// trace may then be sized by the database rather than by the largest id in the file.
+///
+/// Path ids are not bounded here: their range is the Ball–Larus path count of the function's
+/// CFG, which `wpp_paths` computes when it decodes a path trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdLimits {
+    /// Function ids are below this: the functions the database declares.
+    pub functions: u64,
+    /// Block ids are below this: the most blocks of any CFG, or 2^32 when some function has
+    /// no CFG (its block ids are then unknown).
+    pub blocks: u64,
+    /// Thread ids are below this: [`MAX_THREADS`].
+    pub threads: u64,
+}
+
+impl IdLimits {
+    /// The limits `db` implies.
+    pub fn of(db: &ProgramDb) -> Self {
+        let cfgs: Option<Vec<usize>> = db
+            .functions
+            .iter()
+            .map(|f| f.cfg.as_ref().map(|c| c.successors.len()))
+            .collect();
+        let blocks = match cfgs {
+            Some(sizes) if !sizes.is_empty() => sizes.into_iter().max().unwrap_or(0) as u64,
+            _ => 1 << 32,
+        };
+        IdLimits {
+            functions: db.functions.len() as u64,
+            blocks,
+            threads: u64::from(MAX_THREADS),
+        }
+    }
+
+    /// Why `event` breaks the limits, if it does.
+    pub fn check(&self, event: Event) -> Result<(), String> {
+        match event {
+            Event::Enter(f) if u64::from(f.0) >= self.functions => Err(format!(
+                "function id {f} is not declared: the program database declares {} functions",
+                self.functions
+            )),
+            Event::Block(b) if u64::from(b.0) >= self.blocks => Err(format!(
+                "block id {b} is out of range: the largest CFG in the program database has {} \
+                 blocks",
+                self.blocks
+            )),
+            Event::Thread(t) if u64::from(t.0) >= self.threads => Err(format!(
+                "thread id {t} is out of range: thread ids must be below {}",
+                self.threads
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

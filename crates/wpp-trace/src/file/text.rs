@@ -3,7 +3,7 @@
 //! | line | meaning |
 //! |---|---|
 //! | `F name` | `Enter(f)` — Zhang–Gupta §3 marks entry with the function name |
-//! | `F #12` | `Enter(FunctionId(12))`, a raw id, whether or not the database names it |
+//! | `F #2` | `Enter(FunctionId(2))`, a raw id: it must be declared (below) |
 //! | `E` | `Leave` — Zhang–Gupta §3's exit marker |
 //! | `B 3` | `Block(3)`, local to the current function |
 //! | `P 7` | `Path(7)`, local to the current function (Larus §2's NewPath) |
@@ -11,19 +11,21 @@
 //! | `D name` | no event: declares the next function id with this name (bare `D`: unnamed) |
 //! | `# …`, blank | ignored |
 //!
-//! A worked example: this file is `Enter(0), Block(0), Enter(1), Path(7), Leave, Enter(12)`
-//! with `main` declared as function 0 and `helper`, first named by an `F` line, as function 1
+//! A worked example: this file is `Enter(0), Block(0), Enter(1), Path(7), Leave, Enter(2)`
+//! with `main` declared as function 0, `helper`, first named by an `F` line, as function 1,
+//! and an unnamed function 2 declared by the bare `D`
 //! (the test `worked_example_reads_as_documented` checks this).
 //!
 //! ```text
-//! # two functions
+//! # three functions
 //! D main
 //! F main
 //! B 0
 //! F helper
 //! P 7
 //! E
-//! F #12
+//! D
+//! F #2
 //! ```
 //!
 //! Leading and trailing whitespace is ignored; the letter and its argument are separated by
@@ -39,6 +41,11 @@
 //! database, in id order, so ids survive a round trip; it writes `F name` where the name is
 //! representable and unique, and `F #id` otherwise. Only names survive: source files, lines
 //! and block lines of the database are binary-only.
+//!
+//! Ids are checked against that database where the trace is read ([`super::IdLimits`]): `F #id`
+//! must name a declared function, so a file with no `D` lines cannot name function 4294967295
+//! and make a reader size an index by it; thread ids are below [`super::MAX_THREADS`]. A text
+//! trace has no CFGs, so its block ids are only bounded by 2^32.
 //!
 //! Errors name the 1-based line number and the line's content.
 
@@ -170,6 +177,7 @@ pub(crate) struct TextDecoder {
     pos: usize,
     line: u64,
     index: FxHashMap<String, FunctionId>,
+    limits: super::IdLimits,
 }
 
 impl TextDecoder {
@@ -194,6 +202,7 @@ impl TextDecoder {
             pos: 0,
             line: 0,
             index: names.index,
+            limits: super::IdLimits::of(&names.db),
         };
         Ok((names.db, decoder))
     }
@@ -208,7 +217,15 @@ impl TextDecoder {
             self.line += 1;
             match parse_raw(self.line, raw)? {
                 Line::Skip | Line::Declare(_) => {}
-                Line::Event(e) => out.push(e),
+                Line::Event(e) => {
+                    self.limits
+                        .check(e)
+                        .map_err(|reason| TraceError::Undeclared {
+                            line: self.line,
+                            reason,
+                        })?;
+                    out.push(e)
+                }
                 Line::EnterName(name) => match self.index.get(name) {
                     Some(&f) => out.push(Event::Enter(f)),
                     // The first pass interned every name; this guards against a changed file.
@@ -284,7 +301,7 @@ mod tests {
 
     #[test]
     fn worked_example_reads_as_documented() {
-        let text = "# two functions\nD main\nF main\nB 0\nF helper\nP 7\nE\nF #12\n";
+        let text = "# three functions\nD main\nF main\nB 0\nF helper\nP 7\nE\nD\nF #2\n";
         let r = super::super::TraceReader::from_bytes(text.into()).unwrap();
         let names: Vec<&str> = r
             .program()
@@ -292,7 +309,7 @@ mod tests {
             .iter()
             .map(|f| f.name.as_str())
             .collect();
-        assert_eq!(names, ["main", "helper"]);
+        assert_eq!(names, ["main", "helper", ""]);
         let f = |i| Event::Enter(FunctionId(i));
         let expected = [
             f(0),
@@ -300,7 +317,7 @@ mod tests {
             f(1),
             Event::Path(PathId(7)),
             Event::Leave,
-            f(12),
+            f(2),
         ];
         assert_eq!(r.read_all().unwrap(), expected);
     }

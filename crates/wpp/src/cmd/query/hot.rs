@@ -51,9 +51,8 @@ pub struct Args {
 }
 
 /// Reads `TERMINAL COST` lines into a cost table over `n` terminals (default cost 1).
-fn read_costs(path: &PathBuf, n: usize) -> anyhow::Result<Vec<u64>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn read_costs(path: &std::path::Path, n: usize) -> anyhow::Result<Vec<u64>> {
+    let text = crate::input::read_text(path)?;
     let mut costs = vec![1u64; n];
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -10,7 +10,7 @@ use wpp_paths::dag::{DagEdgeKind, DagNodeKind};
 use wpp_paths::ppp::InterestingFile;
 use wpp_paths::{number_with_cuts, BallLarus, Cfg, Dag, Instrumentation, PathId, PppPlan};
 
-use crate::input::read_cfgs;
+use crate::input::{read_cfgs, read_text};
 
 /// Subcommands of `wpp paths`.
 #[derive(clap::Subcommand)]
@@ -151,8 +151,7 @@ impl Numbered {
 
     /// The PPP plan for this function's entry in an interesting-path file.
     pub fn plan(&self, paths_file: &Path) -> anyhow::Result<PppPlan> {
-        let text = std::fs::read_to_string(paths_file)
-            .with_context(|| format!("cannot read {}", paths_file.display()))?;
+        let text = read_text(paths_file)?;
         let file: InterestingFile =
             serde_json::from_str(&text).with_context(|| format!("in {}", paths_file.display()))?;
         let Some(entry) = file.functions.iter().find(|f| f.name == self.cfg.name) else {

@@ -65,9 +65,9 @@ struct WeightReport {
 }
 
 fn plan(cfg_path: &Path, paths_path: &Path, json: bool) -> anyhow::Result<()> {
-    let cannot = || format!("cannot read {}", paths_path.display());
-    let text = std::fs::read_to_string(paths_path).with_context(cannot)?;
-    let file: InterestingFile = serde_json::from_str(&text).with_context(cannot)?;
+    let text = crate::input::read_text(paths_path)?;
+    let file: InterestingFile =
+        serde_json::from_str(&text).with_context(|| format!("in {}", paths_path.display()))?;
     let mut reports = Vec::new();
     for cfg in read_cfgs(cfg_path, "ppp plan")? {
         let Some(entry) = file.functions.iter().find(|f| f.name == cfg.name) else {

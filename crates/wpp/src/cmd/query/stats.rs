@@ -17,7 +17,7 @@
 //! The original trace may not be at hand, so `trace_bytes` is computed from the grammar: the
 //! binary trace that `wpp decompress` would write (threads one after another), i.e. the header
 //! with the program database, each event's varint encoding, the `T` switches between threads,
-//! a 24-byte header per 64 KiB chunk (format 3, stored plain as `wpp decompress` writes it),
+//! a 28-byte header per 64 KiB chunk (format 4, stored plain as `wpp decompress` writes it),
 //! and the end marker. Encoded lengths are summed per rule,
 //! bottom-up, so this costs O(grammar), not O(trace). Chunk boundaries fall a few bytes past
 //! each 64 KiB, so the chunk overhead is exact to within one header; a recording that switched
