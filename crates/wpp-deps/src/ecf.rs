@@ -204,6 +204,8 @@ struct Builder<'a> {
     buffers: Vec<Vec<u64>>,
     stats: CheckStats,
     check: FunctionId,
+    /// The one thread the trace may name.
+    thread: Option<wpp_trace::ThreadId>,
 }
 
 /// Builds the eCF of a run: `events` is its block trace (one thread), `accesses` its AT.
@@ -231,6 +233,7 @@ where
         buffers: vec![Vec::new(); db.instructions.len()],
         stats: CheckStats::default(),
         check: check_function(db),
+        thread: None,
     };
     let mut pending = std::collections::VecDeque::new();
     let mut chunks = accesses.into_iter();
@@ -319,6 +322,7 @@ impl Builder<'_> {
                 self.close_block(i)?;
                 self.frames.pop();
             }
+            Event::Thread(t) if *self.thread.get_or_insert(t) == t => {}
             Event::Path(_) | Event::Thread(_) => {
                 return Err(self.misaligned(
                     i,
@@ -476,7 +480,9 @@ pub fn recover(
                 top.1 = Some((b.0, t));
                 *seen.entry((top.0, b.0)).or_default() += 1;
             }
-            _ => return Err(malformed(t, "not a block-trace event")),
+            // `build` let through one thread's switch events only.
+            Event::Thread(_) => {}
+            Event::Path(_) => return Err(malformed(t, "not a block-trace event")),
         }
         t += 1;
     }

@@ -223,3 +223,32 @@ fn programs_run_unchanged_and_leave_readable_address_traces() {
         assert!(stats.loads > 0 && stats.stores > 0, "{src}: {stats:?}");
     }
 }
+
+/// The eCF (Tallam–Gupta §2–3) built from `deps.c`'s recording and its own filter report:
+/// recovery from it (§5) gives exactly the store → load instances the AT recovery gives.
+#[test]
+fn ecf_recovery_equals_address_trace_recovery() {
+    let dir = Scratch::new();
+    let at = record("deps.c", &["-O1", "-g"], &dir);
+    let (_, events) = wpp_trace::file::read_events(dir.path("out.trace")).expect("block trace");
+    let (db, accesses) = read_at(&at);
+    let ok = || [Ok::<_, std::convert::Infallible>(accesses.clone())];
+    let report = wpp_deps::filter::classify(&db, ok()).expect("filter");
+    let mut want = BTreeSet::new();
+    recover(&db, ok(), |d| {
+        if let Writer::Store(s) = d.store {
+            want.insert((s, d.load));
+        }
+    })
+    .expect("AT recovery");
+    let ecf = wpp_deps::ecf::build(&db, &events, ok(), &report).expect("eCF");
+    let mut got = BTreeSet::new();
+    wpp_deps::ecf::recover(&db, &ecf.events, |d| {
+        assert!(!d.unexpected, "{d:?}: the report is this run's");
+        assert!(got.insert((d.store, d.load)), "{d:?} twice");
+    })
+    .expect("eCF recovery");
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    assert_eq!(ecf.stats.dependences, want.len() as u64);
+}
