@@ -261,3 +261,25 @@ fn binary_search_by_hand() {
         }]
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A damaged eCF (one event replaced or dropped) gives dependences or an error naming
+    /// an event, never a panic.
+    #[test]
+    fn damaged_ecf_never_panics(seed in any::<u64>(), at in any::<prop::sample::Index>(), kind in 0u32..4, x in 0u32..40) {
+        let (p, ev, acc, report) = case(seed, 8);
+        let mut events = ecf::build(&p.db, &ev, [Ok::<_, std::convert::Infallible>(acc)], &report).unwrap().events;
+        let i = at.index(events.len());
+        match kind {
+            0 => { events.remove(i); }
+            1 => events[i] = Event::Block(BlockId(x)),
+            2 => events[i] = Event::Enter(FunctionId(x % 4)),
+            _ => events[i] = Event::Leave,
+        }
+        if let Err(e) = ecf::recover(&p.db, &events, |_| {}) {
+            prop_assert!(e.to_string().starts_with("eCF event "), "{}", e);
+        }
+    }
+}
