@@ -97,6 +97,32 @@ impl ChainIndex {
         })
     }
 
+    /// The index of dependences recovered some other way (from an eCF, [`crate::ecf`]):
+    /// `deps` as (load instance, store instance), `instances` the executions per instruction.
+    /// Under whole blocks (see [`crate::ecf`]) a use at statement `d` ran in the same block
+    /// execution as `d(k)`, so its instance is `k`.
+    pub fn from_dependences(
+        db: &MemoryDb,
+        deps: impl IntoIterator<Item = (Instance, Instance)>,
+        instances: Vec<u64>,
+    ) -> ChainIndex {
+        let at_statement = statement_uses(db);
+        let mut index = ChainIndex {
+            deps: FxHashMap::default(),
+            uses: FxHashMap::default(),
+            instances,
+        };
+        for (load, store) in deps {
+            index.deps.entry(load).or_default().push(store);
+            let us = &at_statement[store.id as usize];
+            index
+                .uses
+                .entry(store)
+                .or_insert_with(|| us.iter().map(|&u| Instance { id: u, n: store.n }).collect());
+        }
+        index
+    }
+
     /// `RecoverDependence(u(t))` restricted to store `d`: the instances of `d` that wrote some
     /// byte `u(t)` read (several when a loop of narrow stores filled a wide load).
     pub fn writers(&self, u: Instance, d: u32) -> impl Iterator<Item = Instance> + '_ {

@@ -11,6 +11,8 @@
 //! * [`mod@recover`]: every dynamic dependence (store instance → load instance) of an AT, and the
 //!   counts of `wpp deps stats`.
 //! * [`chain`]: dependence chains, `RecoverChain` and `ChainFreq` (Figure 21).
+//! * [`ecf`]: the extended control-flow trace (eCF, §2–3): the block trace with the dependence
+//!   checks' control flow, and recovery from it (§5, Figures 18–21).
 //! * [`filter`]: the filtering phase's classification of exercised pairs (§3.1, Definitions 1–4)
 //!   and its report file.
 //!
@@ -21,6 +23,7 @@
 
 pub mod at;
 pub mod chain;
+pub mod ecf;
 pub mod filter;
 pub mod lastwriter;
 pub mod memdb;

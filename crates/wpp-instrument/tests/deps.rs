@@ -223,3 +223,82 @@ fn programs_run_unchanged_and_leave_readable_address_traces() {
         assert!(stats.loads > 0 && stats.stores > 0, "{src}: {stats:?}");
     }
 }
+
+/// The eCF (Tallam–Gupta §2–3) built from `deps.c`'s recording and its own filter report:
+/// recovery from it (§5) gives exactly the store → load instances the AT recovery gives.
+#[test]
+fn ecf_recovery_equals_address_trace_recovery() {
+    let dir = Scratch::new();
+    let at = record("deps.c", &["-O1", "-g"], &dir);
+    let (_, events) = wpp_trace::file::read_events(dir.path("out.trace")).expect("block trace");
+    let (db, accesses) = read_at(&at);
+    let ok = || [Ok::<_, std::convert::Infallible>(accesses.clone())];
+    let report = wpp_deps::filter::classify(&db, ok()).expect("filter");
+    let mut want = BTreeSet::new();
+    recover(&db, ok(), |d| {
+        if let Writer::Store(s) = d.store {
+            want.insert((s, d.load));
+        }
+    })
+    .expect("AT recovery");
+    let ecf = wpp_deps::ecf::build(&db, &events, ok(), &report).expect("eCF");
+    let mut got = BTreeSet::new();
+    wpp_deps::ecf::recover(&db, &ecf.events, |d| {
+        assert!(!d.unexpected, "{d:?}: the report is this run's");
+        assert!(got.insert((d.store, d.load)), "{d:?} twice");
+    })
+    .expect("eCF recovery");
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    assert_eq!(ecf.stats.dependences, want.len() as u64);
+}
+
+/// The eCF on programs with recursion, exceptions, computed gotos and heap reuse: recovery
+/// equals the AT's; `longjmp.c` leaves a block half-way and is refused with a clear error
+/// (`wpp_deps::ecf`, "Whole blocks"), never given a wrong eCF.
+#[test]
+fn ecf_on_other_programs_is_exact_or_refused() {
+    for src in [
+        "deps_heap.c",
+        "recursion.c",
+        "exceptions.cpp",
+        "computed_goto.c",
+        "longjmp.c",
+    ] {
+        let dir = Scratch::new();
+        let (inst, trace) = (dir.path("inst"), dir.path("out.trace"));
+        let opts = Options::new(InstrumentMode::TraceAddr);
+        build_with_options(src, &["-O1"], opts, &inst, None);
+        run(&inst, &[], Some(&trace));
+        let (_, events) = wpp_trace::file::read_events(&trace).expect("block trace");
+        let mut at = trace.into_os_string();
+        at.push(".at");
+        let (db, accesses) = read_at(Path::new(&at));
+        let ok = || [Ok::<_, std::convert::Infallible>(accesses.clone())];
+        let report = wpp_deps::filter::classify(&db, ok()).expect("filter");
+        let built = wpp_deps::ecf::build(&db, &events, ok(), &report);
+        if src == "longjmp.c" {
+            let e = built
+                .err()
+                .expect("longjmp leaves a block half-way")
+                .to_string();
+            assert!(e.contains("the eCF needs whole blocks"), "{e}");
+            continue;
+        }
+        let built = built.unwrap_or_else(|e| panic!("{src}: {e}"));
+        let mut want = BTreeSet::new();
+        recover(&db, ok(), |d| {
+            if let Writer::Store(s) = d.store {
+                want.insert((s, d.load));
+            }
+        })
+        .expect("AT recovery");
+        let mut got = BTreeSet::new();
+        wpp_deps::ecf::recover(&db, &built.events, |d| {
+            got.insert((d.store, d.load));
+        })
+        .unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(!want.is_empty(), "{src}");
+        assert_eq!(got, want, "{src}");
+    }
+}

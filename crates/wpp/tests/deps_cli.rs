@@ -174,3 +174,66 @@ fn damaged_address_traces_give_clear_errors() {
     assert_eq!(code, Some(1));
     assert!(err.contains("/nonexistent.at"), "{err}");
 }
+
+/// `wpp deps ecf`: store 0 (block 0) then load 1 (block 1) of one address, twice: two
+/// fixed-cost checks, and the eCF is a block trace naming `__wpp_check`. A block trace of
+/// another run is refused with the event where it stops fitting.
+#[test]
+fn ecf_is_written_and_a_mismatched_trace_is_refused() {
+    use wpp_trace::{BlockId, Event, FunctionId};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = instr(AccessKind::Store, 1);
+    let mut l = instr(AccessKind::Load, 2);
+    (s.block, l.block) = (0, 1);
+    let program = ProgramDb {
+        functions: vec![Function {
+            name: "f".into(),
+            ..Function::default()
+        }],
+        ..ProgramDb::default()
+    };
+    let db = MemoryDb {
+        version: wpp_deps::memdb::MEMORY_DB_VERSION,
+        program: program.clone(),
+        instructions: vec![s, l],
+    };
+    let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
+    let a = |id| Access {
+        id,
+        addr: 64,
+        size: 4,
+    };
+    w.chunk([a(0), a(1), a(0), a(1)].into_iter()).unwrap();
+    let at = dir.path().join("t.at");
+    std::fs::write(&at, w.finish().unwrap()).unwrap();
+    let write_trace = |name: &str, blocks: &[u32]| {
+        let p = dir.path().join(name);
+        let mut t = wpp_trace::file::create(&p, wpp_trace::Format::Binary, &program).unwrap();
+        t.push(Event::Enter(FunctionId(0))).unwrap();
+        for &b in blocks {
+            t.push(Event::Block(BlockId(b))).unwrap();
+        }
+        t.push(Event::Leave).unwrap();
+        t.finish().unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good = write_trace("t.trace", &[0, 1, 0, 1]);
+    let out = dir.path().join("e.trace");
+    let (o, e) = (out.to_str().unwrap(), at.to_str().unwrap());
+    let (code, stdout, err) = wpp(&["deps", "ecf", e, &good, "-o", o]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        stdout.contains("2 dependences checked (2 fixed-cost, 0 unexpected)"),
+        "{stdout}"
+    );
+    let (p, events) = wpp_trace::file::read_events(&out).unwrap();
+    assert_eq!(p.functions[1].name, "__wpp_check");
+    assert_eq!(events.len(), 6 + 2 * 5);
+    let bad = write_trace("bad.trace", &[0, 0, 1]);
+    let (code, _, err) = wpp(&["deps", "ecf", e, &bad, "-o", o]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("block trace event 3: block 0 of function 0 ran 0 of its 1"),
+        "{err}"
+    );
+}

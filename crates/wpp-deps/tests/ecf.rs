@@ -1,0 +1,285 @@
+//! The eCF against the address trace: on random programs (functions of blocks of memory
+//! instructions, calls between a block's instructions, addresses fixed or varying), the
+//! dependences recovered from the eCF equal those the last-writer replay of the AT finds,
+//! instance by instance; chains and `ChainFreq` agree; the eCF survives SEQUITUR exactly.
+
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+use wpp_deps::chain::ChainIndex;
+use wpp_deps::ecf::{self, EcfDependence};
+use wpp_deps::filter::{classify, FilterReport};
+use wpp_deps::{recover, Access, AccessKind, Instance, MemInstr, MemoryDb, Writer};
+use wpp_grammar::{compress, expand::expand_into, Algorithm};
+use wpp_trace::{Alphabet, BlockId, Event, FunctionId};
+
+/// splitmix64: the test's own generator, so a case is one seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+struct Program {
+    db: MemoryDb,
+    /// Per function, per block: instruction ids.
+    blocks: Vec<Vec<Vec<u32>>>,
+    /// Per instruction: its one address, if fixed.
+    fixed: Vec<Option<(u64, u64)>>,
+}
+
+fn program(r: &mut Rng) -> Program {
+    let mut db = MemoryDb {
+        version: 1,
+        ..Default::default()
+    };
+    let mut blocks = Vec::new();
+    let mut fixed = Vec::new();
+    for f in 0..1 + r.below(3) as u32 {
+        let mut fb = Vec::new();
+        for b in 0..1 + r.below(3) as u32 {
+            let mut ids = Vec::new();
+            for _ in 0..r.below(4) {
+                ids.push(db.instructions.len() as u32);
+                let kind = [AccessKind::Load, AccessKind::Store, AccessKind::Clobber]
+                    [[0, 0, 1, 1, 2][r.below(5) as usize]];
+                db.instructions.push(MemInstr {
+                    function: f,
+                    block: b,
+                    line: r.below(2) as u32,
+                    column: 0,
+                    kind,
+                    what: String::new(),
+                });
+                fixed.push((r.below(2) == 0).then(|| (r.below(24), 1 + r.below(8))));
+            }
+            fb.push(ids);
+        }
+        blocks.push(fb);
+        db.program.functions.push(wpp_trace::Function {
+            name: format!("f{f}"),
+            ..Default::default()
+        });
+    }
+    Program { db, blocks, fixed }
+}
+
+fn run(p: &Program, r: &mut Rng, f: usize, depth: u32, ev: &mut Vec<Event>, at: &mut Vec<Access>) {
+    ev.push(Event::Enter(FunctionId(f as u32)));
+    for _ in 0..1 + r.below(4) {
+        let b = r.below(p.blocks[f].len() as u64) as usize;
+        ev.push(Event::Block(BlockId(b as u32)));
+        for &id in &p.blocks[f][b] {
+            // Calls go to later functions only: see `ecf`'s "Alignment" on recursion.
+            if depth < 2 && f + 1 < p.blocks.len() && r.below(4) == 0 {
+                let g = f + 1 + r.below((p.blocks.len() - f - 1) as u64) as usize;
+                run(p, r, g, depth + 1, ev, at);
+            }
+            let (addr, size) =
+                p.fixed[id as usize].unwrap_or_else(|| (r.below(24), 1 + r.below(8)));
+            at.push(Access { id, addr, size });
+        }
+    }
+    ev.push(Event::Leave);
+}
+
+type Pairs = BTreeSet<(Instance, Instance)>;
+
+fn at_truth(db: &MemoryDb, at: &[Access]) -> Pairs {
+    let mut out = Pairs::new();
+    recover(db, [Ok::<_, std::convert::Infallible>(at.to_vec())], |d| {
+        if let Writer::Store(s) = d.store {
+            out.insert((d.load, s));
+        }
+    })
+    .unwrap();
+    out
+}
+
+/// Executions per instruction from the eCF: its block's executions (whole blocks).
+fn instances(db: &MemoryDb, events: &[Event]) -> Vec<u64> {
+    let ts = ecf::annotate(events, ecf::check_function(db));
+    db.instructions
+        .iter()
+        .map(|i| ts.get(&(i.function, i.block)).map_or(0, |v| v.len() as u64))
+        .collect()
+}
+
+fn case(seed: u64, keep: u64) -> (Program, Vec<Event>, Vec<Access>, FilterReport) {
+    let mut r = Rng(seed);
+    let p = program(&mut r);
+    let (mut ev, mut at) = (Vec::new(), Vec::new());
+    for _ in 0..1 + r.below(3) {
+        run(&p, &mut r, 0, 0, &mut ev, &mut at);
+    }
+    let mut report = classify(&p.db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
+    // Drop some pairs: the filtering run "did not see" them.
+    report.pairs.retain(|_| r.below(8) < keep);
+    (p, ev, at, report)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn ecf_recovery_equals_at_recovery(seed in any::<u64>(), keep in 4u64..9) {
+        let (p, ev, at, report) = case(seed, keep);
+        let db = &p.db;
+        let built = ecf::build(db, &ev, [Ok::<_, std::convert::Infallible>(at.clone())], &report).unwrap();
+        let mut got = Vec::new();
+        ecf::recover(db, &built.events, |d: EcfDependence| got.push(d)).unwrap();
+        let got_pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
+        prop_assert_eq!(got_pairs.len(), got.len(), "a dependence recovered twice");
+        let want = at_truth(db, &at);
+        prop_assert_eq!(&got_pairs, &want);
+        prop_assert_eq!(built.stats.dependences, want.len() as u64);
+        let exercised: BTreeSet<(u32, u32)> = report.pairs.iter().map(|p| (p.store, p.load)).collect();
+        for d in &got {
+            prop_assert_eq!(d.unexpected, !exercised.contains(&(d.store.id, d.load.id)));
+        }
+        prop_assert!(built.stats.binary <= built.stats.linear + built.stats.dependences * 64);
+        // Without the check calls, the eCF is the block trace.
+        let check = ecf::check_function(db);
+        let mut depth = 0;
+        let plain: Vec<Event> = built.events.iter().copied().filter(|&e| {
+            let inside = depth > 0 || e == Event::Enter(check);
+            match e { Event::Enter(f) if f == check => depth = 1, Event::Leave if depth > 0 => { depth = 0; return false } _ => {} }
+            !inside
+        }).collect();
+        prop_assert_eq!(plain, ev);
+    }
+
+    #[test]
+    fn chains_from_the_ecf_equal_chains_from_the_at(seed in any::<u64>(), depth in 1usize..4) {
+        let (p, ev, at, report) = case(seed, 8);
+        let db = &p.db;
+        let built = ecf::build(db, &ev, [Ok::<_, std::convert::Infallible>(at.clone())], &report).unwrap();
+        let mut deps = Vec::new();
+        ecf::recover(db, &built.events, |d| deps.push((d.load, d.store))).unwrap();
+        let from_ecf = ChainIndex::from_dependences(db, deps, instances(db, &built.events));
+        let from_at = ChainIndex::build(db, [Ok::<_, std::convert::Infallible>(at)]).unwrap();
+        for u0 in 0..db.instructions.len() as u32 {
+            if db.instructions[u0 as usize].kind != AccessKind::Load { continue; }
+            let chains = from_at.chains(u0, depth);
+            prop_assert_eq!(&from_ecf.chains(u0, depth), &chains);
+            for chain in chains.keys() {
+                prop_assert_eq!(from_ecf.chain_freq(u0, chain), from_at.chain_freq(u0, chain));
+            }
+        }
+    }
+
+    #[test]
+    fn ecf_round_trips_through_sequitur(seed in any::<u64>()) {
+        let (p, ev, at, report) = case(seed, 8);
+        let built = ecf::build(&p.db, &ev, [Ok::<_, std::convert::Infallible>(at)], &report).unwrap();
+        let mut alphabet = Alphabet::new();
+        let terms: Vec<_> = built.events.iter().map(|&e| alphabet.intern(e).unwrap()).collect();
+        let g = compress(Algorithm::Sequitur, &[&terms]).unwrap();
+        let mut back = Vec::new();
+        expand_into(&g, g.starts()[0].rule, &mut back);
+        prop_assert_eq!(back, terms);
+    }
+}
+
+/// Figure 12/13 by hand: store 0 runs in block 0 five times (timestamps 2, 4, 6, 8, 10 with
+/// the load's block 1 between), then stores to another address; the load reads the address of
+/// the second instance. Search over [2, 4, 6, 8, 10] for 4: mid 3 (6) → B0, mid 1 (2) → B1,
+/// mid 2 (4) → E.
+#[test]
+fn binary_search_by_hand() {
+    let ins = |block, kind| MemInstr {
+        function: 0,
+        block,
+        line: 1,
+        column: 0,
+        kind,
+        what: String::new(),
+    };
+    let db = MemoryDb {
+        version: 1,
+        instructions: vec![ins(0, AccessKind::Store), ins(1, AccessKind::Load)],
+        ..Default::default()
+    };
+    let mut ev = vec![Event::Enter(FunctionId(0))];
+    let mut at = Vec::new();
+    for k in 0..5u64 {
+        ev.push(Event::Block(BlockId(0)));
+        at.push(Access {
+            id: 0,
+            addr: 8 * k,
+            size: 8,
+        });
+        ev.push(Event::Block(BlockId(1)));
+        at.push(Access {
+            id: 1,
+            addr: 100,
+            size: 8,
+        });
+    }
+    ev.push(Event::Block(BlockId(1)));
+    at.push(Access {
+        id: 1,
+        addr: 8,
+        size: 8,
+    });
+    ev.push(Event::Leave);
+    let report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
+    let built = ecf::build(&db, &ev, [Ok::<_, std::convert::Infallible>(at)], &report).unwrap();
+    let b = |x: u32| Event::Block(BlockId(x));
+    let check = ecf::check_function(&db);
+    let tail = &built.events[built.events.len() - 8..];
+    assert_eq!(
+        tail,
+        [
+            Event::Enter(check),
+            Event::Block(ecf::site(1)),
+            Event::Block(ecf::source(0)),
+            b(ecf::LOWER),
+            b(ecf::HIGHER),
+            b(ecf::END),
+            Event::Leave,
+            Event::Leave,
+        ]
+    );
+    assert_eq!(built.stats.binary, 3);
+    assert_eq!(built.stats.linear, 4); // 10, 8, 6, 4
+    let mut got = Vec::new();
+    ecf::recover(&db, &built.events, |d| got.push(d)).unwrap();
+    assert_eq!(
+        got,
+        [EcfDependence {
+            store: Instance { id: 0, n: 2 },
+            load: Instance { id: 1, n: 6 },
+            unexpected: false
+        }]
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A damaged eCF (one event replaced or dropped) gives dependences or an error naming
+    /// an event, never a panic.
+    #[test]
+    fn damaged_ecf_never_panics(seed in any::<u64>(), at in any::<prop::sample::Index>(), kind in 0u32..4, x in 0u32..40) {
+        let (p, ev, acc, report) = case(seed, 8);
+        let mut events = ecf::build(&p.db, &ev, [Ok::<_, std::convert::Infallible>(acc)], &report).unwrap().events;
+        let i = at.index(events.len());
+        match kind {
+            0 => { events.remove(i); }
+            1 => events[i] = Event::Block(BlockId(x)),
+            2 => events[i] = Event::Enter(FunctionId(x % 4)),
+            _ => events[i] = Event::Leave,
+        }
+        if let Err(e) = ecf::recover(&p.db, &events, |_| {}) {
+            prop_assert!(e.to_string().starts_with("eCF event "), "{}", e);
+        }
+    }
+}
