@@ -6,24 +6,31 @@
 set -euo pipefail
 
 # The consumers the export tests read wpp's output back with (crates/wpp/tests/exports.rs):
-# go tool pprof, callgrind_annotate, genhtml, headless Chromium, and python3-jsonschema with
-# npm for speedscope's own file-format schema. cmake, ninja-build and bc: the real projects
-# bench/projects/check.sh builds with their own build systems.
+# go tool pprof, callgrind_annotate, genhtml, headless Chromium; speedscope's own file-format
+# schema comes from npm and is checked with python's jsonschema (below). cmake, ninja-build and
+# bc: the real projects bench/projects/check.sh builds with their own build systems.
 apt_packages=(clang-22 llvm-22-dev lld-22 libpolly-22-dev libzstd-dev zlib1g-dev zstd xz-utils gzip
-    golang-go valgrind lcov chromium python3-jsonschema npm
+    golang-go valgrind lcov chromium
     cmake ninja-build bc)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]})); then
-    echo "install-deps: installing ${missing[*]}" >&2
-    sudo=""
+apt_install() {
+    echo "install-deps: installing $*" >&2
+    local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+if ((${#missing[@]})); then
+    apt_install "${missing[@]}"
 fi
 
+# The machine's node/npm and python3 (not Debian's: Debian's npm conflicts with the machine's
+# node) install speedscope's schema and the validator the export test runs.
+command -v npm >/dev/null 2>&1 || apt_install npm
+python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install --quiet jsonschema
 # speedscope's JSON schema ships in its npm package.
 if ! [ -f "$(npm root -g)/speedscope/dist/release/file-format-schema.json" ]; then
     echo "install-deps: installing speedscope (npm) for its file-format schema" >&2
