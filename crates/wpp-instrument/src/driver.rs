@@ -166,6 +166,15 @@ fn show(tool: &Path, args: &[OsString]) -> String {
 
 /// Runs a tool whose output only matters on failure.
 fn run_quiet<S: AsRef<std::ffi::OsStr>>(tool: &Path, args: &[S]) -> Result<(), DriverError> {
+    run_captured(tool, args).map(drop)
+}
+
+/// Runs a tool and returns its standard output; on failure its standard error is shown and the
+/// error names the command.
+fn run_captured<S: AsRef<std::ffi::OsStr>>(
+    tool: &Path,
+    args: &[S],
+) -> Result<Vec<u8>, DriverError> {
     let a: Vec<OsString> = args.iter().map(|s| s.as_ref().to_owned()).collect();
     let out = Command::new(tool)
         .args(&a)
@@ -182,7 +191,7 @@ fn run_quiet<S: AsRef<std::ffi::OsStr>>(tool: &Path, args: &[S]) -> Result<(), D
             command: show(tool, &a),
         });
     }
-    Ok(())
+    Ok(out.stdout)
 }
 
 /// What a link gathered, for the report.
@@ -526,23 +535,8 @@ impl Driver {
         if self.verbose {
             eprintln!("wpp cc: {}", show(compiler, &a));
         }
-        let out =
-            Command::new(compiler)
-                .args(&a)
-                .output()
-                .map_err(|source| DriverError::Spawn {
-                    tool: compiler.display().to_string(),
-                    source,
-                })?;
-        if !out.status.success() {
-            eprint!("{}", String::from_utf8_lossy(&out.stderr));
-            return Err(DriverError::Failed {
-                tool: compiler.display().to_string(),
-                status: out.status.to_string(),
-                command: show(compiler, &a),
-            });
-        }
-        Ok(embed::traced_members(&String::from_utf8_lossy(&out.stdout)))
+        let out = run_captured(compiler, &a)?;
+        Ok(embed::traced_members(&String::from_utf8_lossy(&out)))
     }
 
     /// `llvm-link`s gathered bitcode into `out`.
