@@ -503,17 +503,19 @@ impl Drop for Mounted {
     }
 }
 
-/// A full disk (a 512 KiB tmpfs): the program runs as natively, the runtime names the cause
+/// A full disk (a 3 MiB tmpfs): the program runs as natively, the runtime names the cause
 /// (`No space left on device`), and the partial file is readable as a truncated recording
 /// holding a prefix of the full run's events.
 #[test]
 fn full_disk_is_reported_and_leaves_a_readable_prefix() {
     let b = build("ticks.c", &[InstrumentMode::TraceBlocks]);
-    let Some(disk) = tmpfs(&b.dir, "small", "size=512k") else {
+    // 3 MiB: room for two whole 1 MiB chunks whatever the flush timer did (a disk smaller than
+    // one chunk holds a readable event only if a flush happened to come first).
+    let Some(disk) = tmpfs(&b.dir, "small", "size=3m") else {
         return;
     };
     let exe = &b.inst[0].1;
-    // Level 0: plain chunks, so the run's ~14 MB of events surely overflow 512 KiB.
+    // Level 0: plain chunks, so the run's ~14 MB of events surely overflow 3 MiB.
     let args = ["2000000", "0", "0"];
     let native = run(&b.native, &args, None);
     let reference = b.dir.path("ref.trace");
