@@ -76,6 +76,9 @@ ln -sfn "$WPP" "$BUILD/bin/wpp-cc"
 ln -sfn "$WPP" "$BUILD/bin/wpp-c++"
 export PATH=$BUILD/bin:$PATH
 export WPP_MODE=trace-blocks
+# The recorded programs' .wpp is read right after they exit: finish it before the exit rather
+# than in the detached finisher (which would race `wpp verify`).
+export WPP_FINISH=wait
 
 passed=0
 failed=0
