@@ -34,24 +34,7 @@ fn check(
     build_instrumented(src, flags, InstrumentMode::TraceBlocks, &inst);
     let a = run(&native, args, None);
     let b = run(&inst, args, Some(&trace));
-    assert_eq!(
-        String::from_utf8_lossy(&a.stdout),
-        String::from_utf8_lossy(&b.stdout),
-        "{src} {flags:?}: stdout differs"
-    );
-    assert_eq!(
-        a.status.code(),
-        b.status.code(),
-        "{src} {flags:?}: exit status differs"
-    );
-    {
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(
-            a.status.signal(),
-            b.status.signal(),
-            "{src}: terminating signal differs"
-        );
-    }
+    same_behaviour(&format!("{src} {flags:?}"), &a, &b);
     let (db, events) = wpp_trace::file::read_events(&trace)
         .unwrap_or_else(|e| panic!("{src} {flags:?}: trace unreadable: {e}"));
     assert!(!events.is_empty(), "{src}: empty trace");

@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use wpp_instrument::InstrumentMode;
 use wpp_trace::{Event, ProgramDb};
 
@@ -68,25 +68,6 @@ fn build(src: &str, modes: &[InstrumentMode]) -> Built {
         })
         .collect();
     Built { dir, native, inst }
-}
-
-fn same_behaviour(what: &str, native: &Output, recorded: &Output) {
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(
-        String::from_utf8_lossy(&native.stdout),
-        String::from_utf8_lossy(&recorded.stdout),
-        "{what}: stdout differs"
-    );
-    assert_eq!(
-        native.status.code(),
-        recorded.status.code(),
-        "{what}: status"
-    );
-    assert_eq!(
-        native.status.signal(),
-        recorded.status.signal(),
-        "{what}: signal"
-    );
 }
 
 /// The events of a finished recording (a `.wpp` expanded, or a raw trace), one thread

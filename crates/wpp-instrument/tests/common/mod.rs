@@ -210,3 +210,24 @@ pub fn enters_of(r: &Replay, name: &str) -> u64 {
         .map(|(_, c)| c)
         .sum()
 }
+
+/// Asserts that a recorded run behaved as the native one: same stdout, exit status and
+/// terminating signal.
+pub fn same_behaviour(what: &str, native: &Output, recorded: &Output) {
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        String::from_utf8_lossy(&recorded.stdout),
+        "{what}: stdout differs"
+    );
+    assert_eq!(
+        native.status.code(),
+        recorded.status.code(),
+        "{what}: status"
+    );
+    assert_eq!(
+        native.status.signal(),
+        recorded.status.signal(),
+        "{what}: signal"
+    );
+}
