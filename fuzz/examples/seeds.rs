@@ -69,13 +69,13 @@ fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
     // Large and escaped ids, and a CFG (the first paths decode; the escaped ones are errors).
     let mut db = ProgramDb::default();
     db.intern("main");
-    db.functions[0].cfg = Some(wpp_trace::FunctionCfg {
+    db.functions[0].cfg = Some(Box::new(wpp_trace::FunctionCfg {
         successors: vec![vec![1, 2], vec![1, 2], vec![]],
         entry: 0,
         exits: vec![2],
         cut_nodes: vec![1],
         cut_edges: vec![],
-    });
+    }));
     out.push((
         db,
         vec![

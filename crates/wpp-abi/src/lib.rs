@@ -215,7 +215,7 @@ impl EmbeddedProgram {
     /// them in [`cfgs`](Self::cfgs) only, as profiles do).
     pub fn attach_cfgs(&mut self) {
         for (f, cfg) in self.program.functions.iter_mut().zip(&self.cfgs) {
-            f.cfg = cfg.to_record();
+            f.cfg = cfg.to_record().map(Box::new);
         }
     }
 }

@@ -974,12 +974,12 @@ mod tests {
     fn example() -> WppFile {
         let mut program = ProgramDb::default();
         program.intern("main");
-        program.functions[0].cfg = Some(wpp_trace::FunctionCfg {
+        program.functions[0].cfg = Some(Box::new(wpp_trace::FunctionCfg {
             successors: vec![vec![1], vec![0]],
             entry: 0,
             exits: vec![1],
             ..Default::default()
-        });
+        }));
         let alphabet =
             Alphabet::from_events(vec![Event::Block(BlockId(0)), Event::Block(BlockId(1))])
                 .unwrap();

@@ -835,7 +835,7 @@ fn a_bad_cfg_table_is_a_program_database_error() {
     small.program = wpp_trace::ProgramDb::default();
     small.program.intern("main");
     for (file, stored) in [(&mut small, true), (&mut big, false)] {
-        file.program.functions[0].cfg = Some(bad.clone());
+        file.program.functions[0].cfg = Some(Box::new(bad.clone()));
         let bytes = file.to_bytes().unwrap();
         let prog = bytes.windows(4).position(|w| w == b"PROG").unwrap();
         let alph = bytes.windows(4).position(|w| w == b"ALPH").unwrap();

@@ -32,7 +32,10 @@ fn cross_check(src: &str, flags: &[&str]) {
     let (db, path_events) = wpp_trace::file::read_events(&pt).unwrap();
     // The file's CFGs are the instrumenter's, cut points included.
     let stored: Vec<_> = db.functions.iter().map(|f| f.cfg.clone()).collect();
-    let expected_cfgs: Vec<_> = paths.iter().map(|fp| fp.cfg.to_record()).collect();
+    let expected_cfgs: Vec<_> = paths
+        .iter()
+        .map(|fp| fp.cfg.to_record().map(Box::new))
+        .collect();
     assert_eq!(stored, expected_cfgs, "{src}: CFGs in the trace");
     assert!(
         path_events.iter().any(|e| matches!(e, Event::Path(_))),

@@ -317,7 +317,7 @@ mod tests {
         let mut db = ProgramDb::default();
         for c in cfgs {
             let f = db.intern(&c.name);
-            db.functions[f.index()].cfg = c.to_record();
+            db.functions[f.index()].cfg = c.to_record().map(Box::new);
         }
         db
     }
@@ -407,13 +407,13 @@ mod tests {
     fn streams_decode_per_thread_with_cut_tails_silent() {
         let mut db = ProgramDb::default();
         let f = db.intern("f");
-        db.functions[0].cfg = Some(FunctionCfg {
+        db.functions[0].cfg = Some(Box::new(FunctionCfg {
             successors: vec![vec![1], vec![1, 2], vec![]],
             entry: 0,
             exits: vec![2],
             cut_nodes: vec![1],
             cut_edges: vec![],
-        });
+        }));
         let g = db.intern("g");
         let cfg = Cfg::from_record("f", db.functions[0].cfg.as_ref().unwrap());
         let dag = Dag::build(&cfg).unwrap();

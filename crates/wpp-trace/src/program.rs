@@ -73,8 +73,10 @@ pub struct Function {
     pub block_files: Vec<u32>,
     /// The CFG its path ids are numbered on, where the recording has one. Not part of the
     /// postcard serialization: the file formats store it in the CFG table (module docs).
+    /// Boxed: most functions of a large program database have none, and an inline CFG would
+    /// make every function record five words larger (issue 14, item 4).
     #[serde(skip)]
-    pub cfg: Option<FunctionCfg>,
+    pub cfg: Option<Box<FunctionCfg>>,
 }
 
 /// The control-flow graph of one function as a trace stores it: blocks by id, each block's
@@ -360,10 +362,10 @@ fn read_cfg_table(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramD
         let at = r.offset();
         f.cfg = match r.u8("CFG presence byte")? {
             0 => None,
-            1 => Some(read_cfg(r).map_err(|e| ProgramDbError {
+            1 => Some(Box::new(read_cfg(r).map_err(|e| ProgramDbError {
                 offset: e.offset,
                 message: format!("CFG of function {i} (`{}`): {}", f.name, e.message),
-            })?),
+            })?)),
             b => {
                 return Err(ProgramDbError {
                     offset: at,

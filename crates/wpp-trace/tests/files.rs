@@ -38,13 +38,13 @@ fn db(names: &[&str]) -> ProgramDb {
             line: Some(3),
             block_lines: vec![4, 5],
             block_files: Vec::new(),
-            cfg: Some(wpp_trace::FunctionCfg {
+            cfg: Some(Box::new(wpp_trace::FunctionCfg {
                 successors: vec![vec![1, 0], vec![]],
                 entry: 0,
                 exits: vec![1],
                 cut_nodes: vec![0],
                 cut_edges: vec![1],
-            }),
+            })),
         });
     }
     db

@@ -70,12 +70,12 @@ fn an_undeclared_function_in_a_binary_trace_is_an_error_at_its_byte() {
 #[test]
 fn block_ids_are_bounded_by_the_largest_cfg_when_every_function_has_one() {
     let mut d = db(1);
-    d.functions[0].cfg = Some(wpp_trace::FunctionCfg {
+    d.functions[0].cfg = Some(Box::new(wpp_trace::FunctionCfg {
         successors: vec![vec![1], vec![]],
         entry: 0,
         exits: vec![1],
         ..Default::default()
-    });
+    }));
     let ok = [Event::Enter(FunctionId(0)), Event::Block(BlockId(1))];
     assert_eq!(read(to_binary(&d, &ok).unwrap()).unwrap(), ok);
     let bad = [Event::Enter(FunctionId(0)), Event::Block(BlockId(2))];

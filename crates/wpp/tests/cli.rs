@@ -529,7 +529,7 @@ fn path_and_block_traces(dir: &Dir) -> (String, String, wpp_trace::ProgramDb) {
         let dag = Dag::build(&cfg).unwrap();
         let bl = BallLarus::number(&dag).unwrap();
         let f = db.intern(name);
-        db.functions[f.index()].cfg = cfg.to_record();
+        db.functions[f.index()].cfg = cfg.to_record().map(Box::new);
         db.functions[f.index()].block_lines =
             (0..cfg.nodes.len() as u32).map(|b| 100 + b).collect();
         numbered.push((dag, bl));

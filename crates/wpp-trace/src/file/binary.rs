@@ -1072,12 +1072,12 @@ mod tests {
     fn example() -> (ProgramDb, Vec<Event>) {
         let mut db = ProgramDb::default();
         let main = db.intern("main");
-        db.functions[0].cfg = Some(crate::program::FunctionCfg {
+        db.functions[0].cfg = Some(Box::new(crate::program::FunctionCfg {
             successors: vec![vec![1], vec![]],
             entry: 0,
             exits: vec![1],
             ..Default::default()
-        });
+        }));
         let events = vec![
             Event::Enter(main),
             Event::Block(BlockId(0)),

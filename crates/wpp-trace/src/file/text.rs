@@ -53,7 +53,9 @@ use super::{Bytes, TraceError};
 use crate::event::Event;
 use crate::ids::{BlockId, FunctionId, PathId, ThreadId};
 use crate::program::ProgramDb;
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
+use std::hash::BuildHasher;
 use std::io::Write;
 
 /// What one line of a text trace says.
@@ -145,30 +147,91 @@ fn parse_raw(line_no: u64, raw: &[u8]) -> Result<Line<'_>, TraceError> {
     parse_line(text).map_err(|m| parse_error(line_no, raw, m))
 }
 
+/// Function names by id, in one arena, with a hash table over them: a name costs its bytes plus
+/// about 12 bytes, not a `String` key of its own, so a file of 10^6 `D` lines needs memory in
+/// proportion to its size (issue 14, item 4).
+#[derive(Default)]
+struct NameIndex {
+    arena: String,
+    /// End of each id's name in `arena`; it starts where the previous one ends.
+    ends: Vec<usize>,
+    /// Ids of the first function with each non-empty name.
+    table: HashTable<FunctionId>,
+}
+
+impl NameIndex {
+    fn name(&self, f: FunctionId) -> &str {
+        let start = f.index().checked_sub(1).map_or(0, |p| self.ends[p]);
+        &self.arena[start..self.ends[f.index()]]
+    }
+
+    /// Appends the next id's name; whether it is the first function with it.
+    fn push(&mut self, name: &str) -> bool {
+        let id = FunctionId(self.ends.len() as u32);
+        self.arena.push_str(name);
+        self.ends.push(self.arena.len());
+        if name.is_empty() || self.get(name).is_some() {
+            return false;
+        }
+        let hash = FxBuildHasher.hash_one(name);
+        let Self { arena, ends, table } = self;
+        let name_of = |f: &FunctionId| {
+            let start = f.index().checked_sub(1).map_or(0, |p| ends[p]);
+            FxBuildHasher.hash_one(&arena[start..ends[f.index()]])
+        };
+        table.insert_unique(hash, id, name_of);
+        true
+    }
+
+    fn get(&self, name: &str) -> Option<FunctionId> {
+        let hash = FxBuildHasher.hash_one(name);
+        self.table.find(hash, |&f| self.name(f) == name).copied()
+    }
+
+    /// Drops the hash table once only [`name`](Self::name) is needed.
+    fn into_names(mut self) -> Self {
+        self.table = HashTable::new();
+        self
+    }
+}
+
 /// Function names seen so far, and the database they build.
 #[derive(Default)]
 struct Names {
     db: ProgramDb,
-    index: FxHashMap<String, FunctionId>,
+    index: NameIndex,
 }
 
 impl Names {
+    /// A database sized for the `declared` functions of `D` lines (`F name` lines may add more).
+    fn with_capacity(declared: usize) -> Self {
+        let mut names = Names::default();
+        names.db.functions.reserve_exact(declared);
+        names.index.ends.reserve_exact(declared);
+        names
+    }
+
     fn declare(&mut self, name: &str) {
-        let id = FunctionId(self.db.functions.len() as u32);
         self.db.functions.push(crate::program::Function {
             name: name.to_owned(),
             ..Default::default()
         });
-        if !name.is_empty() {
-            self.index.entry(name.to_owned()).or_insert(id);
-        }
+        self.index.push(name);
     }
 
     fn intern(&mut self, name: &str) {
-        if !self.index.contains_key(name) {
+        if self.index.get(name).is_none() {
             self.declare(name);
         }
     }
+}
+
+/// The number of `D` lines in `bytes`, so the database is allocated once at its size.
+fn count_declarations(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    std::iter::from_fn(|| next_line(bytes, &mut pos))
+        .filter(|raw| raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'D'))
+        .count()
 }
 
 /// Decodes a text trace held in memory.
@@ -176,14 +239,14 @@ pub(crate) struct TextDecoder {
     bytes: Bytes,
     pos: usize,
     line: u64,
-    index: FxHashMap<String, FunctionId>,
+    index: NameIndex,
     limits: super::IdLimits,
 }
 
 impl TextDecoder {
     /// Builds the program database from the `D` and `F name` lines, then starts at line 1.
     pub(crate) fn new(bytes: Bytes) -> Result<(ProgramDb, Self), TraceError> {
-        let mut names = Names::default();
+        let mut names = Names::with_capacity(count_declarations(&bytes));
         let (mut pos, mut line_no) = (0, 0);
         while let Some(raw) = next_line(&bytes, &mut pos) {
             line_no += 1;
@@ -227,7 +290,7 @@ impl TextDecoder {
                     out.push(e)
                 }
                 Line::EnterName(name) => match self.index.get(name) {
-                    Some(&f) => out.push(Event::Enter(f)),
+                    Some(f) => out.push(Event::Enter(f)),
                     // The first pass interned every name; this guards against a changed file.
                     None => {
                         return Err(parse_error(
@@ -246,8 +309,10 @@ impl TextDecoder {
 /// Writes a text trace: a comment, `D` lines for the database, then one line per event.
 pub struct TextWriter<W: Write> {
     out: W,
-    /// For each function id, the name to write after `F`, if it reads back as that id.
-    names: Vec<Option<String>>,
+    /// The database's names by function id.
+    names: NameIndex,
+    /// For each function id, whether `F name` reads back as that id (else `F #id`).
+    by_name: Vec<bool>,
 }
 
 impl<W: Write> TextWriter<W> {
@@ -258,28 +323,33 @@ impl<W: Write> TextWriter<W> {
             "# wpp text trace: F name|#id = enter, E = leave, B/P/T id = block/path/thread; \
              D name declares the next function id"
         )?;
-        let mut first: FxHashMap<&str, usize> = FxHashMap::default();
-        let mut names = Vec::with_capacity(db.functions.len());
-        for (i, f) in db.functions.iter().enumerate() {
+        let mut names = NameIndex::default();
+        let mut by_name = Vec::with_capacity(db.functions.len());
+        for f in &db.functions {
             let token = is_token(&f.name);
-            let unique = token && *first.entry(&f.name).or_insert(i) == i;
+            let first = names.push(if token { &f.name } else { "" });
             if token {
                 writeln!(out, "D {}", f.name)?;
             } else {
                 writeln!(out, "D")?;
             }
-            names.push(unique.then(|| f.name.clone()));
+            by_name.push(first);
         }
-        Ok(TextWriter { out, names })
+        let names = names.into_names();
+        Ok(TextWriter {
+            out,
+            names,
+            by_name,
+        })
     }
 
     /// Writes one event line.
     pub fn push(&mut self, event: Event) -> Result<(), TraceError> {
         match event {
-            Event::Enter(f) => match self.names.get(f.index()).and_then(Option::as_deref) {
-                Some(name) => writeln!(self.out, "F {name}"),
-                None => writeln!(self.out, "F #{f}"),
-            },
+            Event::Enter(f) if self.by_name.get(f.index()) == Some(&true) => {
+                writeln!(self.out, "F {}", self.names.name(f))
+            }
+            Event::Enter(f) => writeln!(self.out, "F #{f}"),
             Event::Leave => writeln!(self.out, "E"),
             Event::Block(b) => writeln!(self.out, "B {b}"),
             Event::Path(p) => writeln!(self.out, "P {p}"),
