@@ -91,3 +91,26 @@ proptest! {
         prop_assert_eq!(got, expected);
     }
 }
+
+/// Issue 14, item 4: each thread's level index has a row per function it runs, not one per
+/// function id up to the largest it runs, so 2,000 threads that each call the last of 2,000
+/// declared functions cost an index linear in threads + functions (the dense rows were 4 MB).
+#[test]
+fn the_level_index_grows_with_the_functions_each_thread_runs() {
+    let mut db = ProgramDb::default();
+    for f in 0..2000 {
+        db.intern(&format!("f{f}"));
+    }
+    let last = Event::Enter(wpp_trace::FunctionId(1999));
+    let mut w = ChunkWriter::new(Vec::new(), &db, Codec::Zstd(1), 4096).unwrap();
+    for t in 0..2000 {
+        w.push(Event::Thread(ThreadId(t))).unwrap();
+        w.push(last).unwrap();
+    }
+    let (bytes, index_len) = w.finish().unwrap();
+    assert!(index_len < 64 * 4000, "index of {index_len} bytes");
+    let t = ChunkedTrace::open(Cursor::new(bytes)).unwrap();
+    let (_, levels) = &t.per_thread[1234];
+    assert!(levels.contains(wpp_trace::FunctionId(1999), 0));
+    assert!(!levels.contains(wpp_trace::FunctionId(0), 0));
+}

@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! header  0  4  magic "WPPC"
-//!         4  2  version (u16) = 1
+//!         4  2  version (u16) = 2 (1: dense level rows, still read)
 //!         6  1  codec: 1 = zstd, 2 = gzip
 //!         7  1  flags = 0
 //! chunks  8  …  the compressed chunks back to back, in index order
@@ -35,10 +35,11 @@
 //! 3 `P`, 5 escaped `P`). The index sits behind the chunks so that the writer streams; the footer
 //! finds it. The compressed lengths must add up to exactly `index_offset − 8`.
 //!
-//! Example: one thread, trace `F main, B 1, E`, chunk size 4 KiB, gzip: `57 50 50 43 01 00 02 00`,
+//! Example: one thread, trace `F main, B 1, E`, chunk size 4 KiB, gzip: `57 50 50 43 02 00 02 00`,
 //! the gzip stream of the 3 bytes `00 0a 01`, then the index `01 04 6d 61 69 6e` (function
 //! `main`), `01 00` (thread 0), `01 00 <clen> 03 03 <crc>` (one chunk of 3 bytes, 3 events),
-//! `01 00 00 01 01` (its levels: exit 0, smallest 0; `main` in chunk 0), then the footer.
+//! `01 00 00 01 00 01` (its levels: exit 0, smallest 0; one row: `main`, in chunk 0), then the
+//! footer.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
@@ -48,14 +49,14 @@ use wpp_trace::file::encode_event;
 use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
 use wpp_trace::{BlockId, Event, FunctionId, PathId, ProgramDb, ThreadDemux, ThreadId};
 
-use super::levels::{LevelIndex, LevelTracker};
+use super::levels::{Layout, LevelIndex, LevelTracker};
 use super::{Automaton, Kind, Mode, PathQuery, StreamMatch};
 use crate::error::QueryError;
 use crate::pattern::Pattern;
 
 const MAGIC: [u8; 4] = *b"WPPC";
 const FOOTER_MAGIC: [u8; 4] = *b"CIDX";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 const HEADER_LEN: u64 = 8;
 const FOOTER_LEN: u64 = 16;
 const CONTAINER: &str = "chunked trace";
@@ -132,7 +133,8 @@ pub struct ChunkWriter<W: Write> {
     codec: Codec,
     chunk_bytes: usize,
     written: u64,
-    names: Vec<String>,
+    /// The index's function table, encoded up front: the writer keeps no copy of the database.
+    names: Vec<u8>,
     demux: ThreadDemux,
     threads: FxHashMap<ThreadId, ThreadState>,
     order: Vec<ThreadId>,
@@ -159,7 +161,7 @@ impl<W: Write> ChunkWriter<W> {
             codec,
             chunk_bytes: chunk_bytes.clamp(1, MAX_CHUNK_BYTES as usize / 2),
             written: HEADER_LEN,
-            names: db.functions.iter().map(|f| f.name.clone()).collect(),
+            names: encode_names(db),
             demux: ThreadDemux::new(),
             threads: FxHashMap::default(),
             order: Vec::new(),
@@ -220,12 +222,7 @@ impl<W: Write> ChunkWriter<W> {
         for t in self.order.clone() {
             self.flush_thread(t)?;
         }
-        let mut index = Vec::new();
-        write_varint(&mut index, self.names.len() as u64);
-        for n in &self.names {
-            write_varint(&mut index, n.len() as u64);
-            index.extend_from_slice(n.as_bytes());
-        }
+        let mut index = std::mem::take(&mut self.names);
         write_varint(&mut index, self.order.len() as u64);
         for t in &self.order {
             write_varint(&mut index, u64::from(t.0));
@@ -252,6 +249,17 @@ impl<W: Write> ChunkWriter<W> {
     }
 }
 
+/// The index's function table: the count, then each name with its length.
+fn encode_names(db: &ProgramDb) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_varint(&mut out, db.functions.len() as u64);
+    for f in &db.functions {
+        write_varint(&mut out, f.name.len() as u64);
+        out.extend_from_slice(f.name.as_bytes());
+    }
+    out
+}
+
 /// An open chunked trace: the index in memory, chunks read on demand.
 pub struct ChunkedTrace<R: Read + Seek> {
     src: R,
@@ -264,6 +272,7 @@ pub struct ChunkedTrace<R: Read + Seek> {
     /// Per thread: its chunks (indices into `chunks`) and their level index.
     pub per_thread: Vec<(Vec<usize>, LevelIndex)>,
     codec: u8,
+    layout: Layout,
     index_bytes: u64,
     compressed: Vec<u8>,
     plain: Vec<u8>,
@@ -289,7 +298,7 @@ impl<R: Read + Seek> ChunkedTrace<R> {
             u16::from_le_bytes(r.bytes(2, "version").map_err(&corrupt)?.try_into().unwrap());
         let codec = r.u8("codec").map_err(&corrupt)?;
         let flags = r.u8("flags").map_err(&corrupt)?;
-        if version != VERSION || !(1..=2).contains(&codec) || flags != 0 {
+        if !(1..=VERSION).contains(&version) || !(1..=2).contains(&codec) || flags != 0 {
             return Err(QueryError::invalid(
                 CONTAINER,
                 "version, codec or flags",
@@ -333,6 +342,11 @@ impl<R: Read + Seek> ChunkedTrace<R> {
             chunks: Vec::new(),
             per_thread: Vec::new(),
             codec,
+            layout: if version == 1 {
+                Layout::Dense
+            } else {
+                Layout::Sparse
+            },
             index_bytes: index.len() as u64,
             compressed: Vec::new(),
             plain: Vec::new(),
@@ -394,7 +408,7 @@ impl<R: Read + Seek> ChunkedTrace<R> {
             ));
         }
         for (chunks, levels) in &mut self.per_thread {
-            *levels = LevelIndex::read(r, CONTAINER)?;
+            *levels = LevelIndex::read(r, CONTAINER, self.layout)?;
             if levels.len() != chunks.len() {
                 return Err(QueryError::invalid(
                     CONTAINER,
@@ -625,7 +639,7 @@ mod tests {
             w.push(e).unwrap();
         }
         let (bytes, index_len) = w.finish().unwrap();
-        assert_eq!(bytes[..8], [0x57, 0x50, 0x50, 0x43, 0x01, 0x00, 0x02, 0x00]);
+        assert_eq!(bytes[..8], [0x57, 0x50, 0x50, 0x43, 0x02, 0x00, 0x02, 0x00]);
         let n = bytes.len();
         let index_offset = u64::from_le_bytes(bytes[n - 16..n - 8].try_into().unwrap()) as usize;
         assert_eq!(&bytes[n - 4..], b"CIDX");
@@ -635,9 +649,22 @@ mod tests {
         expected.push(clen as u8);
         expected.extend([0x03, 0x03]);
         expected.extend(crc32fast::hash(&[0x00, 0x0a, 0x01]).to_le_bytes());
-        expected.extend([0x01, 0x00, 0x00, 0x01, 0x01]);
+        expected.extend([0x01, 0x00, 0x00, 0x01, 0x00, 0x01]);
         assert_eq!(bytes[index_offset..n - 16], expected[..]);
-        let mut t = ChunkedTrace::open(std::io::Cursor::new(bytes)).unwrap();
+        let mut t = ChunkedTrace::open(std::io::Cursor::new(bytes.clone())).unwrap();
         assert_eq!(t.load(0).unwrap(), [0x00, 0x0a, 0x01]);
+
+        // Version 1 (dense rows: `01 01`, one function id, in chunk 0) still reads the same.
+        let mut v1 = bytes[..index_offset].to_vec();
+        v1[4] = 0x01;
+        expected.truncate(expected.len() - 3);
+        expected.extend([0x01, 0x01]);
+        v1.extend(&expected);
+        v1.extend((index_offset as u64).to_le_bytes());
+        v1.extend(crc32fast::hash(&expected).to_le_bytes());
+        v1.extend(b"CIDX");
+        let mut old = ChunkedTrace::open(std::io::Cursor::new(v1)).unwrap();
+        assert_eq!(old.load(0).unwrap(), [0x00, 0x0a, 0x01]);
+        assert_eq!(old.per_thread, t.per_thread);
     }
 }

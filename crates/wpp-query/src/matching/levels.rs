@@ -19,17 +19,23 @@
 //! ```text
 //! varint  chunks
 //! chunks × { varint exit_level, varint smallest_level }      smallest ≤ min(entry, exit)
-//! varint  functions                                          function ids 0..functions
-//! functions × ceil(chunks / 8) bytes                         bit c (LSB first) = chunk c
-//!                                                            contains the function
+//! varint  rows                                               functions the stream contains
+//! rows × { varint id gap, ceil(chunks / 8) bytes }           gap: id for the first row, then
+//!                                                            id − previous id − 1; bit c (LSB
+//!                                                            first) = chunk c contains it
 //! ```
 //!
-//! Function-major bit vectors are the paper's layout: a query reads one row. Example: two
-//! chunks, the first entering `main` (function 0) and calling function 1 without returning, the
-//! second executing a block of function 1 and returning to `main`: `02  02 00  01 01  02  01 03`
-//! — two chunks (exit 2, smallest 0; exit 1, smallest 1), two functions, `main` in chunk 0 only
-//! (`01`: it executes no block in chunk 1), function 1 in both (`03`).
+//! Function-major bit vectors are the paper's layout: a query reads one row. Only functions the
+//! stream contains have a row ([`Layout::Sparse`]), so the index of a thread that runs one
+//! function is one row however many functions the program declares (issue 14: the dense rows
+//! of [`Layout::Dense`], one per function id up to the largest present, made 10^6 one-event
+//! threads of a program with 10^6 functions cost 10^12 bytes). Example: two chunks, the first
+//! entering `main` (function 0) and calling function 1 without returning, the second executing
+//! a block of function 1 and returning to `main`: `02  02 00  01 01  02  00 01  00 03` — two
+//! chunks (exit 2, smallest 0; exit 1, smallest 1), two rows, `main` in chunk 0 only (`01`: it
+//! executes no block in chunk 1), function 1 (gap 0) in both (`03`).
 
+use rustc_hash::FxHashSet;
 use wpp_trace::wire::{write_varint, Reader};
 use wpp_trace::{Event, FunctionId};
 
@@ -49,11 +55,21 @@ pub struct ChunkLevels {
     pub smallest: u64,
 }
 
+/// How a [`LevelIndex`]'s function rows are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// A row for every function id below a count (the containers' version 1).
+    Dense,
+    /// A row for each function the stream contains, by increasing id (version 2).
+    Sparse,
+}
+
 /// The index of one stream's chunks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LevelIndex {
     chunks: Vec<ChunkLevels>,
-    functions: u64,
+    /// The functions with a row, increasing.
+    rows: Vec<u32>,
     bits: Vec<u8>,
 }
 
@@ -80,10 +96,10 @@ impl LevelIndex {
     /// Whether chunk `c` contains function `f`.
     #[inline]
     pub fn contains(&self, f: FunctionId, c: usize) -> bool {
-        if u64::from(f.0) >= self.functions {
+        let Ok(row) = self.rows.binary_search(&f.0) else {
             return false;
-        }
-        self.bits[f.index() * self.stride() + c / 8] & (1 << (c % 8)) != 0
+        };
+        self.bits[row * self.stride() + c / 8] & (1 << (c % 8)) != 0
     }
 
     /// Number of chunks containing `f` (the paper's "block coverage").
@@ -91,20 +107,30 @@ impl LevelIndex {
         (0..self.len()).filter(|&c| self.contains(f, c)).count()
     }
 
-    /// Appends the serialized index.
+    /// Appends the serialized index ([`Layout::Sparse`]).
     pub fn write(&self, out: &mut Vec<u8>) {
         write_varint(out, self.chunks.len() as u64);
         for c in &self.chunks {
             write_varint(out, c.exit);
             write_varint(out, c.smallest);
         }
-        write_varint(out, self.functions);
-        out.extend_from_slice(&self.bits);
+        write_varint(out, self.rows.len() as u64);
+        let stride = self.stride();
+        let mut next = 0u64;
+        for (f, row) in self.rows.iter().zip(self.bits.chunks(stride.max(1))) {
+            write_varint(out, u64::from(*f) - next);
+            out.extend_from_slice(&row[..stride]);
+            next = u64::from(*f) + 1;
+        }
     }
 
-    /// Reads and validates an index: levels consistent from chunk to chunk (starting at level
-    /// 0), bit vectors present in full.
-    pub fn read(r: &mut Reader<'_>, container: &'static str) -> Result<LevelIndex, QueryError> {
+    /// Reads and validates an index stored in `layout`: levels consistent from chunk to chunk
+    /// (starting at level 0), bit vectors present in full, row ids below 2^32.
+    pub fn read(
+        r: &mut Reader<'_>,
+        container: &'static str,
+        layout: Layout,
+    ) -> Result<LevelIndex, QueryError> {
         let corrupt = QueryError::corrupt(container);
         let n = r.count(2, "chunk count").map_err(&corrupt)?;
         let mut chunks = Vec::with_capacity(n);
@@ -118,15 +144,10 @@ impl LevelIndex {
             entry = exit;
         }
         let stride = n.div_ceil(8);
-        let limit = r
-            .remaining()
-            .checked_div(stride)
-            .map_or(u64::from(u32::MAX), |n| n as u64);
-        let functions = r.varint_max(limit, "function count").map_err(&corrupt)?;
-        let bits = r
-            .bytes(functions as usize * stride, "function bit vectors")
-            .map_err(&corrupt)?
-            .to_vec();
+        let (rows, bits) = match layout {
+            Layout::Dense => Self::read_dense(r, stride, &corrupt)?,
+            Layout::Sparse => Self::read_sparse(r, stride, &corrupt)?,
+        };
         if n % 8 != 0 {
             let unused = !((1u8 << (n % 8)) - 1);
             if bits.chunks(stride).any(|row| row[stride - 1] & unused != 0) {
@@ -137,11 +158,54 @@ impl LevelIndex {
                 ));
             }
         }
-        Ok(LevelIndex {
-            chunks,
-            functions,
-            bits,
-        })
+        Ok(LevelIndex { chunks, rows, bits })
+    }
+
+    /// Version 1's rows, one per function id below a count; empty rows are dropped.
+    fn read_dense(
+        r: &mut Reader<'_>,
+        stride: usize,
+        corrupt: &impl Fn(wpp_trace::wire::WireError) -> QueryError,
+    ) -> Result<(Vec<u32>, Vec<u8>), QueryError> {
+        let limit = r
+            .remaining()
+            .checked_div(stride)
+            .map_or(u64::from(u32::MAX), |n| (n as u64).min(u32::MAX.into()));
+        let functions = r.varint_max(limit, "function count").map_err(corrupt)?;
+        let dense = r
+            .bytes(functions as usize * stride, "function bit vectors")
+            .map_err(corrupt)?;
+        let (mut rows, mut bits) = (Vec::new(), Vec::new());
+        for (f, row) in dense.chunks(stride.max(1)).enumerate() {
+            if row.iter().any(|&b| b != 0) {
+                rows.push(f as u32);
+                bits.extend_from_slice(row);
+            }
+        }
+        Ok((rows, bits))
+    }
+
+    /// Version 2's rows: an id gap and a bit vector each.
+    fn read_sparse(
+        r: &mut Reader<'_>,
+        stride: usize,
+        corrupt: &impl Fn(wpp_trace::wire::WireError) -> QueryError,
+    ) -> Result<(Vec<u32>, Vec<u8>), QueryError> {
+        let count = r.count(1 + stride, "row count").map_err(corrupt)?;
+        let (mut rows, mut bits) = (
+            Vec::with_capacity(count),
+            Vec::with_capacity(count * stride),
+        );
+        let mut next = 0u64;
+        for _ in 0..count {
+            let gap = r
+                .varint_max(u64::from(u32::MAX) - next, "row id gap")
+                .map_err(corrupt)?;
+            rows.push((next + gap) as u32);
+            next += gap + 1;
+            bits.extend_from_slice(r.bytes(stride, "function bit vector").map_err(corrupt)?);
+        }
+        Ok((rows, bits))
     }
 }
 
@@ -150,8 +214,9 @@ impl LevelIndex {
 pub struct LevelTracker {
     stack: Vec<FunctionId>,
     smallest: u64,
-    present: Vec<bool>,
-    touched: Vec<FunctionId>,
+    /// Functions the current chunk contains: a set, not a bitmap sized by the largest id, so
+    /// a tracker per thread costs what its events need.
+    touched: FxHashSet<FunctionId>,
     chunks: Vec<ChunkLevels>,
     members: Vec<(u32, u32)>,
 }
@@ -163,13 +228,7 @@ impl LevelTracker {
     }
 
     fn mark(&mut self, f: FunctionId) {
-        if f.index() >= self.present.len() {
-            self.present.resize(f.index() + 1, false);
-        }
-        if !self.present[f.index()] {
-            self.present[f.index()] = true;
-            self.touched.push(f);
-        }
+        self.touched.insert(f);
     }
 
     /// Consumes one event of the current chunk.
@@ -200,10 +259,7 @@ impl LevelTracker {
             exit: self.stack.len() as u64,
             smallest: self.smallest,
         });
-        for f in self.touched.drain(..) {
-            self.present[f.index()] = false;
-            self.members.push((f.0, c));
-        }
+        self.members.extend(self.touched.drain().map(|f| (f.0, c)));
         self.smallest = self.stack.len() as u64;
     }
 
@@ -213,19 +269,21 @@ impl LevelTracker {
     }
 
     /// The finished index (call [`end_chunk`](Self::end_chunk) for the last chunk first).
-    pub fn finish(self) -> LevelIndex {
-        // Sized by the largest id present, which the trace readers bound by the functions the
-        // program database declares (issue 14: `f + 1` used to wrap at u32::MAX).
-        let functions = self.members.iter().map(|&(f, _)| u64::from(f) + 1).max();
-        let functions = functions.unwrap_or(0);
+    pub fn finish(mut self) -> LevelIndex {
+        self.members.sort_unstable();
         let stride = self.chunks.len().div_ceil(8);
-        let mut bits = vec![0u8; functions as usize * stride];
+        let (mut rows, mut bits) = (Vec::<u32>::new(), Vec::new());
         for (f, c) in self.members {
-            bits[f as usize * stride + c as usize / 8] |= 1 << (c % 8);
+            if rows.last() != Some(&f) {
+                rows.push(f);
+                bits.resize(bits.len() + stride, 0);
+            }
+            let row = bits.len() - stride;
+            bits[row + c as usize / 8] |= 1 << (c % 8);
         }
         LevelIndex {
             chunks: self.chunks,
-            functions,
+            rows,
             bits,
         }
     }
@@ -252,8 +310,11 @@ mod tests {
         let idx = t.finish();
         let mut out = Vec::new();
         idx.write(&mut out);
-        assert_eq!(out, [2, 2, 0, 1, 1, 2, 1, 3]);
-        let back = LevelIndex::read(&mut Reader::new(&out, 0), "test").unwrap();
+        assert_eq!(out, [2, 2, 0, 1, 1, 2, 0, 1, 0, 3]);
+        let back = LevelIndex::read(&mut Reader::new(&out, 0), "test", Layout::Sparse).unwrap();
+        assert_eq!(back, idx);
+        let dense = [2u8, 2, 0, 1, 1, 3, 1, 3, 0];
+        let back = LevelIndex::read(&mut Reader::new(&dense, 0), "test", Layout::Dense).unwrap();
         assert_eq!(back, idx);
         assert!(back.contains(FunctionId(1), 1) && back.contains(FunctionId(0), 0));
         assert!(!back.contains(FunctionId(0), 1) && !back.contains(FunctionId(7), 0));
@@ -262,13 +323,22 @@ mod tests {
     #[test]
     fn inconsistent_levels_and_short_bits_are_errors() {
         // smallest level 3 above the entry level 0
-        let bad = [1u8, 4, 3, 0];
-        assert!(LevelIndex::read(&mut Reader::new(&bad, 0), "t").is_err());
+        let read = |b: &[u8], layout| LevelIndex::read(&mut Reader::new(b, 0), "t", layout);
+        for layout in [Layout::Dense, Layout::Sparse] {
+            let bad = [1u8, 4, 3, 0];
+            assert!(read(&bad, layout).is_err());
+        }
         // one function announced, no bit vector
-        let short = [1u8, 0, 0, 1];
-        assert!(LevelIndex::read(&mut Reader::new(&short, 0), "t").is_err());
+        assert!(read(&[1u8, 0, 0, 1], Layout::Dense).is_err());
+        assert!(read(&[1u8, 0, 0, 1, 0], Layout::Sparse).is_err());
         // a bit for a chunk that does not exist
-        let stray = [1u8, 0, 0, 1, 0b10];
-        assert!(LevelIndex::read(&mut Reader::new(&stray, 0), "t").is_err());
+        assert!(read(&[1u8, 0, 0, 1, 0b10], Layout::Dense).is_err());
+        assert!(read(&[1u8, 0, 0, 1, 0, 0b10], Layout::Sparse).is_err());
+        // a row id past 2^32
+        assert!(read(
+            &[1u8, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x1f, 1],
+            Layout::Sparse
+        )
+        .is_err());
     }
 }

@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! 4 bytes  magic "WQI4"
-//! 1 byte   version = 1
+//! 1 byte   version = 2 (1: dense level rows, still read)
 //! varint   streams
 //! streams × {
 //!   varint thread, varint start rule
@@ -37,7 +37,7 @@ use wpp_trace::wire::{write_varint, Reader, WireErrorKind};
 use wpp_trace::{Alphabet, ThreadId};
 
 use super::compressed::Matcher;
-use super::levels::{LevelIndex, LevelTracker};
+use super::levels::{Layout, LevelIndex, LevelTracker};
 use super::{Mode, PathQuery, StreamMatch};
 use crate::error::QueryError;
 use crate::expand::for_each_terminal;
@@ -45,7 +45,7 @@ use crate::expand::for_each_terminal;
 /// The `.wpp` extra-section tag of the scheme 4 index.
 pub const SECTION_TAG: [u8; 4] = *b"IDX4";
 const MAGIC: [u8; 4] = *b"WQI4";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const CONTAINER: &str = "scheme 4 index";
 
 /// The default number of partitions per start rule (the paper uses up to 128).
@@ -195,7 +195,7 @@ impl PartitionIndex {
             return Err(QueryError::invalid(CONTAINER, "magic", r.offset()));
         }
         let version = r.u8("version").map_err(&corrupt)?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(corrupt(r.fail(
                 "version",
                 WireErrorKind::OutOfRange {
@@ -223,7 +223,12 @@ impl PartitionIndex {
             for _ in 0..parts {
                 lengths.push(r.varint("partition length").map_err(&corrupt)?);
             }
-            let levels = LevelIndex::read(&mut r, CONTAINER)?;
+            let layout = if version == 1 {
+                Layout::Dense
+            } else {
+                Layout::Sparse
+            };
+            let levels = LevelIndex::read(&mut r, CONTAINER, layout)?;
             if levels.len() != parts {
                 return Err(QueryError::invalid(
                     CONTAINER,

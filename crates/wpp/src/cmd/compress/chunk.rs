@@ -64,8 +64,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let out = File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
-    let db = reader.program().clone();
-    let mut w = ChunkWriter::new(BufWriter::new(out), &db, codec, args.chunk_size)?;
+    let mut w = ChunkWriter::new(
+        BufWriter::new(out),
+        reader.program(),
+        codec,
+        args.chunk_size,
+    )?;
     let mut failed = None;
     reader
         .for_each_batch(|events| {
