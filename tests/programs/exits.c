@@ -1,7 +1,7 @@
 /* exits HOW: 100000 calls of step(), then ends from depth 3 (main -> down -> down) by HOW:
- * `_exit` (status 3), `_Exit` (4), `execv` or `execvp` of sh (which prints a line and exits
- * with 5), or `return` (0). Neither `_exit` nor `exec` runs atexit handlers: the runtime must
- * end the recording itself. */
+ * `_exit` (status 3), `_Exit` (4), `execv`, `execvp`, `execl`, `execlp` or `execle` of sh
+ * (which prints a line and exits with 5), or `return` (0). Neither `_exit` nor `exec` runs
+ * atexit handlers: the runtime must end the recording itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,12 @@ __attribute__((noinline)) static void end(const char *how) {
     if (!strcmp(how, "_Exit")) _Exit(4);
     if (!strcmp(how, "execv")) execv("/bin/sh", args);
     if (!strcmp(how, "execvp")) execvp("sh", args);
+    if (!strcmp(how, "execl")) execl("/bin/sh", "sh", "-c", "echo exec ran; exit 5", (char *)NULL);
+    if (!strcmp(how, "execlp")) execlp("sh", "sh", "-c", "echo exec ran; exit 5", (char *)NULL);
+    if (!strcmp(how, "execle")) {
+        char *env[] = {"PATH=/bin:/usr/bin", NULL};
+        execle("/bin/sh", "sh", "-c", "echo exec ran; exit 5", (char *)NULL, env);
+    }
 }
 
 __attribute__((noinline)) static void down(int n, const char *how) {

@@ -94,7 +94,8 @@ pub const SYM_FLUSH: &str = "__wpp_rt_flush_v2";
 /// the process image does (`_exit` skips `atexit`, `exec` replaces the image; see `wpp-rt`).
 /// Besides the `__wpp_*` ABI, these are the only symbols the packaged runtime exports.
 pub const INTERPOSED: &[&str] = &[
-    "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve",
+    "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp",
+    "execle",
 ];
 /// `void __wpp_rt_unwind(uint32_t saved_depth)`.
 pub const SYM_UNWIND: &str = "__wpp_rt_unwind";

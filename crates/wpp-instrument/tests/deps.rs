@@ -189,10 +189,10 @@ fn threaded_programs_are_refused() {
 /// Every single-threaded test program behaves exactly as natively in `trace-addr` (output,
 /// exit status; `deps_heap.c`: heap layout), and leaves an address trace that reads to its
 /// end record and replays. Programs that leave through `longjmp`, exceptions, `exit` from
-/// deep frames and `fork` included.
+/// deep frames, `fork`, `_exit` and `exec` (which run no `atexit` handler) included.
 #[test]
 fn programs_run_unchanged_and_leave_readable_address_traces() {
-    let programs: [(&str, &[&str]); 7] = [
+    let programs: [(&str, &[&str]); 9] = [
         ("deps_heap.c", &[]),
         ("recursion.c", &[]),
         ("longjmp.c", &[]),
@@ -200,6 +200,8 @@ fn programs_run_unchanged_and_leave_readable_address_traces() {
         ("computed_goto.c", &[]),
         ("fork.c", &[]),
         ("exit_deep.c", &["exit"]),
+        ("exits.c", &["_exit"]),
+        ("exits.c", &["execl"]),
     ];
     for (src, args) in programs {
         let dir = Scratch::new();

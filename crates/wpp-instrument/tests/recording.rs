@@ -329,13 +329,16 @@ fn periodic_flush_writes_a_slow_programs_events() {
     }
 }
 
-/// `_exit`, `_Exit`, `execv` and `execvp` from depth 3 leave a whole, balanced recording with
-/// every `step` (100,000, the program's own count) in every mode; output and status are
-/// native's (for `exec`, those of the new image).
+/// `_exit`, `_Exit` and the `exec` family (the variadic `execl*` included) from depth 3 leave
+/// a whole, balanced recording with every `step` (100,000, the program's own count) in every
+/// mode; output and status are native's (for `exec`, those of the new image).
 #[test]
 fn exit_without_atexit_and_exec_end_the_recording() {
     let b = build("exits.c", &TRACE_MODES);
-    for how in ["_exit", "_Exit", "execv", "execvp", "return"] {
+    let hows = [
+        "_exit", "_Exit", "execv", "execvp", "execl", "execlp", "execle", "return",
+    ];
+    for how in hows {
         let native = run(&b.native, &[how], None);
         for (mode, exe) in &b.inst {
             for output in OUTPUTS {
@@ -356,7 +359,7 @@ fn exit_without_atexit_and_exec_end_the_recording() {
 #[test]
 fn profiles_are_written_on_exit_and_exec() {
     let b = build("exits.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
-    for how in ["_exit", "execv"] {
+    for how in ["_exit", "execv", "execle"] {
         let native = run(&b.native, &[how], None);
         for (mode, exe) in &b.inst {
             let out = b.dir.path(&format!("{how}.{}", mode.name()));

@@ -175,8 +175,14 @@ pub unsafe extern "C" fn __wpp_rt_at_flush_v1(
     }
 }
 
-/// Writes the owner's last buffer and the end record.
+/// Writes the owner's last buffer and the end record (at exit).
 extern "C" fn at_exit() {
+    end();
+}
+
+/// Writes the owner's last buffer and the end record, once: at exit, and from the `_exit` and
+/// `exec` wrappers, which end the process image without running `atexit` handlers.
+pub(crate) fn end() {
     let mut st = lock();
     if let State::Active {
         mut out,

@@ -34,7 +34,8 @@
 //!   thread's shadow stack — so `exit()` from deep frames, `abort()` and fatal signals (SIGSEGV,
 //!   SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, whose handlers do the same and then
 //!   re-raise with the default action) leave a balanced trace. `_exit`, `_Exit` and the `exec`
-//!   family (`execve`, `execv`, `execvp`, `execvpe`, `fexecve`) run no `atexit` handlers, so
+//!   family (`execve`, `execv`, `execvp`, `execvpe`, `fexecve`; `execl`, `execlp`, `execle`
+//!   in `execl.c` call the `v` forms) run no `atexit` handlers, so
 //!   the runtime defines them (it is linked into the executable, whose definitions take
 //!   precedence over libc's): each ends the recording the same way, then exits with the
 //!   `exit_group` system call or calls libc's function (`dlsym(RTLD_NEXT, …)`). After a fatal
@@ -555,8 +556,8 @@ fn finish(rt: &Runtime, blocking: bool, ending: sink::Ending) {
 }
 
 /// Ends every recording of this process before it ends or replaces its image: the trace (and
-/// its finisher) and a path profile. Not in a `vfork` child, which shares the parent's memory:
-/// there the parent's recording goes on.
+/// its finisher), the address trace and a path profile. Not in a `vfork` child, which shares
+/// the parent's memory: there the parent's recording goes on.
 fn end_recording() {
     if let Some(Some(rt)) = RUNTIME.get() {
         if rt.pid.load(Ordering::Acquire) != std::process::id() {
@@ -564,6 +565,7 @@ fn end_recording() {
         }
         finish(rt, true, sink::Ending::Normal);
     }
+    addr::end();
     profile::finish_profile(true);
 }
 
