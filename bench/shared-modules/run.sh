@@ -57,5 +57,5 @@ echo "== instruction counts, fib($n) twice"
 t=$(irefs ./today/prog "$n")
 for p in today today-base shared-initial-exec shared-global-dynamic hybrid; do
     i=$(irefs ./$p/prog "$n")
-    echo "$p: $i I refs, $(echo "scale=3; $i / $t" | bc) x today"
+    echo "$p: $i I refs, $(awk "BEGIN { printf \"%.3f\", $i / $t }") x today"
 done
