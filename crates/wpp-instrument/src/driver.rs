@@ -20,7 +20,8 @@
 //!
 //! Not supported yet, with a clear error: `--whole-archive` of archives whose objects carry
 //! bitcode. Objects made by running `ld -r` directly (not through `wpp cc -r`) hold their
-//! inputs' bitcode sections concatenated, which `llvm-link` rejects.
+//! inputs' bitcode sections concatenated; they are split into their modules
+//! ([`embed::split_modules`]).
 //!
 //! The runtime library is `$WPP_RT_LIB`, else `libwpp_rt.a` next to the `wpp` executable, else
 //! the newest `deps/libwpp_rt-*.a` there (cargo's location for a dependency's staticlib).

@@ -76,6 +76,7 @@ pub mod addr;
 pub mod finisher;
 pub mod handoff;
 pub mod heap;
+pub mod module;
 pub mod profile;
 pub mod sink;
 pub mod varint;

@@ -292,6 +292,19 @@ const CASES: &[Case] = &[
         report: None,
     },
     Case {
+        name: "`ld -r` run directly: its concatenated bitcode sections are split",
+        commands: &[
+            "wpp-cc -O2 -c lib.c lib2.c",
+            "ld -r lib.o lib2.o -o both.o",
+            "wpp-cc -O2 main.c both.o -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
         name: "-fPIC -shared library linked natively; the program is instrumented",
         commands: &[
             "wpp-cc -O2 -fPIC -shared lib.c lib2.c -o libq.so",

@@ -2,7 +2,9 @@
 //! clang's `-fembed-bitcode` and renames the section to [`SECTION`], so the system `ar`, `ranlib`
 //! and linkers see an ordinary object (binutils' LLVM plugin looks for `.llvmbc` and would
 //! mistake the object for an LTO module). The section is `SHF_EXCLUDE`: final links drop it,
-//! relocatable links keep it.
+//! relocatable links keep it. A relocatable link made by `ld -r` directly (not through
+//! `wpp cc -r`) concatenates its inputs' sections, so one section may hold several bitcode
+//! modules back to back; [`split_modules`] separates them.
 
 use super::DriverError;
 use object::read::archive::ArchiveFile;
@@ -104,11 +106,113 @@ fn push(name: String, data: &[u8], out: &mut Bitcode) -> Result<(), DriverError>
         out.modules.push((name, data.to_vec()));
         return Ok(());
     }
-    match object_bitcode(&name, data)? {
-        Some(bc) => out.modules.push((name, bc)),
-        None => out.native.push(name),
+    let Some(bc) = object_bitcode(&name, data)? else {
+        out.native.push(name);
+        return Ok(());
+    };
+    let modules = split_modules(&bc).map_err(|reason| DriverError::Input {
+        path: name.clone(),
+        reason: format!("section {SECTION}: {reason}"),
+    })?;
+    if modules.len() == 1 {
+        out.modules.push((name, bc));
+    } else {
+        for (k, m) in modules.into_iter().enumerate() {
+            out.modules
+                .push((format!("{name}[bitcode module {}]", k + 1), m.to_vec()));
+        }
     }
     Ok(())
+}
+
+/// The bitcode modules in `bytes`, which starts with bitcode magic: one, or several back to
+/// back (an `ld -r` output's section). A raw module is its magic then top-level blocks, each an
+/// `ENTER_SUBBLOCK` of LLVM's bitstream format (abbreviation id 1 in 2 bits, block id vbr8,
+/// abbreviation width vbr4, alignment to 32 bits, the block's length in 32-bit words); a module
+/// ends where its last block does and the next word is the magic again (a top-level item can
+/// never look like it: its low 2 bits are 2, not `ENTER_SUBBLOCK`'s 1). Zero bytes after the
+/// last module (section alignment) are ignored. A wrapped module (`0x0B17C0DE` header, which
+/// Darwin uses) is taken whole.
+pub fn split_modules(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+    if bytes.starts_with(&MAGIC[1]) {
+        return Ok(vec![bytes]);
+    }
+    let mut modules = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() && bytes[start..].iter().any(|&b| b != 0) {
+        if !bytes[start..].starts_with(&MAGIC[0]) {
+            return Err(format!(
+                "byte {start} starts neither a bitcode module nor padding"
+            ));
+        }
+        let end = module_end(bytes, start)?;
+        modules.push(&bytes[start..end]);
+        start = end;
+    }
+    Ok(modules)
+}
+
+/// Where the raw bitcode module starting at byte `start` ends (see [`split_modules`]).
+fn module_end(bytes: &[u8], start: usize) -> Result<usize, String> {
+    let mut bits = Bits {
+        bytes,
+        pos: (start + 4) * 8,
+    };
+    loop {
+        let at = bits.pos / 8;
+        if at >= bytes.len() || bytes[at..].starts_with(&MAGIC[0]) {
+            return Ok(at.min(bytes.len()));
+        }
+        if bytes[at..].iter().all(|&b| b == 0) {
+            return Ok(at);
+        }
+        let block = (|| {
+            (bits.read(2)? == 1).then_some(())?;
+            bits.vbr(8)?;
+            bits.vbr(4)?;
+            bits.pos = bits.pos.next_multiple_of(32);
+            let words = bits.read(32)? as usize;
+            bits.pos = bits.pos.checked_add(words.checked_mul(32)?)?;
+            (bits.pos <= bytes.len() * 8).then_some(())
+        })();
+        if block.is_none() {
+            return Err(format!(
+                "the top-level bitcode block at byte {at} is not a block or runs past the end"
+            ));
+        }
+    }
+}
+
+/// A reader of LLVM's bitstream: fields are read least significant bit first.
+struct Bits<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Bits<'_> {
+    /// The next `n` (≤ 64) bits, `None` past the end.
+    fn read(&mut self, n: usize) -> Option<u64> {
+        let mut v = 0;
+        for i in 0..n {
+            let byte = *self.bytes.get((self.pos + i) / 8)?;
+            v |= u64::from((byte >> ((self.pos + i) % 8)) & 1) << i;
+        }
+        self.pos += n;
+        Some(v)
+    }
+
+    /// A variable-width integer in chunks of `n` bits (the top bit of each says "more").
+    fn vbr(&mut self, n: usize) -> Option<u64> {
+        let mut v = 0;
+        for shift in (0..64).step_by(n - 1) {
+            let chunk = self.read(n)?;
+            v |= (chunk & ((1 << (n - 1)) - 1)) << shift;
+            if chunk >> (n - 1) == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
 }
 
 /// The archive members a link used, by archive path, from the linker's `-t -t` trace: GNU ld
@@ -147,6 +251,41 @@ mod tests {
         assert_eq!(m["liba.a"].iter().collect::<Vec<_>>(), ["a.o", "b.o"]);
         assert_eq!(m["./libz.a"].iter().collect::<Vec<_>>(), ["deflate.o"]);
         assert_eq!(m["/x/lib c.a"].iter().collect::<Vec<_>>(), ["c d.o"]);
+    }
+
+    /// A raw module: magic, then one top-level block per entry of `blocks` (its body's length
+    /// in words), as LLVM writes them (block id 8 in vbr8, abbreviation width 3 in vbr4).
+    fn module(blocks: &[u32]) -> Vec<u8> {
+        let mut m = MAGIC[0].to_vec();
+        for &words in blocks {
+            // abbrev 1 (2 bits), block id 8 (8 bits), width 3 (4 bits): 14 bits, then padding.
+            let header: u32 = 1 | (8 << 2) | (3 << 10);
+            m.extend(header.to_le_bytes());
+            m.extend(words.to_le_bytes());
+            m.extend(std::iter::repeat_n(0xAB, 4 * words as usize));
+        }
+        m
+    }
+
+    #[test]
+    fn splits_concatenated_modules_at_their_top_level_blocks() {
+        let (a, b) = (module(&[2, 0, 5]), module(&[1]));
+        let mut both = [a.clone(), b.clone(), vec![0; 3]].concat();
+        assert_eq!(split_modules(&a).unwrap(), [&a[..]]);
+        assert_eq!(split_modules(&both).unwrap(), [&a[..], &b[..]]);
+        // A body that contains the magic is skipped over by its length, not split there.
+        let mut c = module(&[1]);
+        let n = c.len();
+        c[n - 4..].copy_from_slice(&MAGIC[0]);
+        let cb = [c.clone(), b.clone()].concat();
+        assert_eq!(split_modules(&cb).unwrap(), [&c[..], &b[..]]);
+        // A block longer than the bytes left, and garbage between modules, are errors.
+        both.truncate(a.len() - 4);
+        assert!(split_modules(&both)
+            .unwrap_err()
+            .contains("runs past the end"));
+        let junk = [a.clone(), b"junk".to_vec()].concat();
+        assert!(split_modules(&junk).is_err());
     }
 
     #[test]

@@ -1,0 +1,456 @@
+//! The instrumented modules of one process: function ids unique per process, one merged
+//! program database (issue #12, item 2: shared libraries).
+//!
+//! A process may hold several instrumented modules: the executable and every instrumented DSO,
+//! linked (`DT_NEEDED`) or `dlopen`ed. Each module numbers its functions densely from 0 (its
+//! *local* ids, those of its embedded [`EmbeddedProgram`]). As the sanitizers do, there is one
+//! runtime per process, and each module registers with it when it is loaded (from a
+//! constructor) and gets a *base*: its function `f` is the process-wide id `base + f`. Bases
+//! are handed out in registration order, each module taking the next free range, so ranges
+//! never overlap and the first module (normally the executable) keeps base 0: a single-module
+//! program records exactly the ids it did before modules existed.
+//!
+//! * **`dlclose` and reload.** Ids are never reused for other code: a module that is unloaded
+//!   keeps its range (events recorded before the `dlclose` still name its functions). A module
+//!   loaded again with the *same* name and the same program database (byte for byte) gets its
+//!   previous base back: the same functions keep the same ids across loads, so queries and
+//!   path profiles (per function) aggregate over them. Anything else — another library at the
+//!   same path, a rebuilt one — takes a fresh range.
+//! * **Merged program database** ([`Modules::merged`]): the modules' functions at their bases,
+//!   in id order. A function name defined by more than one module (two `main`s, a `static`
+//!   helper present in two libraries, …) is qualified by its module's name, `libbz2.so!name`,
+//!   in every module that defines it; names defined once stay as they are, so a program
+//!   without clashes reads exactly as before. A second registration under a module name
+//!   already used (a rebuilt library reloaded at the same path) is labelled `name#2`, the
+//!   third `name#3`, …, so qualified names stay unique. Source files are concatenated and the per-block
+//!   file indices shifted accordingly.
+//! * **One mode per process.** Every module must record in the same [`Mode`]: a module built
+//!   for another mode is refused ([`ModuleError::Mode`]) and runs unrecorded.
+//!
+//! Registration is O(functions of the module) plus one comparison of program databases per
+//! earlier load of a module of the same name; merging is O(total functions + names).
+//!
+//! # The process around this table (design; prototype and numbers: `bench/shared-modules`)
+//!
+//! Only this table is implemented; the rest is the plan the prototype validated, in C with the
+//! probes `wpp-instrument` emits (BENCHMARKS.md, "#12 item 2").
+//!
+//! * **One runtime: `libwpp_rt.so`**, `DT_NEEDED` by every instrumented DSO (found through
+//!   `$ORIGIN`-relative rpath or installed next to `wpp`), exporting only the ABI (version
+//!   script). It has to be a shared library rather than living in the executable because an
+//!   *uninstrumented* executable that `dlopen`s an instrumented library must get a runtime too;
+//!   the prototype's `uninstrumented` case does exactly that.
+//! * **One buffer per thread per process**, so events of different modules interleave in call
+//!   order: `__wpp_buf`, `__wpp_idx`, `__wpp_depth` are *defined once* and shared, not internal
+//!   to each module as today. DSOs reach them with the `initial-exec` TLS model (one more load
+//!   per probe than today's `local-exec`; the default `global-dynamic` of `-fPIC` calls
+//!   `__tls_get_addr` per probe and costs 57 % more instructions). glibc serves `initial-exec`
+//!   TLS of a `dlopen`ed runtime from its static TLS surplus (24 bytes needed; checked by the
+//!   prototype).
+//! * **The executable pays nothing new.** An instrumented executable keeps today's probes: it
+//!   *defines* the three thread-locals itself (`local-exec`, exported, so the DSOs' and the
+//!   runtime's references bind to its definitions by ordinary symbol interposition) and its
+//!   Enter words stay constants: it exports its function count, and the runtime reserves ids
+//!   `[0, n)` for it at the first registration, although a `DT_NEEDED` library's constructor
+//!   registers before the executable's.
+//! * **DSOs** load their base from an internal global set by their constructor (one load and
+//!   one add per `Enter`: +2.6 % instructions on a call-bound workload, fib) and unregister
+//!   from a destructor (`dlclose`).
+//! * **The recording's program database grows** while the program runs (`dlopen`): the raw
+//!   trace's header holds the database at the time recording starts, so the merged database of
+//!   [`Modules::merged`] must be written at the end (a trailer record read in place of the
+//!   header's) — a trace format version bump.
+//! * **Profiles** (`bl`, `ppp`) are per function: each module's counter table registers with
+//!   its base, and the profile is the concatenation in id order.
+//! * Limits: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
+//!   and `exec` wrappers do not interpose there (those exits lose the buffered tail).
+
+use crate::abi::{EmbeddedProgram, Mode};
+use rustc_hash::FxHashMap;
+use wpp_trace::{Function, FunctionId, ProgramDb};
+
+/// Why a module cannot be recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModuleError {
+    /// The module was instrumented for another recording mode than the process's first module.
+    #[error(
+        "module {module} was instrumented for mode {module_mode}, but this process records \
+         in mode {process_mode} (module {first}); rebuild it with --wpp-mode={process_mode}"
+    )]
+    Mode {
+        /// The refused module.
+        module: String,
+        /// Its mode.
+        module_mode: &'static str,
+        /// The process's mode.
+        process_mode: &'static str,
+        /// The module that set it.
+        first: String,
+    },
+    /// The process's function ids would exceed the 32-bit id space.
+    #[error(
+        "module {module} has {functions} functions, more than the {left} function ids this \
+         process has left"
+    )]
+    IdsExhausted {
+        /// The refused module.
+        module: String,
+        /// Its function count.
+        functions: usize,
+        /// Ids still free.
+        left: u64,
+    },
+}
+
+/// One registration: a module's range of process-wide ids.
+#[derive(Debug)]
+struct Module {
+    /// The module's name (the file name of the executable or DSO).
+    name: String,
+    /// Its first process-wide function id.
+    base: FunctionId,
+    /// Its program database as embedded (compared on reload).
+    db: Vec<u8>,
+    /// Its decoded program database, CFGs attached.
+    program: EmbeddedProgram,
+    /// Whether it is loaded now (`false` after `dlclose`).
+    loaded: bool,
+}
+
+/// The modules registered in this process, in registration order.
+#[derive(Debug, Default)]
+pub struct Modules {
+    modules: Vec<Module>,
+    /// The first id no module's range holds.
+    next: u64,
+}
+
+impl Modules {
+    /// An empty table.
+    pub fn new() -> Modules {
+        Modules::default()
+    }
+
+    /// The process's recording mode (the first module's), if any module is registered.
+    pub fn mode(&self) -> Option<Mode> {
+        self.modules.first().map(|m| m.program.mode)
+    }
+
+    /// Registers module `name`, whose embedded program database is `db` (decoded: `program`),
+    /// and returns its base. A reload of an unloaded module with the same name and database
+    /// gets its previous base back (module docs).
+    pub fn register(
+        &mut self,
+        name: &str,
+        db: &[u8],
+        program: EmbeddedProgram,
+    ) -> Result<FunctionId, ModuleError> {
+        if let Some(first) = self.modules.first() {
+            if first.program.mode != program.mode {
+                return Err(ModuleError::Mode {
+                    module: name.to_owned(),
+                    module_mode: program.mode.name(),
+                    process_mode: first.program.mode.name(),
+                    first: first.name.clone(),
+                });
+            }
+        }
+        if let Some(m) = self
+            .modules
+            .iter_mut()
+            .find(|m| !m.loaded && m.name == name && m.db == db)
+        {
+            m.loaded = true;
+            return Ok(m.base);
+        }
+        let functions = program.program.functions.len();
+        let left = (1u64 << 32) - self.next;
+        if functions as u64 > left {
+            return Err(ModuleError::IdsExhausted {
+                module: name.to_owned(),
+                functions,
+                left,
+            });
+        }
+        let base = FunctionId(self.next as u32);
+        self.next += functions as u64;
+        self.modules.push(Module {
+            name: name.to_owned(),
+            base,
+            db: db.to_vec(),
+            program,
+            loaded: true,
+        });
+        Ok(base)
+    }
+
+    /// Notes that the module registered with `base` was unloaded (`dlclose`); its ids stay
+    /// reserved. Unknown bases are ignored.
+    pub fn unload(&mut self, base: FunctionId) {
+        if let Some(m) = self.modules.iter_mut().find(|m| m.base == base && m.loaded) {
+            m.loaded = false;
+        }
+    }
+
+    /// The program database of the whole process: every module's functions at their bases,
+    /// names that clash across modules qualified as `module!name` (module docs).
+    pub fn merged(&self) -> ProgramDb {
+        let clashing = clashing_names(&self.modules);
+        let mut merged = ProgramDb::default();
+        for (m, label) in self.modules.iter().zip(self.labels()) {
+            let files = merged.files.len() as u32;
+            merged.files.extend(m.program.program.files.iter().cloned());
+            merged
+                .functions
+                .extend(m.program.program.functions.iter().map(|f| Function {
+                    name: if clashing.contains_key(f.name.as_str()) {
+                        format!("{label}!{}", f.name)
+                    } else {
+                        f.name.clone()
+                    },
+                    block_files: f.block_files.iter().map(|i| i + files).collect(),
+                    ..f.clone()
+                }));
+        }
+        merged
+    }
+
+    /// Each registration's module name, `#k` added to the `k`-th registration of a name
+    /// (k ≥ 2).
+    fn labels(&self) -> Vec<String> {
+        let mut seen: FxHashMap<&str, usize> = FxHashMap::default();
+        self.modules
+            .iter()
+            .map(|m| {
+                let k = seen.entry(m.name.as_str()).or_insert(0);
+                *k += 1;
+                match *k {
+                    1 => m.name.clone(),
+                    k => format!("{}#{k}", m.name),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The function names defined by more than one module (each module counted once per name).
+fn clashing_names(modules: &[Module]) -> FxHashMap<&str, ()> {
+    let mut defined_by: FxHashMap<&str, usize> = FxHashMap::default();
+    for (i, m) in modules.iter().enumerate() {
+        for f in &m.program.program.functions {
+            let first = *defined_by.entry(f.name.as_str()).or_insert(i);
+            if first != i {
+                defined_by.insert(f.name.as_str(), usize::MAX);
+            }
+        }
+    }
+    defined_by
+        .into_iter()
+        .filter(|&(_, by)| by == usize::MAX)
+        .map(|(name, _)| (name, ()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::EMBEDDED_VERSION;
+    use proptest::prelude::*;
+
+    fn program(mode: Mode, names: &[&str]) -> EmbeddedProgram {
+        EmbeddedProgram {
+            version: EMBEDDED_VERSION,
+            mode,
+            program: ProgramDb {
+                functions: names
+                    .iter()
+                    .map(|n| Function {
+                        name: (*n).to_owned(),
+                        ..Function::default()
+                    })
+                    .collect(),
+                files: Vec::new(),
+            },
+            cfgs: Vec::new(),
+        }
+    }
+
+    fn register(ms: &mut Modules, name: &str, names: &[&str]) -> FunctionId {
+        let p = program(Mode::TraceBlocks, names);
+        let db = postcard::to_allocvec(&p).unwrap();
+        ms.register(name, &db, p).unwrap()
+    }
+
+    /// The issue's case: a program and libbz2.so both define `main`-like clashing names.
+    #[test]
+    fn executable_keeps_base_zero_and_clashes_are_qualified() {
+        let mut ms = Modules::new();
+        assert_eq!(
+            register(&mut ms, "bzip2", &["main", "helper"]),
+            FunctionId(0)
+        );
+        assert_eq!(
+            register(&mut ms, "libbz2.so", &["BZ2_compress", "helper"]),
+            FunctionId(2)
+        );
+        let names: Vec<_> = ms.merged().functions.into_iter().map(|f| f.name).collect();
+        assert_eq!(
+            names,
+            ["main", "bzip2!helper", "BZ2_compress", "libbz2.so!helper"]
+        );
+    }
+
+    #[test]
+    fn reload_of_the_same_module_keeps_its_ids_another_one_does_not() {
+        let mut ms = Modules::new();
+        register(&mut ms, "prog", &["main"]);
+        let lib = register(&mut ms, "libp.so", &["f", "g"]);
+        ms.unload(lib);
+        assert_eq!(register(&mut ms, "libp.so", &["f", "g"]), lib);
+        ms.unload(lib);
+        // Rebuilt at the same path: new functions, new ids, the old range stays reserved.
+        let rebuilt = register(&mut ms, "libp.so", &["f", "g", "h"]);
+        assert_eq!(rebuilt, FunctionId(3));
+        // A module that is still loaded is never shared by a second registration.
+        assert_eq!(
+            register(&mut ms, "libp.so", &["f", "g", "h"]),
+            FunctionId(6)
+        );
+        let names: Vec<_> = ms.merged().functions.into_iter().map(|f| f.name).collect();
+        assert_eq!(
+            names,
+            [
+                "main",
+                "libp.so!f",
+                "libp.so!g",
+                "libp.so#2!f",
+                "libp.so#2!g",
+                "libp.so#2!h",
+                "libp.so#3!f",
+                "libp.so#3!g",
+                "libp.so#3!h"
+            ]
+        );
+    }
+
+    #[test]
+    fn another_mode_is_refused_with_both_modules_named() {
+        let mut ms = Modules::new();
+        register(&mut ms, "prog", &["main"]);
+        let p = program(Mode::Bl, &["f"]);
+        let e = ms.register("libq.so", &[1], p).unwrap_err().to_string();
+        assert!(
+            e.contains("libq.so") && e.contains("bl") && e.contains("prog"),
+            "{e}"
+        );
+        assert_eq!(ms.merged().functions.len(), 1, "nothing registered");
+    }
+
+    #[test]
+    fn block_files_are_shifted_to_the_merged_file_table() {
+        let mut ms = Modules::new();
+        for (module, file) in [("prog", "a.c"), ("liba.so", "b.c")] {
+            let mut p = program(Mode::TraceBlocks, &["f"]);
+            p.program.files = vec![format!("{file}.h"), file.to_owned()];
+            p.program.functions[0].block_files = vec![1, 0];
+            ms.register(module, &[0], p).unwrap();
+        }
+        let merged = ms.merged();
+        let files = |f: &Function| -> Vec<String> {
+            f.block_files
+                .iter()
+                .map(|&i| merged.files[i as usize].clone())
+                .collect()
+        };
+        assert_eq!(files(&merged.functions[0]), ["a.c", "a.c.h"]);
+        assert_eq!(files(&merged.functions[1]), ["b.c", "b.c.h"]);
+    }
+
+    /// A load or an unload of one of a few module variants (name, functions).
+    #[derive(Clone, Debug)]
+    enum Step {
+        Load(usize),
+        Unload(usize),
+    }
+
+    const VARIANTS: [(&str, &[&str]); 4] = [
+        ("prog", &["main", "f"]),
+        ("liba.so", &["a1", "f"]),
+        ("liba.so", &["a1", "a2"]),
+        ("libb.so", &["b1"]),
+    ];
+
+    proptest! {
+        /// Oracle: for every id the merged database holds the function of the module that
+        /// registered a range containing it, at its local id; ranges of distinct
+        /// registrations are disjoint; qualified names are exactly those a brute-force count
+        /// over the registrations finds in two modules; reloads get a previous base only for
+        /// an identical unloaded module.
+        #[test]
+        fn ids_are_unique_and_resolve_to_their_module(
+            steps in prop::collection::vec(
+                prop_oneof![(0..4usize).prop_map(Step::Load), (0..8usize).prop_map(Step::Unload)],
+                0..24,
+            )
+        ) {
+            let mut ms = Modules::new();
+            // Per registration of a new range: (variant, base); and which are loaded.
+            let mut ranges: Vec<(usize, u32)> = Vec::new();
+            let mut loaded: Vec<bool> = Vec::new();
+            for step in steps {
+                match step {
+                    Step::Load(v) => {
+                        let base = register(&mut ms, VARIANTS[v].0, VARIANTS[v].1).0;
+                        match ranges.iter().position(|&(_, b)| b == base) {
+                            Some(r) => {
+                                prop_assert!(!loaded[r], "a loaded module's range was shared");
+                                prop_assert_eq!(VARIANTS[ranges[r].0], VARIANTS[v]);
+                                loaded[r] = true;
+                            }
+                            None => {
+                                prop_assert!(
+                                    !ranges.iter().zip(&loaded).any(|(&(w, _), &l)| !l
+                                        && VARIANTS[w] == VARIANTS[v]),
+                                    "an identical unloaded module was not reused"
+                                );
+                                ranges.push((v, base));
+                                loaded.push(true);
+                            }
+                        }
+                    }
+                    Step::Unload(r) => {
+                        if let Some(&(_, base)) = ranges.get(r) {
+                            ms.unload(FunctionId(base));
+                            loaded[r] = false;
+                        }
+                    }
+                }
+            }
+            let merged = ms.merged();
+            let mut expected_len = 0;
+            for (r, &(v, base)) in ranges.iter().enumerate() {
+                let (module, names) = VARIANTS[v];
+                let earlier = ranges[..r].iter().filter(|&&(w, _)| VARIANTS[w].0 == module).count();
+                let label = match earlier {
+                    0 => module.to_owned(),
+                    n => format!("{module}#{}", n + 1),
+                };
+                for (local, name) in names.iter().enumerate() {
+                    let in_modules = ranges
+                        .iter()
+                        .filter(|&&(w, _)| VARIANTS[w].1.contains(name))
+                        .count();
+                    let expected = if in_modules > 1 {
+                        format!("{label}!{name}")
+                    } else {
+                        (*name).to_owned()
+                    };
+                    let id = base as usize + local;
+                    prop_assert_eq!(&merged.functions[id].name, &expected);
+                }
+                expected_len += names.len();
+            }
+            prop_assert_eq!(merged.functions.len(), expected_len, "ranges overlap or leave gaps");
+        }
+    }
+}
