@@ -354,8 +354,8 @@ fn exit_without_atexit_and_exec_end_the_recording() {
     }
 }
 
-/// Path profiles are written on `_exit` and `exec` too (counts stay in memory until then, so
-/// a SIGKILLed profiling run leaves no profile).
+/// Path profiles are written on `_exit` and `exec` too (exactly; a SIGKILLed profiling run
+/// leaves its last snapshot instead, see `sigkill_leaves_the_last_profile_snapshot`).
 #[test]
 fn profiles_are_written_on_exit_and_exec() {
     let b = build("exits.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
@@ -369,15 +369,56 @@ fn profiles_are_written_on_exit_and_exec() {
                 .unwrap_or_else(|e| panic!("{how} {}: no profile: {e}", mode.name()));
             let p = wpp_abi::profile::ProfileFile::from_bytes(&bytes).expect("profile readable");
             // `step` has one path, run 100,000 times (the program's own count).
-            let steps: u64 = match &p.ppp {
-                None => p.bl.functions["step"].values().sum(),
-                Some(ppp) => {
-                    let f = &ppp.functions["step"];
-                    f.counts.iter().sum::<u64>() + f.uninteresting.values().sum::<u64>()
-                }
-            };
-            assert_eq!(steps, 100000, "{how} {}", mode.name());
+            assert_eq!(step_count(&p), 100000, "{how} {}", mode.name());
         }
+    }
+}
+
+/// `step`'s path count in a bl or ppp profile (it has one path).
+fn step_count(p: &wpp_abi::profile::ProfileFile) -> u64 {
+    match &p.ppp {
+        None => p.bl.functions.get("step").map_or(0, |f| f.values().sum()),
+        Some(ppp) => ppp.functions.get("step").map_or(0, |f| {
+            f.counts.iter().sum::<u64>() + f.uninteresting.values().sum::<u64>()
+        }),
+    }
+}
+
+/// A SIGKILLed profiling run leaves the profile of its last snapshot (`WPP_FLUSH_SECONDS`):
+/// the test polls until a snapshot holds the 1,000 `step`s run before "ready", kills the
+/// program, and reads a whole profile whose `step` count lies between those and the full
+/// run's (the profile is exact only at exit).
+#[test]
+fn sigkill_leaves_the_last_profile_snapshot() {
+    let b = build("ticks.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
+    for (mode, exe) in &b.inst {
+        let out = b.dir.path(&format!("killed.{}", mode.name()));
+        let args = ["1000", "100000", "1000"];
+        let mut child = spawn_ready(exe, &args, &out, &[("WPP_FLUSH_SECONDS", "0.05")]);
+        let t0 = std::time::Instant::now();
+        let read = || {
+            let bytes = std::fs::read(&out).ok()?;
+            wpp_abi::profile::ProfileFile::from_bytes(&bytes).ok()
+        };
+        while read().is_none_or(|p| step_count(&p) < 1000) {
+            assert!(
+                t0.elapsed().as_secs() < 60,
+                "{}: no snapshot with the first 1000 steps",
+                mode.name()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let bytes = std::fs::read(&out).unwrap();
+        let p = wpp_abi::profile::ProfileFile::from_bytes(&bytes)
+            .unwrap_or_else(|e| panic!("{}: the profile left is unreadable: {e}", mode.name()));
+        let steps = step_count(&p);
+        assert!(
+            (1000..=101000).contains(&steps),
+            "{}: {steps} steps",
+            mode.name()
+        );
     }
 }
 

@@ -446,7 +446,7 @@ pub const FLUSH_SECONDS_VAR: &str = "WPP_FLUSH_SECONDS";
 /// The flush interval when [`FLUSH_SECONDS_VAR`] is unset or not a positive number.
 pub const DEFAULT_FLUSH_SECONDS: f64 = 1.0;
 
-fn flush_interval() -> std::time::Duration {
+pub(crate) fn flush_interval() -> std::time::Duration {
     let secs = std::env::var(FLUSH_SECONDS_VAR)
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())

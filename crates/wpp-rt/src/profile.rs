@@ -11,6 +11,13 @@
 //! makes them atomic (`wpp cc --counters`). Paths run before `main` (static constructors) are
 //! counted in the arrays and appear; hash-table paths before `main` appear as well. The file
 //! format is [`wpp_abi::profile`]'s.
+//!
+//! **Snapshots.** Every `WPP_FLUSH_SECONDS` (default 1 s) a background thread writes the
+//! counts so far as a whole profile (to a temporary file renamed over the output, so the file
+//! on disk is always a whole profile): a `SIGKILL`ed run leaves the profile of everything up to
+//! its last snapshot, which every reader takes as it is (issue 14). Counters are read while
+//! the program runs, so a snapshot may miss the increments of the moment it is taken; the
+//! profile written at exit is exact.
 
 use crate::abi::{self, EmbeddedProgram};
 use rustc_hash::FxHashMap;
@@ -61,7 +68,7 @@ enum Table {
 
 // SAFETY: `table` points to the module's constant table, valid for the process lifetime.
 unsafe impl Send for Bl {}
-// SAFETY: as above; the counters it points to are only read at exit.
+// SAFETY: as above; the counters it points to are only read (by snapshots and at exit).
 unsafe impl Sync for Bl {}
 
 static BL: OnceLock<Option<Bl>> = OnceLock::new();
@@ -125,6 +132,7 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
             libc::pthread_atfork(None, None, Some(crate::sink::mark_forked));
         }
         crate::install_signal_handlers();
+        start_snapshots();
         Some(Bl {
             program,
             table,
@@ -158,12 +166,65 @@ extern "C" fn bl_exit() {
     finish_profile(true);
 }
 
+/// Held while a profile is being written, so a snapshot and the final profile never
+/// interleave.
+static WRITING: Mutex<()> = Mutex::new(());
+
+/// Starts the thread that writes a snapshot every flush interval until the profile is final.
+fn start_snapshots() {
+    let interval = crate::flush_interval();
+    let spawned = std::thread::Builder::new()
+        .name("wpp-profile-snapshots".into())
+        .spawn(move || loop {
+            std::thread::sleep(interval);
+            let Some(Some(bl)) = BL.get() else { continue };
+            let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+            if bl.done.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            write(bl, true);
+        });
+    if let Err(e) = spawned {
+        eprintln!("wpp-rt: cannot start the profile snapshots ({e}); profiling without them");
+    }
+}
+
 /// Writes the profile once (at exit, or from a fatal-signal handler with `blocking = false`).
 pub(crate) fn finish_profile(blocking: bool) {
     let Some(Some(bl)) = BL.get() else { return };
+    let writing = if blocking {
+        Some(WRITING.lock().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        WRITING.try_lock().ok()
+    };
     if bl.done.swap(true, std::sync::atomic::Ordering::AcqRel) {
         return;
     }
+    // A signal that interrupts a snapshot leaves that snapshot's file (the rename is atomic).
+    if writing.is_some() {
+        write(bl, blocking);
+    }
+}
+
+/// Writes the counts so far to the output, through a temporary file renamed over it.
+fn write(bl: &Bl, blocking: bool) {
+    let is_ppp = matches!(bl.table, Table::Ppp(_));
+    let file = counts(bl, blocking);
+    let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tmp");
+    let written = std::fs::write(&tmp, file.to_bytes()).and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        eprintln!("wpp-rt: cannot write {}: {e}", path.display());
+    } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0")
+        && bl.done.load(std::sync::atomic::Ordering::Acquire)
+    {
+        eprintln!("wpp-rt: wrote the path profile to {}", path.display());
+    }
+}
+
+/// The profile of the counts so far.
+fn counts(bl: &Bl, blocking: bool) -> ProfileFile {
     let mut profile = BlProfile::default();
     let mut ppp = PppProfile::default();
     let names: Vec<&str> = bl
@@ -236,15 +297,9 @@ pub(crate) fn finish_profile(blocking: bool) {
         }
     }
     let is_ppp = matches!(bl.table, Table::Ppp(_));
-    let file = ProfileFile {
+    ProfileFile {
         program: bl.program.clone(),
         bl: profile,
         ppp: is_ppp.then_some(ppp),
-    };
-    let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
-    if let Err(e) = std::fs::write(&path, file.to_bytes()) {
-        eprintln!("wpp-rt: cannot write {}: {e}", path.display());
-    } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0") {
-        eprintln!("wpp-rt: wrote the path profile to {}", path.display());
     }
 }
