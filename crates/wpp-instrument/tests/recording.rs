@@ -570,6 +570,54 @@ fn full_disk_is_reported_and_leaves_a_readable_prefix() {
     }
 }
 
+/// Profiles (bl, ppp): an output that cannot be written — a missing directory, a read-only
+/// file system, a full disk — is reported once, when profiling starts (the first snapshot is
+/// written then), with the path and the OS cause: the line is there when the program, killed
+/// after printing "ready", never reached its exit.
+#[test]
+fn unwritable_profile_is_reported_at_start() {
+    let b = build("ticks.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
+    let mut cases = vec![(b.dir.path("missing/dir/x.prof"), "(os error 2)")];
+    let readonly = tmpfs(&b.dir, "ro", "ro,size=64k");
+    if let Some(m) = &readonly {
+        cases.push((m.0.join("x.prof"), "Read-only file system (os error 30)"));
+    }
+    let full = tmpfs(&b.dir, "full", "size=64k");
+    if let Some(m) = &full {
+        // Fills the disk: the write stops at ENOSPC.
+        let _ = std::fs::write(m.0.join("filler"), vec![0u8; 64 << 10]);
+        cases.push((m.0.join("x.prof"), "No space left on device (os error 28)"));
+    }
+    for (out, cause) in cases {
+        for (mode, exe) in &b.inst {
+            let what = format!("{} {}", mode.name(), out.display());
+            let mut child = Command::new(exe)
+                .args(["1000", "100000", "1000"])
+                .env("WPP_OUT", &out)
+                .env("WPP_QUIET", "1")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line, "ready\n", "{what}");
+            child.kill().unwrap();
+            let got = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&got.stderr);
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{what}: one line before the kill: {stderr}");
+            assert!(lines[0].contains(cause), "{what}: {stderr}");
+            assert!(
+                lines[0].contains(&out.display().to_string()),
+                "{what}: {stderr}"
+            );
+        }
+    }
+}
+
 /// An output directory that cannot be written is reported once, when recording starts, with
 /// the path and the OS cause; the program runs as natively.
 #[test]

@@ -115,7 +115,9 @@ pub extern "C" fn __wpp_rt_ppp_miss(function: u32, path: u64) {
 /// # Safety
 /// See [`__wpp_rt_bl_init`] and [`__wpp_rt_ppp_init`].
 unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
+    let mut first = false;
     BL.get_or_init(|| {
+        first = true;
         // SAFETY: guaranteed by the caller.
         let bytes = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
         let program = match postcard::from_bytes::<EmbeddedProgram>(bytes) {
@@ -141,6 +143,18 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
             done: std::sync::atomic::AtomicBool::new(false),
         })
     });
+    if let (true, Some(Some(bl))) = (first, BL.get()) {
+        first_snapshot(bl);
+    }
+}
+
+/// Writes the first snapshot as recording starts, so an output that cannot be written is
+/// reported then, once, and nothing more is attempted (the program runs on unprofiled).
+fn first_snapshot(bl: &Bl) {
+    let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    if !write(bl, true) {
+        bl.done.store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Counts one execution of `path` of `function` (functions with many paths).
@@ -179,10 +193,10 @@ fn start_snapshots() {
             std::thread::sleep(interval);
             let Some(Some(bl)) = BL.get() else { continue };
             let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
-            if bl.done.load(std::sync::atomic::Ordering::Acquire) {
+            // After a failed snapshot (reported) only the profile at exit is attempted.
+            if bl.done.load(std::sync::atomic::Ordering::Acquire) || !write(bl, true) {
                 return;
             }
-            write(bl, true);
         });
     if let Err(e) = spawned {
         eprintln!("wpp-rt: cannot start the profile snapshots ({e}); profiling without them");
@@ -206,21 +220,24 @@ pub(crate) fn finish_profile(blocking: bool) {
     }
 }
 
-/// Writes the counts so far to the output, through a temporary file renamed over it.
-fn write(bl: &Bl, blocking: bool) {
+/// Writes the counts so far to the output, through a temporary file renamed over it; whether
+/// it could (the failure is reported).
+fn write(bl: &Bl, blocking: bool) -> bool {
     let is_ppp = matches!(bl.table, Table::Ppp(_));
     let file = counts(bl, blocking);
     let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
     let mut tmp = path.clone().into_os_string();
     tmp.push(".tmp");
     let written = std::fs::write(&tmp, file.to_bytes()).and_then(|()| std::fs::rename(&tmp, &path));
-    if let Err(e) = written {
+    if let Err(e) = &written {
         eprintln!("wpp-rt: cannot write {}: {e}", path.display());
+        let _ = std::fs::remove_file(&tmp);
     } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0")
         && bl.done.load(std::sync::atomic::Ordering::Acquire)
     {
         eprintln!("wpp-rt: wrote the path profile to {}", path.display());
     }
+    written.is_ok()
 }
 
 /// The profile of the counts so far.
