@@ -422,6 +422,59 @@ fn sigkill_leaves_the_last_profile_snapshot() {
     }
 }
 
+/// The accesses of an address trace up to its first error (a killed run's file has no end
+/// record), as (instruction, size): addresses differ between runs (ASLR). Also the error.
+fn accesses_of(at: &Path) -> (Vec<(u32, u64)>, Option<String>) {
+    let mut r = wpp_deps::at::AtReader::open(at)
+        .unwrap_or_else(|e| panic!("{}: header unreadable: {e}", at.display()));
+    let mut got = Vec::new();
+    loop {
+        match r.next_chunk() {
+            Ok(Some(chunk)) => got.extend(chunk.iter().map(|a| (a.id, a.size))),
+            Ok(None) => return (got, None),
+            Err(e) => return (got, Some(e.to_string())),
+        }
+    }
+}
+
+/// SIGKILL of a `trace-addr` run after "ready": the address trace on disk is readable up to
+/// its last whole chunk, holds a prefix of a full run's accesses, and the reader names the
+/// truncation or the missing end record.
+#[test]
+fn sigkill_leaves_a_prefix_of_the_address_trace() {
+    let b = build("churn.c", &[InstrumentMode::TraceAddr]);
+    let exe = &b.inst[0].1;
+    let reference = b.dir.path("ref.trace");
+    run(exe, &["20000", "200", "0"], Some(&reference));
+    let (want, end) = accesses_of(&at_of(&reference));
+    assert_eq!(
+        end, None,
+        "the full run's address trace ends with its end record"
+    );
+    let out = b.dir.path("killed.trace");
+    let mut child = spawn_ready(exe, &["20000", "200", "100000"], &out, &[("WPP_RAW", "1")]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (got, end) = accesses_of(&at_of(&out));
+    let end = end.expect("a killed run's address trace has no end record");
+    // The last chunk may be cut (the writer is buffered): a truncation, or no end record.
+    assert!(
+        end.contains("without an end record") || end.contains("truncated"),
+        "{end}"
+    );
+    assert!(got.len() < want.len(), "fewer accesses than the full run");
+    assert!(got[..] == want[..got.len()], "not a prefix of the full run");
+    // 20,000 rounds of 126 accesses fill many buffers before "ready".
+    assert!(got.len() > 1_000_000, "{} accesses on disk", got.len());
+}
+
+fn at_of(trace: &Path) -> PathBuf {
+    let mut at = trace.as_os_str().to_owned();
+    at.push(".at");
+    at.into()
+}
+
 /// The detached finisher (the default): the program's exit does not wait for it, and the
 /// `.wpp` appears (the test polls for it) and equals the raw recording of the same run; the
 /// spool is removed. Without `WPP_QUIET` the program names its output in one stderr line.
