@@ -321,6 +321,7 @@ impl Driver {
             .filter(|a| !inv.dropped.contains(a))
             .cloned()
             .collect();
+        a.extend(inv.line_tables().map(String::from));
         a.push("-fembed-bitcode".into());
         self.run_tool(compiler, &a)?;
         let outputs: Vec<PathBuf> = match &inv.output {
@@ -376,6 +377,7 @@ impl Driver {
                 &self.clang
             };
             let mut a: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
+            a.extend(inv.line_tables().map(OsString::from));
             a.extend(inv.deps.iter().map(OsString::from));
             a.extend(["-Qunused-arguments".into(), "-c".into()]);
             if bitcode_only {

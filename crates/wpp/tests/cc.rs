@@ -407,3 +407,48 @@ fn whole_archive_of_bitcode_objects_gets_a_clear_message() {
         "{err}"
     );
 }
+
+/// Without a `-g…` of the user's, `wpp cc` compiles with line tables: a block recording of a
+/// program built with plain `-O2` annotates with its source file and lines (lcov `SF:`/`DA:`),
+/// the objects' code is the code of a `-g0` build (same disassembly of `.text`), and a `-g0`
+/// build keeps no lines.
+#[test]
+fn line_tables_without_g_leave_code_unchanged() {
+    let p = Project::new();
+    p.ok("wpp-cc -O2 -c lib.c lib2.c main.c && wpp-cc -O2 main.o lib.o lib2.o -o plain");
+    p.ok("wpp-cc -O2 -g0 -c lib2.c -o lib2-g0.o && wpp-cc -O2 -g0 main.c lib.c lib2.c -o nolines");
+    let disassemble = |obj: &str| {
+        let out = Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn", "-j", ".text"])
+            .arg(p.path(obj))
+            .output()
+            .expect("objdump runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The first lines name the file.
+        text.lines().skip(3).map(str::to_owned).collect::<Vec<_>>()
+    };
+    let (with, without) = (disassemble("lib2.o"), disassemble("lib2-g0.o"));
+    assert!(with.len() > 3, "{with:?}");
+    let first_difference = with.iter().zip(&without).find(|(a, b)| a != b);
+    assert!(
+        with.len() == without.len() && first_difference.is_none(),
+        "codegen changed: {first_difference:?}"
+    );
+    let wpp = env!("CARGO_BIN_EXE_wpp");
+    let lcov = |exe: &str| {
+        let (stdout, _) = p.record(exe);
+        assert_eq!(stdout, "twice=42\n");
+        let out = Command::new(wpp)
+            .args(["annotate", "--format", "lcov"])
+            .arg(p.path("rec.wpp"))
+            .output()
+            .expect("wpp annotate runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let with = lcov("plain");
+    assert!(with.contains("SF:") && with.contains("lib.c"), "{with}");
+    assert!(with.lines().any(|l| l.starts_with("DA:")), "{with}");
+    let without = lcov("nolines");
+    assert!(!without.lines().any(|l| l.starts_with("DA:")), "{without}");
+}

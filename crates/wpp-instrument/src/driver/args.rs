@@ -177,6 +177,15 @@ impl Invocation {
         });
     }
 
+    /// The flag that gives the user's sources line tables when the command line has no `-g…`
+    /// of its own: block recordings then map to files and lines (`wpp annotate`), and code
+    /// generation is unchanged (debug information never changes it in clang). A `-g0` is the
+    /// user's and is kept: no lines then.
+    pub fn line_tables(&self) -> Option<&'static str> {
+        let debug = self.common.iter().any(|f| f.starts_with("-g"));
+        (!debug).then_some("-gline-tables-only")
+    }
+
     /// Whether any source is C++ (by `-x` or extension).
     pub fn has_cxx_source(&self) -> bool {
         self.sources.iter().any(|s| match &s.lang {
