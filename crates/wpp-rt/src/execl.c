@@ -25,32 +25,29 @@ static void collect_args(char **argv, size_t n, const char *arg, va_list ap) {
     for (size_t i = 1; i < n; i++) argv[i] = va_arg(ap, char *);
 }
 
+/* Declares `argv`: `arg` and the arguments after it up to the terminating NULL; `ap` is left
+ * after that NULL (where execle's environment is). */
+#define COLLECT_ARGS(arg, ap)                                                                    \
+    va_list ap;                                                                                  \
+    va_start(ap, arg);                                                                           \
+    size_t n = count_args(arg, ap);                                                              \
+    char *argv[n];                                                                               \
+    collect_args(argv, n, arg, ap)
+
 int execl(const char *path, const char *arg, ...) {
-    va_list ap;
-    va_start(ap, arg);
-    size_t n = count_args(arg, ap);
-    char *argv[n];
-    collect_args(argv, n, arg, ap);
+    COLLECT_ARGS(arg, ap);
     va_end(ap);
     return execv(path, argv);
 }
 
 int execlp(const char *file, const char *arg, ...) {
-    va_list ap;
-    va_start(ap, arg);
-    size_t n = count_args(arg, ap);
-    char *argv[n];
-    collect_args(argv, n, arg, ap);
+    COLLECT_ARGS(arg, ap);
     va_end(ap);
     return execvp(file, argv);
 }
 
 int execle(const char *path, const char *arg, ...) {
-    va_list ap;
-    va_start(ap, arg);
-    size_t n = count_args(arg, ap);
-    char *argv[n];
-    collect_args(argv, n, arg, ap);
+    COLLECT_ARGS(arg, ap);
     char **envp = va_arg(ap, char **);
     va_end(ap);
     return execve(path, argv, envp);
