@@ -83,6 +83,68 @@ fn block_ids_are_bounded_by_the_largest_cfg_when_every_function_has_one() {
     assert!(e.to_string().contains("block id 2 is out of range"), "{e}");
 }
 
+/// `n` functions whose CFGs have `blocks[f]` blocks (a chain).
+fn db_with_cfgs(blocks: &[u32]) -> ProgramDb {
+    let mut d = db(blocks.len());
+    for (f, &n) in blocks.iter().enumerate() {
+        let successors = (0..n)
+            .map(|b| if b + 1 < n { vec![b + 1] } else { vec![] })
+            .collect();
+        d.functions[f].cfg = Some(Box::new(wpp_trace::FunctionCfg {
+            successors,
+            entry: 0,
+            exits: vec![n - 1],
+            ..Default::default()
+        }));
+    }
+    d
+}
+
+/// A block id inside the largest CFG but outside its own function's is refused with the event
+/// index, its thread and the function's block count; each thread's stack is its own, and the
+/// events before the bad one are read.
+#[test]
+fn block_ids_are_bounded_by_their_own_functions_cfg() {
+    let d = db_with_cfgs(&[2, 5]);
+    let (f0, f1) = (FunctionId(0), FunctionId(1));
+    let ok = [
+        Event::Thread(ThreadId(0)),
+        Event::Enter(f0),
+        Event::Block(BlockId(1)),
+        Event::Thread(ThreadId(1)),
+        Event::Enter(f1),
+        Event::Block(BlockId(4)),
+        Event::Thread(ThreadId(0)),
+        Event::Enter(f1),
+        Event::Block(BlockId(4)),
+        Event::Leave,
+        Event::Block(BlockId(1)),
+    ];
+    for bytes in [to_binary(&d, &ok).unwrap(), text(&d, &ok)] {
+        assert_eq!(read(bytes).unwrap(), ok);
+    }
+    // Thread 0 returns to function 0 and runs its block 4: 4 ≥ 2. (A text trace has no CFGs,
+    // so only the binary trace can be checked.)
+    let mut bad = ok.to_vec();
+    bad.push(Event::Block(BlockId(4)));
+    let bytes = to_binary(&d, &bad).unwrap();
+    let mut reader = TraceReader::from_bytes(bytes.clone()).unwrap();
+    let before: Vec<_> = reader.by_ref().map_while(Result::ok).collect();
+    assert_eq!(before, ok, "the events before the bad one are read");
+    let e = read(bytes).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "event 11 of the trace (thread 0): block id 4 is out of range: function 0 has 2 blocks"
+    );
+}
+
+/// A text trace of `events` with `d`'s names.
+fn text(d: &ProgramDb, events: &[Event]) -> Vec<u8> {
+    let mut w = wpp_trace::file::text::TextWriter::new(Vec::new(), d).unwrap();
+    events.iter().for_each(|&e| w.push(e).unwrap());
+    w.finish().unwrap()
+}
+
 /// A version 4 trace of `events` in chunks of about `chunk_bytes`, and the byte ranges of its
 /// chunks (header and payload), the end marker last.
 fn chunked(events: &[Event], chunk_bytes: usize, zstd: i32) -> (Vec<u8>, Vec<(usize, usize)>) {

@@ -20,6 +20,7 @@
 //! streams, which is what compressors and equality are defined on.
 
 pub mod binary;
+mod bounds;
 pub mod text;
 pub mod threads;
 
@@ -115,6 +116,16 @@ pub enum TraceError {
         /// Which id, and the bound it breaks.
         reason: String,
     },
+    /// A block id outside the CFG of the function it runs in ([`bounds`]).
+    #[error("event {event} of the trace (thread {thread}): {reason}")]
+    OutOfFunction {
+        /// 0-based index of the event in the trace.
+        event: u64,
+        /// Its thread.
+        thread: u32,
+        /// Which id, and the bound it breaks.
+        reason: String,
+    },
     /// A caller handed the writer something the format cannot hold.
     #[error("invalid chunk: {0}")]
     InvalidChunk(&'static str),
@@ -141,6 +152,7 @@ impl TraceError {
             TraceError::Io(_)
             | TraceError::Parse { .. }
             | TraceError::Undeclared { .. }
+            | TraceError::OutOfFunction { .. }
             | TraceError::InvalidChunk(_) => None,
         }
     }
@@ -158,7 +170,8 @@ pub const MAX_THREADS: u32 = 1 << 20;
 
 /// Bounds on event ids, validated once where a trace is read (issue 14): a function id must
 /// be declared by the program database, a block id must lie inside the largest CFG when every
-/// function has one, and a thread id must be below [`MAX_THREADS`]. Every index built from a
+/// function has one (and, checked per batch with the call stacks, inside the CFG of its own
+/// function: `bounds`), and a thread id must be below [`MAX_THREADS`]. Every index built from a
 /// trace may then be sized by the database rather than by the largest id in the file.
 ///
 /// Path ids are not bounded here: their range is the Ball–Larus path count of the function's
@@ -268,11 +281,14 @@ pub struct TraceReader {
     /// events are handed out first, then this error (found by the `trace_text` fuzz target;
     /// the error used to come first and the events after it).
     pending: Option<TraceError>,
+    /// Per-function block bounds, where every function has a CFG.
+    bounds: Option<bounds::BlockBounds>,
 }
 
 impl TraceReader {
     fn new(program: ProgramDb, format: Format, decoder: Decoder) -> Self {
         TraceReader {
+            bounds: bounds::BlockBounds::of(&program),
             program,
             format,
             decoder,
@@ -375,10 +391,14 @@ impl TraceReader {
         }
         self.batch.clear();
         self.pos = 0;
-        let more = match &mut self.decoder {
+        let mut more = match &mut self.decoder {
             Decoder::Binary(d) => d.fill(&mut self.batch),
             Decoder::Text(d) => d.fill(&mut self.batch),
         };
+        if let Some(Err((at, e))) = self.bounds.as_mut().map(|b| b.check(&self.batch)) {
+            self.batch.truncate(at);
+            more = Err(e);
+        }
         match more {
             Ok(true) => Ok(true),
             Ok(false) => {
