@@ -552,6 +552,46 @@ fn fork_records_parent_and_child() {
     }
 }
 
+/// `fork` in a profiling run, with a snapshot every millisecond (so forks meet snapshots in
+/// progress): parent and child each write a whole profile, the child's named by its pid; the
+/// parent's `step` count is its own 200,000, the child's the 100,000 it inherited plus its
+/// 3,000,000; the output is native's and no temporary file is left.
+#[test]
+fn fork_profiles_parent_and_child() {
+    let b = build("fork.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
+    let native = run(&b.native, &[], None);
+    for (mode, exe) in &b.inst {
+        let sub = b.dir.path(&format!("fork-{}", mode.name()));
+        std::fs::create_dir_all(&sub).unwrap();
+        let out = sub.join("out.prof");
+        let got = run_env(exe, &[], Some(&out), &[("WPP_FLUSH_SECONDS", "0.001")]);
+        same_behaviour(mode.name(), &native, &got);
+        let read = |p: &Path| {
+            let bytes = std::fs::read(p).unwrap();
+            wpp_abi::profile::ProfileFile::from_bytes(&bytes)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        };
+        assert_eq!(step_count(&read(&out)), 200000, "{} parent", mode.name());
+        let others: Vec<PathBuf> = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p != &out)
+            .collect();
+        assert_eq!(
+            others.len(),
+            1,
+            "{}: one child profile, no temporaries: {others:?}",
+            mode.name()
+        );
+        assert_eq!(
+            step_count(&read(&others[0])),
+            3100000,
+            "{} child",
+            mode.name()
+        );
+    }
+}
+
 /// Mounts a tmpfs of `size` at a new directory (with `extra` options), or says why not.
 fn tmpfs(dir: &Scratch, name: &str, options: &str) -> Option<Mounted> {
     let at = dir.path(name);

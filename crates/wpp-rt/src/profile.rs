@@ -21,6 +21,7 @@
 
 use crate::abi::{self, EmbeddedProgram};
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use wpp_abi::profile::ProfileFile;
 use wpp_paths::profile::PppFunctionProfile;
@@ -57,7 +58,7 @@ struct Bl {
     table: Table,
     functions: u32,
     hash: Mutex<FxHashMap<(u32, u64), u64>>,
-    done: std::sync::atomic::AtomicBool,
+    done: AtomicBool,
 }
 
 #[derive(Clone, Copy)]
@@ -131,7 +132,7 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
         // SAFETY: registering plain extern "C" functions.
         unsafe {
             libc::atexit(bl_exit);
-            libc::pthread_atfork(None, None, Some(crate::sink::mark_forked));
+            libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
         }
         crate::install_signal_handlers();
         start_snapshots();
@@ -140,7 +141,7 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
             table,
             functions,
             hash: Mutex::new(early.unwrap_or_default()),
-            done: std::sync::atomic::AtomicBool::new(false),
+            done: AtomicBool::new(false),
         })
     });
     if let (true, Some(Some(bl))) = (first, BL.get()) {
@@ -151,9 +152,9 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
 /// Writes the first snapshot as recording starts, so an output that cannot be written is
 /// reported then, once, and nothing more is attempted (the program runs on unprofiled).
 fn first_snapshot(bl: &Bl) {
-    let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let _writing = Writing::lock();
     if !write(bl, true) {
-        bl.done.store(true, std::sync::atomic::Ordering::Release);
+        bl.done.store(true, Ordering::Release);
     }
 }
 
@@ -181,8 +182,51 @@ extern "C" fn bl_exit() {
 }
 
 /// Held while a profile is being written, so a snapshot and the final profile never
-/// interleave.
-static WRITING: Mutex<()> = Mutex::new(());
+/// interleave, and across `fork` (so the child never inherits it taken, nor the counts' hash
+/// table locked by a snapshot: the snapshot thread does not exist in the child). A flag rather
+/// than a `Mutex`, because the child must be able to release what the parent's thread took.
+static WRITING: AtomicBool = AtomicBool::new(false);
+
+/// [`WRITING`] taken; released when dropped.
+struct Writing;
+
+impl Writing {
+    fn try_lock() -> Option<Writing> {
+        WRITING
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| Writing)
+    }
+
+    fn lock() -> Writing {
+        loop {
+            if let Some(w) = Writing::try_lock() {
+                return w;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        WRITING.store(false, Ordering::Release);
+    }
+}
+
+/// `pthread_atfork` handlers: no snapshot runs across a `fork`.
+extern "C" fn fork_prepare() {
+    std::mem::forget(Writing::lock());
+}
+
+extern "C" fn fork_parent() {
+    WRITING.store(false, Ordering::Release);
+}
+
+extern "C" fn fork_child() {
+    WRITING.store(false, Ordering::Release);
+    crate::sink::mark_forked();
+}
 
 /// Starts the thread that writes a snapshot every flush interval until the profile is final.
 fn start_snapshots() {
@@ -192,9 +236,9 @@ fn start_snapshots() {
         .spawn(move || loop {
             std::thread::sleep(interval);
             let Some(Some(bl)) = BL.get() else { continue };
-            let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+            let _writing = Writing::lock();
             // After a failed snapshot (reported) only the profile at exit is attempted.
-            if bl.done.load(std::sync::atomic::Ordering::Acquire) || !write(bl, true) {
+            if bl.done.load(Ordering::Acquire) || !write(bl, true) {
                 return;
             }
         });
@@ -207,11 +251,11 @@ fn start_snapshots() {
 pub(crate) fn finish_profile(blocking: bool) {
     let Some(Some(bl)) = BL.get() else { return };
     let writing = if blocking {
-        Some(WRITING.lock().unwrap_or_else(|e| e.into_inner()))
+        Some(Writing::lock())
     } else {
-        WRITING.try_lock().ok()
+        Writing::try_lock()
     };
-    if bl.done.swap(true, std::sync::atomic::Ordering::AcqRel) {
+    if bl.done.swap(true, Ordering::AcqRel) {
         return;
     }
     // A signal that interrupts a snapshot leaves that snapshot's file (the rename is atomic).
@@ -232,8 +276,7 @@ fn write(bl: &Bl, blocking: bool) -> bool {
     if let Err(e) = &written {
         eprintln!("wpp-rt: cannot write {}: {e}", path.display());
         let _ = std::fs::remove_file(&tmp);
-    } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0")
-        && bl.done.load(std::sync::atomic::Ordering::Acquire)
+    } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0") && bl.done.load(Ordering::Acquire)
     {
         eprintln!("wpp-rt: wrote the path profile to {}", path.display());
     }
