@@ -469,6 +469,39 @@ fn sigkill_leaves_a_prefix_of_the_address_trace() {
     assert!(got.len() > 1_000_000, "{} accesses on disk", got.len());
 }
 
+/// An address trace that cannot be written (`WPP_AT_OUT` in a missing directory) is reported
+/// when recording starts, with the path and the OS cause: the line is there when the
+/// program, killed after "ready", never reached its exit.
+#[test]
+fn unwritable_address_trace_is_reported_at_start() {
+    let b = build("churn.c", &[InstrumentMode::TraceAddr]);
+    let at = b.dir.path("missing/dir/x.at");
+    let mut child = Command::new(&b.inst[0].1)
+        .args(["20000", "200", "100000"])
+        .env("WPP_OUT", b.dir.path("x.trace"))
+        .env("WPP_AT_OUT", &at)
+        .env("WPP_RAW", "1")
+        .env("WPP_QUIET", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    child.kill().unwrap();
+    let got = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line before the kill: {stderr}");
+    assert!(
+        lines[0].contains(&at.display().to_string()) && lines[0].contains("(os error 2)"),
+        "{stderr}"
+    );
+}
+
 fn at_of(trace: &Path) -> PathBuf {
     let mut at = trace.as_os_str().to_owned();
     at.push(".at");
