@@ -121,7 +121,7 @@ pub struct ChunkEntry {
 }
 
 struct ThreadState {
-    index: u32,
+    thread: ThreadId,
     buf: Vec<u8>,
     events: u64,
     tracker: LevelTracker,
@@ -136,8 +136,11 @@ pub struct ChunkWriter<W: Write> {
     /// The index's function table, encoded up front: the writer keeps no copy of the database.
     names: Vec<u8>,
     demux: ThreadDemux,
-    threads: FxHashMap<ThreadId, ThreadState>,
-    order: Vec<ThreadId>,
+    /// Each thread's index in `states` (its order of first appearance, as in the index).
+    threads: FxHashMap<ThreadId, u32>,
+    states: Vec<ThreadState>,
+    /// The thread of the last event and its index: events come in runs of one thread.
+    current: Option<(ThreadId, u32)>,
     chunks: Vec<ChunkEntry>,
     scratch: Vec<u8>,
 }
@@ -164,7 +167,8 @@ impl<W: Write> ChunkWriter<W> {
             names: encode_names(db),
             demux: ThreadDemux::new(),
             threads: FxHashMap::default(),
-            order: Vec::new(),
+            states: Vec::new(),
+            current: None,
             chunks: Vec::new(),
             scratch: Vec::new(),
         })
@@ -175,34 +179,45 @@ impl<W: Write> ChunkWriter<W> {
         let Some(t) = self.demux.route(e) else {
             return Ok(());
         };
-        let order = &mut self.order;
-        let st = self.threads.entry(t).or_insert_with(|| {
-            order.push(t);
-            ThreadState {
-                index: order.len() as u32 - 1,
-                buf: Vec::new(),
-                events: 0,
-                tracker: LevelTracker::new(),
-            }
-        });
+        let i = match self.current {
+            Some((c, i)) if c == t => i,
+            _ => self.state_of(t),
+        };
+        let st = &mut self.states[i as usize];
         encode_event(&mut st.buf, e);
         st.events += 1;
         st.tracker.event(e);
         if st.buf.len() >= self.chunk_bytes {
-            self.flush_thread(t)?;
+            self.flush_thread(i)?;
         }
         Ok(())
     }
 
-    fn flush_thread(&mut self, t: ThreadId) -> std::io::Result<()> {
-        let st = self.threads.get_mut(&t).expect("flushed threads exist");
+    /// The index of `t`'s state, new if `t` has not been seen; `t` becomes the current thread.
+    fn state_of(&mut self, t: ThreadId) -> u32 {
+        let states = &mut self.states;
+        let i = *self.threads.entry(t).or_insert_with(|| {
+            states.push(ThreadState {
+                thread: t,
+                buf: Vec::new(),
+                events: 0,
+                tracker: LevelTracker::new(),
+            });
+            states.len() as u32 - 1
+        });
+        self.current = Some((t, i));
+        i
+    }
+
+    fn flush_thread(&mut self, i: u32) -> std::io::Result<()> {
+        let st = &mut self.states[i as usize];
         if st.events == 0 {
             return Ok(());
         }
         self.codec.compress(&st.buf, &mut self.scratch)?;
         self.out.write_all(&self.scratch)?;
         self.chunks.push(ChunkEntry {
-            thread: st.index,
+            thread: i,
             offset: self.written,
             compressed: self.scratch.len() as u64,
             uncompressed: st.buf.len() as u64,
@@ -219,13 +234,13 @@ impl<W: Write> ChunkWriter<W> {
     /// Flushes the last chunks and writes the index and footer; returns the output and the
     /// index size in bytes.
     pub fn finish(mut self) -> std::io::Result<(W, usize)> {
-        for t in self.order.clone() {
-            self.flush_thread(t)?;
+        for i in 0..self.states.len() as u32 {
+            self.flush_thread(i)?;
         }
         let mut index = std::mem::take(&mut self.names);
-        write_varint(&mut index, self.order.len() as u64);
-        for t in &self.order {
-            write_varint(&mut index, u64::from(t.0));
+        write_varint(&mut index, self.states.len() as u64);
+        for st in &self.states {
+            write_varint(&mut index, u64::from(st.thread.0));
         }
         write_varint(&mut index, self.chunks.len() as u64);
         for c in &self.chunks {
@@ -234,8 +249,7 @@ impl<W: Write> ChunkWriter<W> {
             }
             index.extend_from_slice(&c.crc.to_le_bytes());
         }
-        for t in &self.order {
-            let st = self.threads.remove(t).expect("ordered threads exist");
+        for st in std::mem::take(&mut self.states) {
             st.tracker.finish().write(&mut index);
         }
         self.out.write_all(&index)?;

@@ -35,7 +35,6 @@
 //! chunks (exit 2, smallest 0; exit 1, smallest 1), two rows, `main` in chunk 0 only (`01`: it
 //! executes no block in chunk 1), function 1 (gap 0) in both (`03`).
 
-use rustc_hash::FxHashSet;
 use wpp_trace::wire::{write_varint, Reader};
 use wpp_trace::{Event, FunctionId};
 
@@ -214,9 +213,13 @@ impl LevelIndex {
 pub struct LevelTracker {
     stack: Vec<FunctionId>,
     smallest: u64,
-    /// Functions the current chunk contains: a set, not a bitmap sized by the largest id, so
-    /// a tracker per thread costs what its events need.
-    touched: FxHashSet<FunctionId>,
+    /// Functions the current chunk contains, with repeats; sorted and deduplicated whenever
+    /// it doubles past its distinct count ([`Self::mark`]), so it holds at most about twice
+    /// the distinct functions. Not a bitmap sized by the largest id, nor a hash set, so a
+    /// tracker per thread costs what its events need.
+    touched: Vec<u32>,
+    /// Distinct entries of `touched` at its last deduplication.
+    distinct: usize,
     chunks: Vec<ChunkLevels>,
     members: Vec<(u32, u32)>,
 }
@@ -228,7 +231,19 @@ impl LevelTracker {
     }
 
     fn mark(&mut self, f: FunctionId) {
-        self.touched.insert(f);
+        if self.touched.last() == Some(&f.0) {
+            return;
+        }
+        self.touched.push(f.0);
+        if self.touched.len() > 2 * self.distinct.max(32) {
+            self.dedup();
+        }
+    }
+
+    fn dedup(&mut self) {
+        self.touched.sort_unstable();
+        self.touched.dedup();
+        self.distinct = self.touched.len();
     }
 
     /// Consumes one event of the current chunk.
@@ -259,7 +274,9 @@ impl LevelTracker {
             exit: self.stack.len() as u64,
             smallest: self.smallest,
         });
-        self.members.extend(self.touched.drain().map(|f| (f.0, c)));
+        self.dedup();
+        self.members.extend(self.touched.drain(..).map(|f| (f, c)));
+        self.distinct = 0;
         self.smallest = self.stack.len() as u64;
     }
 
