@@ -112,7 +112,11 @@ impl Project {
         let raw = self.path("rec.trace");
         let run = |out: &Path, raw: bool| {
             let mut c = Command::new(self.path(exe));
-            c.current_dir(self.dir.path()).env("WPP_OUT", out);
+            // The online run's spool is `rec.trace` too: its finisher must be done with it
+            // before the raw run writes that name (a detached one would remove the raw trace).
+            c.current_dir(self.dir.path())
+                .env("WPP_OUT", out)
+                .env("WPP_FINISH", "wait");
             if raw {
                 c.env("WPP_RAW", "1");
             } else {
