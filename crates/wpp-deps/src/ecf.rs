@@ -3,38 +3,34 @@
 //! every dynamic memory dependence can be recovered from control flow alone (§5), and every
 //! compressor and query handles it unchanged.
 //!
-//! [`build`] produces the eCF the collection run (`--mode ewpp`, not built yet) would record,
-//! from a `trace-addr` recording (block trace + AT) and the filtering phase's
-//! [`FilterReport`]; [`recover`] gets the dependences back from the eCF alone (with the memory
-//! database and the report, which the recovery of the paper also knows).
+//! [`Collector`] is the collection (§3.2–3.3): fed a run's block events and memory accesses in
+//! the order they ran, it appends each check's control flow where its load ran. The collection
+//! run (`wpp cc --mode ewpp`) drives it inside the program's runtime; [`build`] drives it from
+//! a `trace-addr` recording (block trace + AT). [`recover`] gets the dependences back from the
+//! eCF alone (with the memory database, which the recovery of the paper also knows; an eWPP
+//! carries it in its program database).
 //!
-//! # Timestamps (§3.3, Figure 18)
+//! # Timestamps and instances (§3.3, Figure 18)
 //!
 //! Every event of the eCF has a timestamp: its position, from 1. `TS(n)` of a block `n`
-//! (function and block id) is the list of timestamps at which it ran. The buffer of store `d`
-//! (§3.3–3.4, Figure 12) holds the timestamps of `d`'s instances in ascending order; it is a
-//! `Vec`, which grows by doubling and never loses an entry. The last-writer table (§3.2,
-//! Figure 10, byte-granular: [`LastWriter`](crate::LastWriter)) gives each byte a load reads
-//! its writer instance, so only that store's check runs, once per distinct writer.
+//! (function and block id) is the list of timestamps at which it ran. Instance `k` of store
+//! `d` ran in some execution of `d`'s block, so `k` is at most the number of executions of
+//! that block so far; the check binary-searches `1..=len` for `k` ([`Collector`]'s "Searching
+//! ranks"), and recovery, which counts the block's executions up to the check, replays the
+//! same comparisons (Figure 20). A load's instance is the rank of its block execution, less
+//! the executions that did not run it (a recursive call earlier in the block, a `longjmp` or
+//! an exception that left the block): the check says how many ([`SHIFT`]), so instances are
+//! exact for every control flow the block trace records.
 //!
-//! # Whole blocks
-//!
-//! A store's instance `k` ran in the `k`-th execution of its block (the instrumenter numbers
-//! a block's memory instructions in order, and [`build`] checks that every block execution
-//! ran all of them, in order, before its function went on: a block left half-way — `longjmp`,
-//! an exception — is an error, never a wrong instance). So the search array of store `d` is
-//! `TS(block(d))` up to the check, which recovery rebuilds from the eCF; the target is the
-//! timestamp of the writer's block execution.
-//!
-//! # Alignment
+//! # Alignment of a recording
 //!
 //! The AT does not mark calls, so [`build`] places each access in the block trace greedily:
 //! it belongs to the innermost open function's current block if it is that block's next
 //! memory instruction, else it comes after the next event. This is exact unless a block calls
 //! its own function (recursion) before its next memory instruction and the callee starts with
 //! that same block: then the access is given to the caller, and the callee's block comes up
-//! short, which is reported as an error (no eCF), not a wrong one. Call markers in the AT
-//! (the collection mode knows its calls) would remove this limit.
+//! short, which is reported as an error (no eCF), not a wrong one; so is a block left half-way.
+//! The collection run has no such limit: it sees each access where it runs.
 //!
 //! # Encoding (one check call per load instance and distinct writing store)
 //!
@@ -46,16 +42,17 @@
 //! |---|---|
 //! | `F check` | the call (Figure 11) |
 //! | `B` [`site`]`(u)` | the call site: which load `u` (the paper's caller block) |
+//! | `B` [`SHIFT`], bits, `B` [`END`] | only if some executions of `u`'s block did not run `u` |
 //! | `B` [`UNEXPECTED`] | only if the filtering run did not see the pair `(d, u)` (§3.1) |
 //! | `B` [`source`]`(d)` | the source store `d` (`C_d`, Figure 5 / Figure 17) |
 //! | `B` [`LAST`] | fixed cost (Figure 5's `C_d^T`): the writer is `d`'s latest instance |
-//! | or `B` [`LOWER`] / `B` [`HIGHER`] … `B` [`END`] | the binary search (Figure 13): each comparison that misses is `B0` (the target is below `mid`) or `B1`, the hit is `E` |
+//! | or `B` [`LOWER`] / `B` [`HIGHER`] … `B` [`END`] | the binary search (Figure 13) over `1..=len`: each comparison that misses is `B0` (the target is below `mid`) or `B1`, the hit is `E` |
 //! | `E` | the return |
 //!
 //! Classes (§2.1–2.3, Definitions 1–4): a pair whose store wrote one address (fully free,
 //! partially free, last-instance) is encoded with the fixed-cost `LAST` when the writer is
-//! `d`'s latest instance by the block timestamps; any-instance pairs, unexpected pairs and the
-//! rare case where a store's block is still open on the call stack take the search. The paper
+//! `d`'s latest (`k = len`); any-instance pairs, unexpected pairs and the rare case where a
+//! store's block is still open on the call stack take the search. The paper
 //! records no check at all for no-cost pairs because its CFG places the use relative to every
 //! definition; a block trace does not place a load relative to the calls in its block, so a
 //! no-cost dependence costs the constant `F site source LAST E` here.
@@ -82,6 +79,11 @@ pub const END: u32 = 2;
 pub const LAST: u32 = 3;
 /// The filtering run did not exercise this pair (§3.1).
 pub const UNEXPECTED: u32 = 4;
+/// The load's instance is not the rank of its block execution (a recursive call from the
+/// block ran it first, or executions left the block before it: `longjmp`, an exception): the
+/// difference, instance less rank, follows zigzag-encoded (`2d` for `d ≥ 0`, `−2d − 1` below)
+/// in binary, most significant bit first, as `LOWER` (0) / `HIGHER` (1) blocks ended by `END`.
+pub const SHIFT: u32 = 5;
 
 /// The block naming load `u` as the call site.
 pub fn site(u: u32) -> BlockId {
@@ -152,13 +154,250 @@ pub struct Ecf {
 
 type Node = (u32, u32);
 
-/// One open function of the replay.
-struct Frame {
-    function: u32,
-    /// The current block and its timestamp.
-    block: Option<(u32, u64)>,
-    /// How many of the current block's memory instructions ran.
-    ran: usize,
+/// One open function of a [`Collector`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Its function id.
+    pub function: u32,
+    /// Its current block and that block execution's rank (the how-many-th execution of the
+    /// block it is, counted only for blocks with memory instructions; 0 for the others).
+    pub block: Option<(u32, u64)>,
+    /// How many memory accesses ran in the current block execution.
+    pub ran: usize,
+}
+
+/// The collection's state machine (§3.2–3.3): fed the program's block events and memory
+/// accesses in the order they ran, it appends each dependence check's control flow to the
+/// output right where its load ran. The collection run (`--mode ewpp`, `wpp-rt`) drives it
+/// from the program's own buffer, where the order is exact; [`build`] drives it from a
+/// `trace-addr` recording.
+///
+/// # Searching ranks, not timestamps
+///
+/// The paper's buffer of store `d` holds the timestamps of `d`'s instances, and the check
+/// binary-searches it for the writer's timestamp (Figures 12–13). The timestamps are
+/// ascending, so comparing them is comparing their ranks; the collector keeps, per block with
+/// memory instructions, how many times it ran, and searches the range `1..=len` (`len`: the
+/// executions of `d`'s block so far, which recovery counts too) for the writer's instance
+/// number. The outcomes are the same comparisons, and a store costs one counter instead of a
+/// buffer entry per instance (§3.4's buffers, which "grow by doubling", are not needed).
+pub struct Collector<'a> {
+    db: &'a MemoryDb,
+    classes: FxHashMap<(u32, u32), Class>,
+    recovery: Recovery<'a>,
+    frames: Vec<Frame>,
+    /// Executions so far, by function then block, of the blocks with memory instructions.
+    runs: Vec<Vec<u64>>,
+    stats: CheckStats,
+    check: FunctionId,
+    /// The one thread the trace may name.
+    thread: Option<wpp_trace::ThreadId>,
+    /// Program events seen, for messages.
+    events: u64,
+    stores: Vec<Instance>,
+}
+
+impl<'a> Collector<'a> {
+    /// A collector for the program `db`, with the filtering run's `report`.
+    pub fn new(db: &'a MemoryDb, report: &FilterReport) -> Self {
+        let mut runs: Vec<Vec<u64>> = Vec::new();
+        for i in &db.instructions {
+            let f = i.function as usize;
+            if runs.len() <= f {
+                runs.resize_with(f + 1, Vec::new);
+            }
+            if runs[f].len() <= i.block as usize {
+                runs[f].resize(i.block as usize + 1, 0);
+            }
+        }
+        Collector {
+            db,
+            classes: report
+                .pairs
+                .iter()
+                .map(|p| ((p.store, p.load), p.class))
+                .collect(),
+            recovery: Recovery::new(db),
+            frames: Vec::new(),
+            runs,
+            stats: CheckStats::default(),
+            check: check_function(db),
+            thread: None,
+            events: 0,
+            stores: Vec::new(),
+        }
+    }
+
+    /// The checks so far.
+    pub fn stats(&self) -> &CheckStats {
+        &self.stats
+    }
+
+    /// The innermost open function.
+    pub fn top(&self) -> Option<&Frame> {
+        self.frames.last()
+    }
+
+    fn error(&self, message: String) -> EcfError {
+        EcfError::Misaligned {
+            event: self.events,
+            message,
+        }
+    }
+
+    /// Takes one program event (the caller writes it to the eCF).
+    pub fn event(&mut self, e: Event) -> Result<(), EcfError> {
+        match e {
+            Event::Enter(f) if f == self.check => {
+                return Err(self.error(format!("function {f} is the check routine's id")));
+            }
+            Event::Enter(f) => self.frames.push(Frame {
+                function: f.0,
+                block: None,
+                ran: 0,
+            }),
+            Event::Block(b) => {
+                let Some(frame) = self.frames.last_mut() else {
+                    return Err(self.error("a block outside any function".into()));
+                };
+                let runs = self
+                    .runs
+                    .get_mut(frame.function as usize)
+                    .and_then(|r| r.get_mut(b.index()));
+                let rank = runs.map_or(0, |n| {
+                    *n += 1;
+                    *n
+                });
+                frame.block = Some((b.0, rank));
+                frame.ran = 0;
+            }
+            Event::Leave => {
+                self.frames.pop();
+            }
+            Event::Thread(t) if *self.thread.get_or_insert(t) == t => {}
+            Event::Path(_) | Event::Thread(_) => {
+                return Err(self.error(format!(
+                    "a {} event: the eCF is built from a single-thread block trace",
+                    e.letter()
+                )));
+            }
+        }
+        self.events += 1;
+        Ok(())
+    }
+
+    /// Takes one memory access of the top frame's current block, appending a check call to
+    /// `out` for each distinct program store that wrote bytes it reads.
+    pub fn access(&mut self, a: Access, out: &mut Vec<Event>) -> Result<(), EcfError> {
+        let Some(frame) = self.frames.last_mut() else {
+            return Err(self.error(format!(
+                "an access of instruction {} outside any function",
+                a.id
+            )));
+        };
+        frame.ran += 1;
+        let frame = *frame;
+        let (u, deps) = self.recovery.step(a)?;
+        self.stores.clear();
+        self.stores
+            .extend(deps.iter().filter_map(|d| match d.store {
+                Writer::Store(s) => Some(s),
+                Writer::External => None,
+            }));
+        if self.stores.is_empty() {
+            return Ok(());
+        }
+        let ui = &self.db.instructions[u.id as usize];
+        let rank = match frame.block {
+            Some((b, rank)) if (frame.function, b) == (ui.function, ui.block) => rank,
+            _ => {
+                return Err(self.error(format!(
+                    "load {} ({}) ran outside its block",
+                    u.id,
+                    self.db.location(u.id)
+                )))
+            }
+        };
+        for i in 0..self.stores.len() {
+            let d = self.stores[i];
+            self.check(u, zigzag(u.n as i64 - rank as i64), d, out)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the check call for load instance `u` (`shift`: the zigzag of its instance less
+    /// its block execution's rank) and its writer `d`.
+    fn check(
+        &mut self,
+        u: Instance,
+        shift: u64,
+        d: Instance,
+        out: &mut Vec<Event>,
+    ) -> Result<(), EcfError> {
+        let di = &self.db.instructions[d.id as usize];
+        let len = self
+            .runs
+            .get(di.function as usize)
+            .and_then(|r| r.get(di.block as usize))
+            .copied()
+            .unwrap_or(0);
+        if d.n > len {
+            return Err(self.error(format!(
+                "store {} ({}) ran {} times but its block {len}",
+                d.id,
+                self.db.location(d.id),
+                d.n
+            )));
+        }
+        let class = self.classes.get(&(d.id, u.id)).copied();
+        let block = |b: u32| Event::Block(BlockId(b));
+        out.push(Event::Enter(self.check));
+        out.push(Event::Block(site(u.id)));
+        if shift > 0 {
+            out.push(block(SHIFT));
+            let bits = 64 - shift.leading_zeros();
+            out.extend((0..bits).rev().map(|i| block(((shift >> i) & 1) as u32)));
+            out.push(block(END));
+        }
+        let stats = &mut self.stats;
+        stats.dependences += 1;
+        if class.is_none() {
+            stats.unexpected += 1;
+            out.push(block(UNEXPECTED));
+        }
+        out.push(Event::Block(source(d.id)));
+        if d.n == len && matches!(class, Some(c) if c != Class::AnyInstance) {
+            stats.fixed += 1;
+            stats.binary += 1;
+            stats.linear += 1;
+            stats.max_binary = stats.max_binary.max(1);
+            out.push(block(LAST));
+        } else {
+            let mut n = 1;
+            let (mut bot, mut top) = (1, len);
+            loop {
+                let mid = (bot + top) / 2;
+                match d.n.cmp(&mid) {
+                    std::cmp::Ordering::Equal => break,
+                    std::cmp::Ordering::Less => {
+                        out.push(block(LOWER));
+                        top = mid - 1;
+                    }
+                    std::cmp::Ordering::Greater => {
+                        out.push(block(HIGHER));
+                        bot = mid + 1;
+                    }
+                }
+                n += 1;
+            }
+            out.push(block(END));
+            stats.binary += n;
+            stats.max_binary = stats.max_binary.max(n);
+            stats.linear += len - d.n + 1;
+        }
+        out.push(Event::Leave);
+        Ok(())
+    }
 }
 
 /// Per block: its memory instructions, in order.
@@ -170,45 +409,10 @@ fn block_instructions(db: &MemoryDb) -> FxHashMap<Node, Vec<u32>> {
     m
 }
 
-/// The binary search of Figure 13 for `target` in `a` (ascending); its outcomes and the
-/// 1-based index found, or `None` when absent.
-fn search(a: &[u64], target: u64) -> Option<(Vec<u32>, usize)> {
-    let (mut bot, mut top) = (1usize, a.len());
-    let mut path = Vec::new();
-    while bot <= top {
-        let mid = (bot + top) / 2;
-        match target.cmp(&a[mid - 1]) {
-            std::cmp::Ordering::Equal => return Some((path, mid)),
-            std::cmp::Ordering::Less => {
-                path.push(LOWER);
-                top = mid - 1;
-            }
-            std::cmp::Ordering::Greater => {
-                path.push(HIGHER);
-                bot = mid + 1;
-            }
-        }
-    }
-    None
-}
-
-struct Builder<'a> {
-    db: &'a MemoryDb,
-    classes: FxHashMap<(u32, u32), Class>,
-    blocks: FxHashMap<Node, Vec<u32>>,
-    recovery: Recovery<'a>,
-    out: Vec<Event>,
-    frames: Vec<Frame>,
-    ts: FxHashMap<Node, Vec<u64>>,
-    /// Per store: the timestamps of its instances (its buffer).
-    buffers: Vec<Vec<u64>>,
-    stats: CheckStats,
-    check: FunctionId,
-    /// The one thread the trace may name.
-    thread: Option<wpp_trace::ThreadId>,
-}
-
-/// Builds the eCF of a run: `events` is its block trace (one thread), `accesses` its AT.
+/// Builds the eCF of a run from its `trace-addr` recording: `events` is its block trace (one
+/// thread), `accesses` its AT. The AT does not mark where calls happen, so the accesses are
+/// placed greedily (the module docs' "Alignment") and every block execution must run all its
+/// memory instructions.
 pub fn build<E>(
     db: &MemoryDb,
     events: &[Event],
@@ -218,23 +422,9 @@ pub fn build<E>(
 where
     RecoverError: From<E>,
 {
-    let mut b = Builder {
-        db,
-        classes: report
-            .pairs
-            .iter()
-            .map(|p| ((p.store, p.load), p.class))
-            .collect(),
-        blocks: block_instructions(db),
-        recovery: Recovery::new(db),
-        out: Vec::with_capacity(events.len()),
-        frames: Vec::new(),
-        ts: FxHashMap::default(),
-        buffers: vec![Vec::new(); db.instructions.len()],
-        stats: CheckStats::default(),
-        check: check_function(db),
-        thread: None,
-    };
+    let blocks = block_instructions(db);
+    let mut c = Collector::new(db, report);
+    let mut out = Vec::with_capacity(events.len());
     let mut pending = std::collections::VecDeque::new();
     let mut chunks = accesses.into_iter();
     let mut next_access = |pending: &mut std::collections::VecDeque<Access>| {
@@ -246,14 +436,32 @@ where
         }
         Ok::<_, RecoverError>(pending.front().copied())
     };
+    // The next memory instruction of the top frame's current block.
+    let expected = |c: &Collector| {
+        let f = c.top()?;
+        let (b, _) = f.block?;
+        blocks.get(&(f.function, b)).map(|v| v.get(f.ran).copied())
+    };
     for (i, &e) in events.iter().enumerate() {
-        b.event(i as u64, e)?;
+        if matches!(e, Event::Block(_) | Event::Leave) {
+            if let Some(Some(id)) = expected(&c) {
+                return Err(EcfError::Misaligned {
+                    event: i as u64,
+                    message: format!(
+                        "the block ends before its memory instruction {id} ({}) ran (the eCF of a recording needs whole blocks)",
+                        db.location(id)
+                    ),
+                });
+            }
+        }
+        c.event(e)?;
+        out.push(e);
         while let Some(a) = next_access(&mut pending)? {
-            if !b.expects(a.id) {
+            if expected(&c).flatten() != Some(a.id) {
                 break;
             }
             pending.pop_front();
-            b.access(a)?;
+            c.access(a, &mut out)?;
         }
     }
     if let Some(a) = next_access(&mut pending)? {
@@ -267,142 +475,9 @@ where
         });
     }
     Ok(Ecf {
-        events: b.out,
-        stats: b.stats,
+        events: out,
+        stats: c.stats,
     })
-}
-
-impl Builder<'_> {
-    fn misaligned(&self, event: u64, message: String) -> EcfError {
-        EcfError::Misaligned { event, message }
-    }
-
-    /// Ends the top frame's current block: it must have run all its memory instructions.
-    fn close_block(&mut self, event: u64) -> Result<(), EcfError> {
-        let Some(f) = self.frames.last() else {
-            return Ok(());
-        };
-        if let Some((b, _)) = f.block {
-            let want = self.blocks.get(&(f.function, b)).map_or(0, Vec::len);
-            if f.ran != want {
-                let (func, ran) = (f.function, f.ran);
-                return Err(self.misaligned(event, format!(
-                    "block {b} of function {func} ran {ran} of its {want} memory instructions (the eCF needs whole blocks)"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn event(&mut self, i: u64, e: Event) -> Result<(), EcfError> {
-        match e {
-            Event::Enter(f) => {
-                if f == self.check {
-                    return Err(
-                        self.misaligned(i, format!("function {f} is the check routine's id"))
-                    );
-                }
-                self.frames.push(Frame {
-                    function: f.0,
-                    block: None,
-                    ran: 0,
-                });
-            }
-            Event::Block(b) => {
-                self.close_block(i)?;
-                let t = self.out.len() as u64 + 1;
-                let Some(f) = self.frames.last_mut() else {
-                    return Err(self.misaligned(i, "a block outside any function".into()));
-                };
-                f.block = Some((b.0, t));
-                f.ran = 0;
-                self.ts.entry((f.function, b.0)).or_default().push(t);
-            }
-            Event::Leave => {
-                self.close_block(i)?;
-                self.frames.pop();
-            }
-            Event::Thread(t) if *self.thread.get_or_insert(t) == t => {}
-            Event::Path(_) | Event::Thread(_) => {
-                return Err(self.misaligned(
-                    i,
-                    format!(
-                        "a {} event: the eCF is built from a single-thread block trace",
-                        e.letter()
-                    ),
-                ));
-            }
-        }
-        self.out.push(e);
-        Ok(())
-    }
-
-    /// Whether the next memory instruction of the top frame's current block is `id`.
-    fn expects(&self, id: u32) -> bool {
-        let Some(f) = self.frames.last() else {
-            return false;
-        };
-        let Some((b, _)) = f.block else { return false };
-        self.blocks.get(&(f.function, b)).and_then(|v| v.get(f.ran)) == Some(&id)
-    }
-
-    fn access(&mut self, a: Access) -> Result<(), EcfError> {
-        let f = self.frames.last_mut().expect("expects() saw a frame");
-        f.ran += 1;
-        let (_, t_block) = f.block.expect("expects() saw a block");
-        let (u, deps) = self.recovery.step(a)?;
-        let kind = self.db.instructions[a.id as usize].kind;
-        if kind == AccessKind::Store {
-            self.buffers[a.id as usize].push(t_block);
-        }
-        let stores: Vec<Instance> = deps
-            .iter()
-            .filter_map(|d| match d.store {
-                Writer::Store(s) => Some(s),
-                Writer::External => None,
-            })
-            .collect();
-        for d in stores {
-            self.check(u, d);
-        }
-        Ok(())
-    }
-
-    /// Appends the check call for load instance `u` and its writer `d`.
-    fn check(&mut self, u: Instance, d: Instance) {
-        let t_w = self.buffers[d.id as usize][d.n as usize - 1];
-        let di = &self.db.instructions[d.id as usize];
-        let a = &self.ts[&(di.function, di.block)];
-        let class = self.classes.get(&(d.id, u.id)).copied();
-        let stats = &mut self.stats;
-        stats.dependences += 1;
-        let mut blocks = vec![site(u.id).0];
-        if class.is_none() {
-            stats.unexpected += 1;
-            blocks.push(UNEXPECTED);
-        }
-        blocks.push(source(d.id).0);
-        let latest = a.last() == Some(&t_w);
-        if latest && matches!(class, Some(c) if c != Class::AnyInstance) {
-            stats.fixed += 1;
-            stats.binary += 1;
-            stats.linear += 1;
-            stats.max_binary = stats.max_binary.max(1);
-            blocks.push(LAST);
-        } else {
-            let (path, mid) = search(a, t_w).expect("the writer's block ran");
-            let n = path.len() as u64 + 1;
-            stats.binary += n;
-            stats.max_binary = stats.max_binary.max(n);
-            stats.linear += (a.len() - mid + 1) as u64;
-            blocks.extend(path);
-            blocks.push(END);
-        }
-        self.out.push(Event::Enter(self.check));
-        self.out
-            .extend(blocks.into_iter().map(|b| Event::Block(BlockId(b))));
-        self.out.push(Event::Leave);
-    }
 }
 
 /// `AnnotateControlFlow` (Figure 18): `TS(n)` of every block of the program (the check
@@ -489,6 +564,14 @@ pub fn recover(
     Ok(())
 }
 
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
 fn malformed(t: u64, message: &str) -> EcfError {
     EcfError::Malformed {
         event: t - 1,
@@ -522,6 +605,19 @@ fn recover_dependence(
         .filter(|&u| db.get(u).is_some_and(|i| i.kind == AccessKind::Load))
         .ok_or_else(|| malformed(t + 1, "the check's first block names no load"))?;
     let mut c = next(&mut at)?;
+    let mut shift = 0u64;
+    if c == SHIFT {
+        loop {
+            match next(&mut at)? {
+                END if shift > 0 => break,
+                bit @ (LOWER | HIGHER) if shift >> 62 == 0 && (shift > 0 || bit == HIGHER) => {
+                    shift = shift << 1 | u64::from(bit)
+                }
+                _ => return Err(malformed(at, "not a bit of the load's shift")),
+            }
+        }
+        c = next(&mut at)?;
+    }
     let unexpected = c == UNEXPECTED;
     if unexpected {
         c = next(&mut at)?;
@@ -531,25 +627,28 @@ fn recover_dependence(
         .filter(|&d| db.get(d).is_some_and(|i| i.kind == AccessKind::Store))
         .ok_or_else(|| malformed(at, "the check names no source store"))?;
     let (ui, di) = (&db.instructions[u as usize], &db.instructions[d as usize]);
-    let len = seen.get(&(di.function, di.block)).copied().unwrap_or(0);
-    let (mut bot, mut top) = (1usize, len);
+    let len = seen.get(&(di.function, di.block)).copied().unwrap_or(0) as u64;
+    let (mut bot, mut top) = (1u64, len);
+    let mut first = true;
     let mid = loop {
         if bot > top {
             return Err(malformed(at, "the search ran out of entries"));
         }
         let mid = (bot + top) / 2;
         match next(&mut at)? {
-            LAST if at == t + 3 + u64::from(unexpected) => break len,
+            LAST if first => break len,
             END => break mid,
             LOWER => top = mid - 1,
             HIGHER => bot = mid + 1,
             _ => return Err(malformed(at, "not a block of the binary search")),
         }
+        first = false;
     };
     if !matches!(after(ecf, at), Some((Event::Leave, _))) {
         return Err(malformed(at + 1, "the check routine does not return"));
     }
-    // The load ran in its frame's current block: its instance is that block execution's rank.
+    // The load ran in its frame's current block: its instance is that block execution's
+    // rank, less the executions that did not run it.
     let load_block = stack
         .last()
         .and_then(|&(f, b)| b.map(|(b, tb)| ((f, b), tb)));
@@ -560,7 +659,12 @@ fn recover_dependence(
             "the check is not called from its load's block",
         ));
     };
-    let n_load = ts[&(f, b)].partition_point(|&x| x <= tb) as u64;
+    let rank = ts[&(f, b)].partition_point(|&x| x <= tb) as u64;
+    let n_load = (rank as i64)
+        .checked_add(unzigzag(shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| malformed(t, "the load's shift puts its instance below 1"))?
+        as u64;
     let dep = EcfDependence {
         store: Instance {
             id: d,
