@@ -62,6 +62,15 @@
 //! (`wpp_deps::at`). The address trace is a stream of its own beside the event stream, so
 //! event words, the block trace and every reader of it are unchanged.
 //!
+//! # Accesses in the event buffer (`ewpp`)
+//!
+//! In `ewpp` mode the instrumented code appends each memory access to the *event* buffer, in
+//! the order it runs among the events, as three words: `id << TAG_BITS | TAG_ACCESS`
+//! ([`TAG_ACCESS`] = 4, `id` the memory instruction), the address and the size; the full-check
+//! leaves room for all three, so a buffer never splits an access. The runtime's writer
+//! replaces each by the control flow of its dependence checks (`wpp_deps::ecf::Collector`)
+//! before the words reach the trace, which is a plain block trace: the eCF.
+//!
 //! # Program database
 //!
 //! The module also defines [`SYM_PROGRAM_DB`], a constant byte array holding the postcard
@@ -121,6 +130,9 @@ pub const SYM_IDX: &str = "__wpp_idx";
 /// Thread-local depth global (internal to the instrumented module).
 pub const SYM_DEPTH: &str = "__wpp_depth";
 
+/// Tag of an access record's first word in the event buffer (`ewpp`; see the module docs).
+pub const TAG_ACCESS: u64 = 4;
+
 /// The event word of `Enter(f)`.
 #[inline]
 pub const fn enter_word(f: u32) -> u64 {
@@ -176,6 +188,10 @@ pub enum Mode {
     /// [Address trace buffer](self#address-trace-buffer)); the runtime records the block
     /// trace exactly as for [`Mode::TraceBlocks`].
     TraceAddr,
+    /// The extended control-flow trace of Tallam–Gupta (§3): `Enter`/`Block`/`Leave` events
+    /// with the dependence checks' control flow (see
+    /// [Accesses in the event buffer](self#accesses-in-the-event-buffer-ewpp)).
+    Ewpp,
 }
 
 impl Mode {
@@ -187,12 +203,22 @@ impl Mode {
             Mode::Bl => "bl",
             Mode::Ppp => "ppp",
             Mode::TraceAddr => "trace-addr",
+            Mode::Ewpp => "ewpp",
         }
     }
 }
 
 /// Version of [`EmbeddedProgram`]'s layout.
-pub const EMBEDDED_VERSION: u32 = 1;
+pub const EMBEDDED_VERSION: u32 = 2;
+
+/// What an `ewpp` program's runtime needs for its dependence checks.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EwppTables {
+    /// The memory instructions (its `program` is empty: it is the embedded program's).
+    pub memory: wpp_deps::MemoryDb,
+    /// The filtering run's report: which (store, load) pairs it exercised, and their classes.
+    pub exercised: wpp_deps::filter::FilterReport,
+}
 
 /// What the instrumenter embeds in the module as [`SYM_PROGRAM_DB`] (postcard-encoded).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -208,6 +234,8 @@ pub struct EmbeddedProgram {
     /// `wpp_paths::ball_larus::number_with_limit(cfg, PATH_LIMIT)` (a no-op for the cuts,
     /// which are all present) gives the numbering used at run time.
     pub cfgs: Vec<wpp_paths::Cfg>,
+    /// `ewpp` mode: the tables of the dependence checks.
+    pub ewpp: Option<EwppTables>,
 }
 
 impl EmbeddedProgram {

@@ -67,7 +67,7 @@ use crate::memdb::{AccessKind, MemoryDb};
 use crate::recover::{RecoverError, Recovery};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use wpp_trace::{BlockId, Event, FunctionId};
+use wpp_trace::{BlockId, Event, FunctionId, ProgramDb};
 
 /// Binary search: the target is below `mid` (`B0` of Figure 13).
 pub const LOWER: u32 = 0;
@@ -100,6 +100,63 @@ pub fn source(d: u32) -> BlockId {
 pub fn check_function(db: &MemoryDb) -> FunctionId {
     let named = db.instructions.iter().map(|i| i.function + 1).max();
     FunctionId(named.unwrap_or(0).max(db.program.functions.len() as u32))
+}
+
+/// The check routine's name in an eWPP's program database.
+pub const CHECK_NAME: &str = "__wpp_check";
+
+/// Makes `program` (the program `db` describes) an eWPP's: appends the check routine, so its id
+/// is [`check_function`]`(db)`, and `db`'s instructions as the memory table, so the trace alone
+/// recovers its dependences ([`memory_db`]).
+pub fn attach(program: &mut ProgramDb, db: &MemoryDb) {
+    let table = MemoryDb {
+        version: db.version,
+        program: ProgramDb::default(),
+        instructions: db.instructions.clone(),
+    };
+    program.memory = postcard::to_allocvec(&table).expect("plain data encodes");
+    program.functions.push(wpp_trace::Function {
+        name: CHECK_NAME.into(),
+        ..Default::default()
+    });
+}
+
+/// The memory database of an eWPP's program database ([`attach`]); `None` for another
+/// recording, an error for a memory table that does not fit the program.
+pub fn memory_db(program: &ProgramDb) -> Result<Option<MemoryDb>, String> {
+    if program.memory.is_empty() {
+        return Ok(None);
+    }
+    let mut db: MemoryDb = postcard::from_bytes(&program.memory)
+        .map_err(|e| format!("cannot decode the memory table: {e}"))?;
+    if db.version != crate::memdb::MEMORY_DB_VERSION {
+        return Err(format!(
+            "memory table version {} (this wpp reads {})",
+            db.version,
+            crate::memdb::MEMORY_DB_VERSION
+        ));
+    }
+    let mut functions = program.functions.clone();
+    if functions.pop().map(|f| f.name) != Some(CHECK_NAME.into()) {
+        return Err(format!("the last function is not the check routine {CHECK_NAME}"));
+    }
+    if let Some((id, i)) = db
+        .instructions
+        .iter()
+        .enumerate()
+        .find(|(_, i)| i.function as usize >= functions.len())
+    {
+        return Err(format!(
+            "memory instruction {id} names function {}, outside the program",
+            i.function
+        ));
+    }
+    db.program = ProgramDb {
+        functions,
+        files: program.files.clone(),
+        memory: Vec::new(),
+    };
+    Ok(Some(db))
 }
 
 /// Why an eCF could not be built or read.
@@ -186,8 +243,10 @@ pub struct Collector<'a> {
     classes: FxHashMap<(u32, u32), Class>,
     recovery: Recovery<'a>,
     frames: Vec<Frame>,
-    /// Executions so far, by function then block, of the blocks with memory instructions.
-    runs: Vec<Vec<u64>>,
+    /// The blocks with memory instructions, each with a slot of `runs`.
+    slots: FxHashMap<Node, u32>,
+    /// Executions so far of those blocks.
+    runs: Vec<u64>,
     stats: CheckStats,
     check: FunctionId,
     /// The one thread the trace may name.
@@ -200,15 +259,10 @@ pub struct Collector<'a> {
 impl<'a> Collector<'a> {
     /// A collector for the program `db`, with the filtering run's `report`.
     pub fn new(db: &'a MemoryDb, report: &FilterReport) -> Self {
-        let mut runs: Vec<Vec<u64>> = Vec::new();
+        let mut slots = FxHashMap::default();
         for i in &db.instructions {
-            let f = i.function as usize;
-            if runs.len() <= f {
-                runs.resize_with(f + 1, Vec::new);
-            }
-            if runs[f].len() <= i.block as usize {
-                runs[f].resize(i.block as usize + 1, 0);
-            }
+            let n = slots.len() as u32;
+            slots.entry((i.function, i.block)).or_insert(n);
         }
         Collector {
             db,
@@ -219,7 +273,8 @@ impl<'a> Collector<'a> {
                 .collect(),
             recovery: Recovery::new(db),
             frames: Vec::new(),
-            runs,
+            runs: vec![0; slots.len()],
+            slots,
             stats: CheckStats::default(),
             check: check_function(db),
             thread: None,
@@ -260,11 +315,8 @@ impl<'a> Collector<'a> {
                 let Some(frame) = self.frames.last_mut() else {
                     return Err(self.error("a block outside any function".into()));
                 };
-                let runs = self
-                    .runs
-                    .get_mut(frame.function as usize)
-                    .and_then(|r| r.get_mut(b.index()));
-                let rank = runs.map_or(0, |n| {
+                let rank = self.slots.get(&(frame.function, b.0)).map_or(0, |&s| {
+                    let n = &mut self.runs[s as usize];
                     *n += 1;
                     *n
                 });
@@ -335,12 +387,7 @@ impl<'a> Collector<'a> {
         out: &mut Vec<Event>,
     ) -> Result<(), EcfError> {
         let di = &self.db.instructions[d.id as usize];
-        let len = self
-            .runs
-            .get(di.function as usize)
-            .and_then(|r| r.get(di.block as usize))
-            .copied()
-            .unwrap_or(0);
+        let len = self.runs[self.slots[&(di.function, di.block)] as usize];
         if d.n > len {
             return Err(self.error(format!(
                 "store {} ({}) ran {} times but its block {len}",
@@ -523,6 +570,8 @@ pub struct EcfDependence {
     pub load: Instance,
     /// The filtering run did not see the pair.
     pub unexpected: bool,
+    /// The check's comparisons (Table IX): the search's, or 1 for the fixed-cost `LAST`.
+    pub comparisons: u32,
 }
 
 /// Recovers every dependence of an eCF (§5), calling `on_dep` for each, in eCF order.
@@ -630,7 +679,9 @@ fn recover_dependence(
     let len = seen.get(&(di.function, di.block)).copied().unwrap_or(0) as u64;
     let (mut bot, mut top) = (1u64, len);
     let mut first = true;
+    let mut comparisons = 0u32;
     let mid = loop {
+        comparisons += 1;
         if bot > top {
             return Err(malformed(at, "the search ran out of entries"));
         }
@@ -672,6 +723,7 @@ fn recover_dependence(
         },
         load: Instance { id: u, n: n_load },
         unexpected,
+        comparisons,
     };
     Ok((dep, at + 1))
 }

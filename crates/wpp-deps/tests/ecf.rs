@@ -145,6 +145,7 @@ proptest! {
             prop_assert_eq!(d.unexpected, !exercised.contains(&(d.store.id, d.load.id)));
         }
         prop_assert!(built.stats.binary <= built.stats.linear + built.stats.dependences * 64);
+        prop_assert_eq!(got.iter().map(|d| u64::from(d.comparisons)).sum::<u64>(), built.stats.binary);
         // Without the check calls, the eCF is the block trace.
         let check = ecf::check_function(db);
         let mut depth = 0;
@@ -257,7 +258,8 @@ fn binary_search_by_hand() {
         [EcfDependence {
             store: Instance { id: 0, n: 2 },
             load: Instance { id: 1, n: 6 },
-            unexpected: false
+            unexpected: false,
+            comparisons: 3,
         }]
     );
 }

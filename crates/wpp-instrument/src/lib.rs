@@ -9,6 +9,7 @@
 //! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
 //! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths; atomic if the program may run threads) or a runtime hash-table call | `instrument_bl` (this file) |
 //! | `trace-addr` | the `trace-blocks` events plus an address trace: id, address and size of every executed load, store and modelled library write (Tallam–Gupta's CF + AT) | `trace-blocks`' probes, and an append of three words per access to a second buffer | [`memory`] |
+//! | `ewpp` | the extended control-flow trace (Tallam–Gupta §3): the `trace-blocks` events with each memory dependence's check as block events of a synthetic `__wpp_check` | `trace-blocks`' probes, and an append of three tagged words per access to the *event* buffer, which the runtime's writer turns into checks | [`memory`], `wpp_deps::ecf` |
 //! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment (atomic if the program may run threads), runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
 //!
 //! # Design
@@ -114,6 +115,9 @@ pub enum Error {
     /// The program database could not be encoded.
     #[error("cannot encode the program database: {0}")]
     Encode(String),
+    /// The `ewpp` report is not this program's.
+    #[error("the --exercised report is of another program: its memory instructions differ from this build's (build the filtering run from the same sources with the same flags, in mode trace-addr)")]
+    ForeignReport,
 }
 
 /// Options of one instrumentation run.
@@ -134,6 +138,10 @@ pub struct Options {
     /// `bl`/`ppp` modes: whether counter increments are atomic. `None` (the default) decides
     /// per module with [`module_may_run_threads`].
     pub atomic_counters: Option<bool>,
+    /// `ewpp` mode: the filtering run's report (`wpp deps filter -o`), which must be of this
+    /// program. `None`: no pair counts as exercised (every dependence is checked with the
+    /// search and marked unexpected).
+    pub exercised: Option<wpp_deps::filter::FilterReport>,
 }
 
 impl Options {
@@ -144,6 +152,7 @@ impl Options {
             interesting: Default::default(),
             ppp_bl_array_max: abi::BL_ARRAY_MAX,
             atomic_counters: None,
+            exercised: None,
         }
     }
 }
@@ -448,8 +457,30 @@ fn embed_memory_db<'m>(
         true,
         false,
     );
-    let h = memory::Helper::build(m, global, bytes.len() as u64);
+    let h = memory::Helper::for_address_trace(m, global, bytes.len() as u64);
     Ok(sites.instrument(m, &h))
+}
+
+/// `ewpp`: the memory instructions and the filtering run's report, which must name them.
+fn ewpp_tables(
+    mdb: &wpp_deps::MemoryDb,
+    exercised: Option<&wpp_deps::filter::FilterReport>,
+) -> Result<abi::EwppTables, Error> {
+    let exercised = match exercised {
+        Some(r) if r.program_crc != wpp_deps::filter::program_crc(mdb) => {
+            return Err(Error::ForeignReport)
+        }
+        Some(r) => r.clone(),
+        None => wpp_deps::filter::FilterReport {
+            program_crc: wpp_deps::filter::program_crc(mdb),
+            pairs: Vec::new(),
+        },
+    };
+    let memory = wpp_deps::MemoryDb {
+        program: ProgramDb::default(),
+        ..mdb.clone()
+    };
+    Ok(abi::EwppTables { memory, exercised })
 }
 
 /// Instruments a module in place and verifies it.
@@ -470,14 +501,17 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
-    if opts.mode == Mode::TraceAddr && module_may_run_threads(module) {
+    let addresses = matches!(opts.mode, Mode::TraceAddr | Mode::Ewpp);
+    if addresses && module_may_run_threads(module) {
         return Err(Error::Unsupported {
             function: "(program)".into(),
-            what: "trace-addr records single-threaded programs only, and this one refers to a \
-                   thread-starting function (pthread_create, std::thread, OpenMP, …): without a \
-                   global order of accesses a cross-thread dependence could not be told from a \
-                   wrong one"
-                .into(),
+            what: format!(
+                "{} records single-threaded programs only, and this one refers to a \
+                 thread-starting function (pthread_create, std::thread, OpenMP, …): without a \
+                 global order of accesses a cross-thread dependence could not be told from a \
+                 wrong one",
+                opts.mode.name()
+            ),
         });
     }
     drop_purity(m, &targets);
@@ -495,7 +529,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     let module_file = Some(m.source_file_name()).filter(|n| !n.is_empty() && n != "llvm-link");
     for (fid, &f) in targets.iter().enumerate() {
         let sites = blocks::collect_sites(m, f)?;
-        if opts.mode == Mode::TraceAddr {
+        if addresses {
             memory_sites.collect(m, fid as u32, &sites.blocks);
         }
         let (file, line) = match f.subprogram_location() {
@@ -523,16 +557,21 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         all_sites.push(sites);
     }
     let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
-    let memory_db = (opts.mode == Mode::TraceAddr).then(|| wpp_deps::MemoryDb {
+    let memory_db = addresses.then(|| wpp_deps::MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: db.clone(),
         instructions: std::mem::take(&mut memory_sites.instructions),
     });
+    let ewpp = match (&memory_db, opts.mode) {
+        (Some(mdb), Mode::Ewpp) => Some(ewpp_tables(mdb, opts.exercised.as_ref())?),
+        _ => None,
+    };
     let embedded = EmbeddedProgram {
         version: abi::EMBEDDED_VERSION,
         mode: opts.mode,
         program: db,
         cfgs,
+        ewpp,
     };
     let bytes = postcard::to_allocvec(&embedded).map_err(|e| Error::Encode(e.to_string()))?;
     report.program_db_bytes = bytes.len();
@@ -557,7 +596,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     );
     if let Some(mdb) = &memory_db {
         report.memory_instructions = mdb.instructions.len();
-        report.probes += embed_memory_db(m, mdb, &memory_sites)?;
+        if opts.mode == Mode::TraceAddr {
+            report.probes += embed_memory_db(m, mdb, &memory_sites)?;
+        }
     }
     if matches!(opts.mode, Mode::Ppp | Mode::Bl) {
         let (t, s, p, len) = (&targets[..], &all_sites[..], &all_paths[..], bytes.len());
@@ -584,6 +625,12 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             }
             _ => report.probes += blocks::instrument(m, &h, f, fid as u32, sites),
         }
+    }
+    if opts.mode == Mode::Ewpp {
+        // After the block probes: an access's probe goes right before its instruction, so
+        // after its block's event.
+        let h = memory::Helper::for_event_buffer(m, db_global, bytes.len() as u64);
+        report.probes += memory_sites.instrument(m, &h);
     }
     report.functions = targets.len();
     module.verify().map_err(|e| Error::Verify(e.to_string()))?;

@@ -1,6 +1,8 @@
-//! The `trace-addr` probes: every load and store of an instrumented function, and the library
-//! calls whose writes matter to dependences, append `id, address, size` to the thread's
-//! address-trace buffer (`wpp_abi`'s "Address trace buffer"; the file is `wpp_deps::at`).
+//! The `trace-addr` and `ewpp` probes: every load and store of an instrumented function, and
+//! the library calls whose writes matter to dependences, append `id, address, size` to the
+//! thread's address-trace buffer (`trace-addr`: `wpp_abi`'s "Address trace buffer"; the file is
+//! `wpp_deps::at`) or, tagged, to its event buffer (`ewpp`: the runtime turns them into the
+//! dependence checks' control flow).
 //!
 //! | instruction | memory instructions (ids) | probe |
 //! |---|---|---|
@@ -230,7 +232,7 @@ impl<'m> Sites<'m> {
                 }
             };
             let args = [
-                m.const_int(i64t, u64::from(p.id)),
+                m.const_int(i64t, h.id_word(p.id)),
                 b.ptr_to_i64(ptr, i64t),
                 size,
             ];
@@ -240,16 +242,19 @@ impl<'m> Sites<'m> {
     }
 }
 
-/// The inline `access(id, address, size)` helper and the globals it appends to.
+/// The inline `access(id, address, size)` helper and the buffer it appends to.
 pub(crate) struct Helper<'m> {
     access: Value<'m>,
     access_ty: Type<'m>,
+    /// Whether the first word is tagged ([`abi::TAG_ACCESS`]): the event buffer of `ewpp`.
+    tagged: bool,
 }
 
 impl<'m> Helper<'m> {
-    /// Adds `__wpp_abuf`, `__wpp_aidx` and the helper `__wpp_access` to `m`; `db` is the
-    /// embedded memory database (`db_len` bytes), passed to the runtime on every flush.
-    pub fn build(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helper<'m> {
+    /// `trace-addr`: adds `__wpp_abuf`, `__wpp_aidx` and the helper `__wpp_access` to `m`;
+    /// `db` is the embedded memory database (`db_len` bytes), passed to the runtime on every
+    /// flush.
+    pub fn for_address_trace(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helper<'m> {
         let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
         let cap = u64::from(abi::AT_BUF_CAP);
         let abuf = m.add_global(abi::SYM_ABUF, ptr, m.const_null(ptr), true, false, true);
@@ -263,6 +268,35 @@ impl<'m> Helper<'m> {
         );
         let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, i64t]);
         let flush = m.declare(abi::SYM_AT_FLUSH, flush_ty);
+        let args = [abuf, aidx, db, m.const_int(i64t, db_len)];
+        Self::build(m, (abuf, aidx, cap), (flush_ty, flush, &args), false)
+    }
+
+    /// `ewpp`: the helper appends to the event buffer of [`crate::helpers::Helpers`] (built
+    /// first), tagged, so the runtime sees each access among the events in the order it ran;
+    /// `db` is the program database, as for event flushes.
+    pub fn for_event_buffer(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helper<'m> {
+        let (i64t, ptr, void) = (m.int(64), m.ptr(), m.void());
+        let global = |name| m.global(name).expect("the event helpers are built first");
+        let (buf, idx, depth) = (
+            global(abi::SYM_BUF),
+            global(abi::SYM_IDX),
+            global(abi::SYM_DEPTH),
+        );
+        let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, ptr, i64t]);
+        let flush = m.declare(abi::SYM_FLUSH, flush_ty);
+        let args = [buf, idx, depth, db, m.const_int(i64t, db_len)];
+        let cap = u64::from(abi::BUF_CAP);
+        Self::build(m, (buf, idx, cap), (flush_ty, flush, &args), true)
+    }
+
+    fn build(
+        m: Mod<'m>,
+        (buf, idx, cap): (Value<'m>, Value<'m>, u64),
+        (flush_ty, flush, flush_args): (Type<'m>, Value<'m>, &[Value<'m>]),
+        tagged: bool,
+    ) -> Helper<'m> {
+        let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
         m.add_fn_attr(flush, "nounwind");
         m.add_fn_attr(flush, "cold");
         let access_ty = m.fn_type(void, &[i64t, i64t, i64t]);
@@ -274,26 +308,34 @@ impl<'m> Helper<'m> {
         let slow = m.append_block(access, "flush");
         let fast = m.append_block(access, "append");
         b.at_end(entry);
-        let i = b.load(i32t, aidx);
+        let i = b.load(i32t, idx);
         // Room for three words: idx ≤ cap − 3.
         let full = b.icmp_uge(i, m.const_int(i32t, cap - 2));
         b.cond_br(full, slow, fast);
         b.at_end(slow);
-        b.call(
-            flush_ty,
-            flush,
-            &[abuf, aidx, db, m.const_int(i64t, db_len)],
-        );
+        b.call(flush_ty, flush, flush_args);
         b.br(fast);
         b.at_end(fast);
-        let j = b.load(i32t, aidx);
-        let base = b.load(ptr, abuf);
+        let j = b.load(i32t, idx);
+        let base = b.load(ptr, buf);
         for k in 0..3u32 {
             let at = b.zext(b.add(j, m.const_int(i32t, u64::from(k))), i64t);
             b.store(crate::ir::param(access, k), b.gep(i64t, base, &[at]));
         }
-        b.store(b.add(j, m.const_int(i32t, 3)), aidx);
+        b.store(b.add(j, m.const_int(i32t, 3)), idx);
         b.ret_void();
-        Helper { access, access_ty }
+        Helper {
+            access,
+            access_ty,
+            tagged,
+        }
+    }
+
+    /// The first word of instruction `id`'s access record.
+    fn id_word(&self, id: u32) -> u64 {
+        match self.tagged {
+            true => u64::from(id) << abi::TAG_BITS | abi::TAG_ACCESS,
+            false => u64::from(id),
+        }
     }
 }

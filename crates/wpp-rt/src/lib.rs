@@ -73,6 +73,7 @@
 pub use wpp_abi as abi;
 
 pub mod addr;
+mod ewpp;
 pub mod finisher;
 pub mod handoff;
 pub mod heap;
@@ -239,6 +240,7 @@ fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
     match postcard::from_bytes::<EmbeddedProgram>(bytes) {
         Ok(mut p) if p.version == abi::EMBEDDED_VERSION => {
             p.attach_cfgs();
+            ewpp::attach(&mut p);
             Some(p)
         }
         Ok(p) => {
@@ -734,6 +736,13 @@ mod fork {
         } = held;
         rt.pid.store(std::process::id(), Ordering::Release);
         sink::FORKED.store(true, Ordering::Release);
+        if rt.program.ewpp.is_some() {
+            // See `ewpp`: the child's checks would need the parent's last-writer table.
+            // The parent's sink stays in the lock, never used again (its writer thread does
+            // not exist here); unlocking it does not drop it.
+            rt.finished.store(true, Ordering::Release);
+            return;
+        }
         for (t, slot) in threads.iter_mut().enumerate() {
             slot.alive = thread.is_some_and(|(f, _)| f as usize == t);
         }

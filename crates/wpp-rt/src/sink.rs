@@ -231,6 +231,8 @@ struct Written {
     /// CPU seconds (user + system) of the writer thread: encoding, compressing, writing.
     cpu_seconds: Option<f64>,
     bad_words: u64,
+    /// `ewpp` mode: the dependence checks made.
+    checks: Option<wpp_deps::ecf::CheckStats>,
     result: Result<(), TraceError>,
 }
 
@@ -297,8 +299,9 @@ impl RawSink {
             })?;
         let progress = Arc::new(Progress::default());
         let shared = Arc::clone(&progress);
+        let checks = crate::ewpp::Checks::new(program);
         let pipe = Pipe::start("wpp-trace-writer", RAW_QUEUE_BUFFERS, move |inbox| {
-            ChunkWriter::new(out, shared).run(&inbox)
+            ChunkWriter::new(out, shared, checks).run(&inbox)
         })
         .map_err(|e| SinkError::Trace {
             path: shown(),
@@ -349,12 +352,28 @@ impl RawSink {
         } else {
             String::new()
         };
+        let checks = w.checks.as_ref().map_or(String::new(), |c| {
+            if c.unexpected > 0 {
+                eprintln!(
+                    "wpp-rt: {} of {} dependences were not exercised by the filtering run \
+                     (--wpp-exercised): recorded, marked unexpected in {path}",
+                    c.unexpected, c.dependences
+                );
+            }
+            format!(
+                "; {} dependences checked ({} fixed-cost, {} unexpected; {:.2} comparisons each)",
+                c.dependences,
+                c.fixed,
+                c.unexpected,
+                c.binary as f64 / c.dependences.max(1) as f64
+            )
+        });
         let cpu = w
             .cpu_seconds
             .map(|s| format!("; writer thread CPU {s:.2} s"))
             .unwrap_or_default();
         Ok(format!(
-            "wrote {} events ({} bytes; {} bytes of events before compression) to {path}{bad}{cpu}",
+            "wrote {} events ({} bytes; {} bytes of events before compression) to {path}{bad}{checks}{cpu}",
             w.events, w.bytes, w.raw_bytes
         ))
     }
@@ -373,10 +392,16 @@ struct ChunkWriter {
     raw_bytes: u64,
     bad_words: u64,
     error: Option<TraceError>,
+    /// `ewpp` mode: the dependence checks that replace the accesses.
+    checks: Option<crate::ewpp::Checks>,
 }
 
 impl ChunkWriter {
-    fn new(out: TraceWriter<File>, progress: Arc<Progress>) -> ChunkWriter {
+    fn new(
+        out: TraceWriter<File>,
+        progress: Arc<Progress>,
+        checks: Option<crate::ewpp::Checks>,
+    ) -> ChunkWriter {
         ChunkWriter {
             out,
             progress,
@@ -388,6 +413,7 @@ impl ChunkWriter {
             raw_bytes: 0,
             bad_words: 0,
             error: None,
+            checks,
         }
     }
 
@@ -428,18 +454,39 @@ impl ChunkWriter {
             raw_bytes: self.raw_bytes,
             cpu_seconds: thread_cpu_seconds(),
             bad_words: self.bad_words,
+            checks: self.checks.as_ref().map(|c| c.stats().clone()),
             result,
         }
     }
 
     fn add(&mut self, b: &Batch) {
-        if self.last_thread != Some(b.thread) {
-            let thread = u64::from(b.thread) << abi::TAG_BITS | TAG_THREAD;
-            self.used += varint::encode(&mut self.chunk[self.used..], &[thread]).0;
-            self.count += 1;
-            self.last_thread = Some(b.thread);
+        let Some(checks) = self.checks.as_mut() else {
+            return self.encode(b.thread, &b.words, b.open_frames);
+        };
+        if self.error.is_some() {
+            return;
         }
-        for part in b.words.chunks(abi::BUF_CAP as usize) {
+        match checks.expand(b.thread, &b.words, b.open_frames) {
+            Ok(words) => {
+                self.encode(b.thread, &words, 0);
+                self.checks.as_mut().expect("checked").recycle(words);
+            }
+            Err(e) => {
+                eprintln!("wpp-rt: the eWPP stops here: {e}");
+                let e = std::io::Error::other(format!("eWPP collection: {e}"));
+                self.error = Some(TraceError::Io(e));
+            }
+        }
+    }
+
+    fn encode(&mut self, thread: u32, words: &[u64], open_frames: u32) {
+        if self.last_thread != Some(thread) {
+            let word = u64::from(thread) << abi::TAG_BITS | TAG_THREAD;
+            self.used += varint::encode(&mut self.chunk[self.used..], &[word]).0;
+            self.count += 1;
+            self.last_thread = Some(thread);
+        }
+        for part in words.chunks(abi::BUF_CAP as usize) {
             if self.used >= CHUNK_TARGET {
                 self.write_chunk();
             }
@@ -454,7 +501,7 @@ impl ChunkWriter {
                 self.add_checked(part);
             }
         }
-        for _ in 0..b.open_frames {
+        for _ in 0..open_frames {
             if self.used >= CHUNK_TARGET {
                 self.write_chunk();
             }

@@ -47,6 +47,15 @@
 //!           count × (n, n × file)     per function: 0 or one file index (< nfiles) per block
 //! ```
 //!
+//! ## Memory table
+//!
+//! An eWPP (`wpp cc --mode ewpp`) adds, last, the memory instructions its checks name
+//! ([`ProgramDb::memory`]):
+//!
+//! ```text
+//! memory = "M" 1:u8 len, len × u8
+//! ```
+//!
 //! Reading checks every count against the bytes left before allocating (each block, edge and
 //! list item takes at least one byte) and every id against its range, and reports the first
 //! problem with the function and the absolute byte offset ([`ProgramDbError`]).
@@ -113,6 +122,11 @@ pub struct ProgramDb {
     /// docs), not in the postcard part.
     #[serde(skip)]
     pub files: Vec<String>,
+    /// The memory instructions an eWPP's dependence checks name (`wpp_deps::memdb`'s
+    /// encoding, which this crate, below `wpp-deps`, carries without reading); empty for
+    /// other recordings. Stored in the memory table (module docs).
+    #[serde(skip)]
+    pub memory: Vec<u8>,
 }
 
 impl ProgramDb {
@@ -200,6 +214,11 @@ impl ProgramDb {
         if !self.files.is_empty() {
             encode_sources(&mut out, self);
         }
+        if !self.memory.is_empty() {
+            out.extend_from_slice(&MEMORY_TAG);
+            write_varint(&mut out, self.memory.len() as u64);
+            out.extend_from_slice(&self.memory);
+        }
         Ok(out)
     }
 
@@ -227,8 +246,21 @@ impl ProgramDb {
         let mut r = Reader::new(rest, base + (bytes.len() - rest.len()) as u64);
         if layout == DbLayout::WithCfgs {
             read_cfg_table(&mut r, &mut db)?;
-            if bytes.get((r.offset() - base) as usize) == Some(&SOURCE_TAG[0]) {
+            let next = |r: &Reader<'_>| bytes.get((r.offset() - base) as usize).copied();
+            if next(&r) == Some(SOURCE_TAG[0]) {
                 read_sources(&mut r, &mut db)?;
+            }
+            if next(&r) == Some(MEMORY_TAG[0]) {
+                let at = r.offset();
+                let tag = [r.u8("memory table tag")?, r.u8("memory table version")?];
+                if tag != MEMORY_TAG {
+                    return Err(ProgramDbError {
+                        offset: at,
+                        message: format!("memory table version {} is not {}", tag[1], MEMORY_TAG[1]),
+                    });
+                }
+                let len = r.count(1, "memory table length")?;
+                db.memory = r.bytes(len, "memory table")?.to_vec();
             }
         }
         if !r.is_empty() {
@@ -240,6 +272,9 @@ impl ProgramDb {
         Ok(db)
     }
 }
+
+/// The first bytes of the memory table: its tag and version.
+const MEMORY_TAG: [u8; 2] = [b'M', 1];
 
 /// The first bytes of the source table: its tag and version.
 const SOURCE_TAG: [u8; 2] = [b'S', 1];

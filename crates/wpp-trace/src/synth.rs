@@ -629,7 +629,7 @@ fn database(blocks: &[u32]) -> ProgramDb {
         .collect();
     ProgramDb {
         functions,
-        files: Vec::new(),
+        ..ProgramDb::default()
     }
 }
 

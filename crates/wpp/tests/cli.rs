@@ -410,6 +410,7 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
                 ..Default::default()
             },
             cfgs: Vec::new(),
+            ewpp: None,
         },
         bl,
         ppp: None,

@@ -1,13 +1,19 @@
-//! `wpp deps list|stats|chain`: the dynamic memory dependences of a `wpp cc --mode trace-addr`
-//! recording, recovered from its address trace (`PROGRAM.PID.at`, `wpp_deps::at`) with the
-//! byte-granular last-writer table (Tallam–Gupta §5).
+//! `wpp deps list|stats|chain`: the dynamic memory dependences of a recording, recovered
+//! either from the address trace of a `wpp cc --mode trace-addr` run (`PROGRAM.PID.at`,
+//! `wpp_deps::at`) with the byte-granular last-writer table, or from the eWPP of a
+//! `--mode ewpp` run (its trace or `.wpp`: the eCF, `wpp_deps::ecf`) by replaying its checks'
+//! control flow (Tallam–Gupta §5). Both give the same dependences on the program's stores; only
+//! the address trace knows the external reads and the bytes of each dependence.
 
 use anyhow::Context as _;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use wpp_deps::chain::ChainIndex;
+use wpp_deps::ecf::{self, EcfDependence};
 use wpp_deps::{AccessKind, AtReader, Dependence, Instance, MemoryDb, Writer};
+use wpp_grammar::expand::Expander;
+use wpp_trace::Event;
 
 /// Subcommands of `wpp deps`.
 #[derive(clap::Subcommand)]
@@ -117,6 +123,73 @@ fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File
     Ok(AtReader::open(file)?)
 }
 
+/// What `wpp deps list|stats|chain` read.
+enum Input {
+    /// An address trace.
+    At(AtReader<std::io::BufReader<std::fs::File>>),
+    /// An eWPP: its memory database and its eCF.
+    Ecf(MemoryDb, Vec<Event>),
+}
+
+impl Input {
+    fn db(&self) -> &MemoryDb {
+        match self {
+            Input::At(r) => r.db(),
+            Input::Ecf(db, _) => db,
+        }
+    }
+}
+
+/// Opens an address trace, or an eWPP (a trace or `.wpp` recorded with `--mode ewpp`).
+fn input(file: &Path) -> anyhow::Result<Input> {
+    use crate::input::Kind;
+    if wpp_deps::at::is_at_file(file) || !file.exists() {
+        return Ok(Input::At(open(file)?));
+    }
+    let shown = file.display();
+    let (program, events) = match crate::input::sniff(file)? {
+        Kind::Wpp => {
+            let wpp = crate::input::read_wpp(file, "deps")?;
+            let starts = crate::input::starts_by_thread(&wpp);
+            if starts.len() > 1 {
+                anyhow::bail!("{shown} has {} threads; an eWPP has one", starts.len());
+            }
+            let alphabet = wpp.alphabet.events();
+            let events = starts
+                .iter()
+                .flat_map(|s| Expander::new(&wpp.grammar, s.rule))
+                .map(|t| alphabet[t.index()])
+                .collect();
+            (wpp.program, events)
+        }
+        Kind::Trace | Kind::TextTrace => wpp_trace::file::read_events(file)
+            .with_context(|| format!("cannot read {shown}"))?,
+        _ => anyhow::bail!(
+            "{shown} is neither an address trace nor an eWPP: `wpp deps` reads the \
+             PROGRAM.PID.at of a `--mode trace-addr` run or the trace or .wpp of a \
+             `--mode ewpp` run"
+        ),
+    };
+    match wpp_deps::ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? {
+        Some(db) => Ok(Input::Ecf(db, events)),
+        None => anyhow::bail!(
+            "{shown} records no memory dependences: record with `--mode ewpp` (an eWPP) or \
+             `--mode trace-addr` (then give `wpp deps` its PROGRAM.PID.at)"
+        ),
+    }
+}
+
+/// The dependences on program stores of an eWPP, in the order of its checks.
+fn ecf_dependences(
+    file: &Path,
+    db: &MemoryDb,
+    events: &[Event],
+) -> anyhow::Result<Vec<EcfDependence>> {
+    let mut deps = Vec::new();
+    ecf::recover(db, events, |d| deps.push(d)).with_context(|| format!("{}", file.display()))?;
+    Ok(deps)
+}
+
 /// The load ids `spec` names: an id, or `FILE:LINE`.
 fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
     if let Ok(id) = spec.parse::<u32>() {
@@ -173,8 +246,15 @@ struct DepOut {
     load: End,
     /// `None`: external.
     store: Option<End>,
-    offset: u64,
-    bytes: u64,
+    /// The first byte the store wrote, from the load's address (address traces only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset: Option<u64>,
+    /// How many of the load's bytes it wrote (address traces only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    /// The filtering run did not exercise the pair (eWPPs only).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    unexpected: bool,
 }
 
 fn show(e: &End) -> String {
@@ -185,50 +265,126 @@ fn show(e: &End) -> String {
 }
 
 fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
-    let r = open(file)?;
-    let db = r.db().clone();
+    let input = input(file)?;
+    let db = input.db().clone();
     let only = load.map(|s| loads(&db, s)).transpose()?;
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let mut err = Ok(());
-    let mut print = |d: &Dependence| {
-        if err.is_err() || only.as_ref().is_some_and(|ids| !ids.contains(&d.load.id)) {
+    let mut print = |o: DepOut| {
+        if err.is_err() || only.as_ref().is_some_and(|ids| !ids.contains(&o.load.id)) {
             return;
         }
-        let o = DepOut {
-            load: end(&db, d.load),
-            store: match d.store {
-                Writer::Store(s) => Some(end(&db, s)),
-                Writer::External => None,
-            },
-            offset: d.offset,
-            bytes: d.bytes,
-        };
         err = if json {
             serde_json::to_writer(&mut out, &o)
                 .map_err(anyhow::Error::from)
                 .and_then(|_| Ok(writeln!(out)?))
         } else {
             let from = o.store.as_ref().map_or("external".to_string(), show);
-            writeln!(
-                out,
-                "{} <- {} [{} bytes at +{}]",
-                show(&o.load),
-                from,
-                o.bytes,
-                o.offset
-            )
-            .map_err(anyhow::Error::from)
+            let bytes = match (o.bytes, o.offset) {
+                (Some(n), Some(at)) => format!(" [{n} bytes at +{at}]"),
+                _ => String::new(),
+            };
+            let unexpected = match o.unexpected {
+                true => " (not exercised by the filtering run)",
+                false => "",
+            };
+            writeln!(out, "{} <- {from}{bytes}{unexpected}", show(&o.load))
+                .map_err(anyhow::Error::from)
         };
     };
-    wpp_deps::recover(&db, r, &mut print)?;
+    match input {
+        Input::At(r) => {
+            wpp_deps::recover(&db, r, |d: &Dependence| {
+                print(DepOut {
+                    load: end(&db, d.load),
+                    store: match d.store {
+                        Writer::Store(s) => Some(end(&db, s)),
+                        Writer::External => None,
+                    },
+                    offset: Some(d.offset),
+                    bytes: Some(d.bytes),
+                    unexpected: false,
+                })
+            })?;
+        }
+        Input::Ecf(_, events) => {
+            for d in ecf_dependences(file, &db, &events)? {
+                print(DepOut {
+                    load: end(&db, d.load),
+                    store: Some(end(&db, d.store)),
+                    offset: None,
+                    bytes: None,
+                    unexpected: d.unexpected,
+                });
+            }
+        }
+    }
     err?;
     out.flush()?;
     Ok(())
 }
 
+/// `wpp deps stats` of an eWPP.
+#[derive(Serialize)]
+struct EcfStats {
+    memory_instructions: usize,
+    events: usize,
+    check_events: usize,
+    dependences: usize,
+    unexpected: usize,
+    fixed_cost: usize,
+    comparisons: u64,
+}
+
+fn ecf_stats(file: &Path, db: &MemoryDb, events: &[Event], json: bool) -> anyhow::Result<()> {
+    let deps = ecf_dependences(file, db, events)?;
+    let check = ecf::check_function(db);
+    let mut inside = false;
+    let check_events = events
+        .iter()
+        .filter(|&&e| {
+            let was = inside;
+            match e {
+                Event::Enter(f) if f == check => inside = true,
+                Event::Leave if inside => inside = false,
+                _ => {}
+            }
+            inside || was
+        })
+        .count();
+    let s = EcfStats {
+        memory_instructions: db.instructions.len(),
+        events: events.len(),
+        check_events,
+        dependences: deps.len(),
+        unexpected: deps.iter().filter(|d| d.unexpected).count(),
+        fixed_cost: deps.iter().filter(|d| d.comparisons == 1).count(),
+        comparisons: deps.iter().map(|d| u64::from(d.comparisons)).sum(),
+    };
+    if json {
+        return crate::util::print_json(&s);
+    }
+    println!("memory instructions  {}", s.memory_instructions);
+    println!("eCF events           {} ({} in checks)", s.events, s.check_events);
+    println!("dependences          {}", s.dependences);
+    println!("not exercised        {}", s.unexpected);
+    println!(
+        "comparisons          {} ({:.2} per dependence, Table IX)",
+        s.comparisons,
+        s.comparisons as f64 / s.dependences.max(1) as f64
+    );
+    Ok(())
+}
+
 fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
-    let r = open(file)?;
+    let r = match input(file)? {
+        Input::At(r) => r,
+        Input::Ecf(..) if prefix.is_some() => {
+            anyhow::bail!("--prefix applies to address traces, not to eWPPs")
+        }
+        Input::Ecf(db, events) => return ecf_stats(file, &db, &events, json),
+    };
     let db = r.db().clone();
     let mut left = prefix.unwrap_or(u64::MAX);
     let chunks = r.map(|chunk| {
@@ -264,10 +420,22 @@ struct ChainOut {
 }
 
 fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()> {
-    let r = open(file)?;
-    let db = r.db().clone();
+    let input = input(file)?;
+    let db = input.db().clone();
     let ids = loads(&db, load)?;
-    let index = ChainIndex::build(&db, r)?;
+    let index = match input {
+        Input::At(r) => ChainIndex::build(&db, r)?,
+        Input::Ecf(_, events) => {
+            let deps = ecf_dependences(file, &db, &events)?;
+            let ts = ecf::annotate(&events, ecf::check_function(&db));
+            let instances = db
+                .instructions
+                .iter()
+                .map(|i| ts.get(&(i.function, i.block)).map_or(0, |t| t.len() as u64))
+                .collect();
+            ChainIndex::from_dependences(&db, deps.iter().map(|d| (d.load, d.store)), instances)
+        }
+    };
     let mut all = Vec::new();
     for u0 in ids {
         for (chain, frequency) in index.chains(u0, depth) {

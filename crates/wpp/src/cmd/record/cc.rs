@@ -5,6 +5,7 @@
 //! The arguments are clang's, as they are: `CC=wpp-cc CXX=wpp-c++ make`. wpp's own options are
 //! `--wpp-NAME=VALUE` anywhere on the line, or `WPP_NAME` environment variables (the option
 //! wins): `--wpp-mode` / `WPP_MODE`, `--wpp-interesting` / `WPP_INTERESTING`,
+//! `--wpp-exercised` / `WPP_EXERCISED` (mode `ewpp`: the `wpp deps filter -o` report),
 //! `--wpp-counters` / `WPP_COUNTERS`, `--wpp-keep` / `WPP_KEEP`, `--wpp-verbose` /
 //! `WPP_VERBOSE`. The older form `wpp cc --mode M [--interesting P] … -- CLANG ARGS` still
 //! works. A symlink to `wpp` named `wpp-cc` (or `wpp-c++`) behaves as `wpp cc` (`wpp c++`):
@@ -20,6 +21,8 @@ pub struct CcOptions {
     pub mode: Option<String>,
     /// `--wpp-interesting`.
     pub interesting: Option<PathBuf>,
+    /// `--wpp-exercised`.
+    pub exercised: Option<PathBuf>,
     /// `--wpp-counters`.
     pub counters: Option<String>,
     /// `--wpp-keep`.
@@ -34,6 +37,7 @@ pub struct CcOptions {
 const LEGACY: &[(&str, bool)] = &[
     ("--mode", true),
     ("--interesting", true),
+    ("--exercised", true),
     ("--counters", true),
     ("--keep", true),
     ("--cxx", false),
@@ -96,13 +100,14 @@ fn set(o: &mut CcOptions, key: &str, value: Option<String>) -> anyhow::Result<()
     match key {
         "mode" => o.mode = Some(need(value)?),
         "interesting" => o.interesting = Some(need(value)?.into()),
+        "exercised" => o.exercised = Some(need(value)?.into()),
         "counters" => o.counters = Some(need(value)?),
         "keep" => o.keep = Some(need(value)?.into()),
         "verbose" => o.verbose = true,
         "cxx" => o.cxx = true,
         _ => anyhow::bail!(
             "unknown wpp option --wpp-{key} (known: --wpp-mode=, --wpp-interesting=, \
-             --wpp-counters=, --wpp-keep=, --wpp-verbose, --wpp-cxx)"
+             --wpp-exercised=, --wpp-counters=, --wpp-keep=, --wpp-verbose, --wpp-cxx)"
         ),
     }
     Ok(())
@@ -115,6 +120,7 @@ fn from_env(mut o: CcOptions) -> CcOptions {
     o.interesting = o
         .interesting
         .or_else(|| var("WPP_INTERESTING").map(Into::into));
+    o.exercised = o.exercised.or_else(|| var("WPP_EXERCISED").map(Into::into));
     o.counters = o.counters.or_else(|| var("WPP_COUNTERS"));
     o.keep = o.keep.or_else(|| var("WPP_KEEP").map(Into::into));
     o.verbose |= var("WPP_VERBOSE").is_some();
@@ -170,6 +176,11 @@ pub fn run(args: &[String], cxx: bool) -> anyhow::Result<()> {
              path that ran in it is interesting, as in PPP §5)"
         ),
         (Some(_), _) => anyhow::bail!("--wpp-interesting is only used by mode ppp"),
+        (None, _) => {}
+    }
+    match (&o.exercised, mode) {
+        (Some(p), Mode::Ewpp) => opts.exercised = Some(super::instrument::read_exercised(p)?),
+        (Some(_), _) => anyhow::bail!("--wpp-exercised is only used by mode ewpp"),
         (None, _) => {}
     }
     let mut d = wpp_instrument::driver::Driver::from_env(opts);

@@ -17,6 +17,11 @@ pub enum Mode {
     /// Block events plus an address trace of every load and store (`PROGRAM.PID.at`), for
     /// `wpp deps` (Tallam–Gupta's CF + AT). Single-threaded programs only.
     TraceAddr,
+    /// The extended control-flow trace (Tallam–Gupta §3): block events with every memory
+    /// dependence's check as control flow, for `wpp deps` on the trace or `.wpp` itself.
+    /// Give the filtering run's report (`wpp deps filter -o`) with `--exercised`.
+    /// Single-threaded programs only.
+    Ewpp,
 }
 
 /// How `bl`/`ppp` counters are incremented.
@@ -58,6 +63,10 @@ pub struct Args {
     /// `--mode ppp`: a `--mode bl` profile whose executed paths are the interesting set.
     #[arg(long)]
     pub interesting: Option<PathBuf>,
+    /// `--mode ewpp`: the filtering run's report (`wpp deps filter -o` on a `trace-addr`
+    /// recording of this program).
+    #[arg(long)]
+    pub exercised: Option<PathBuf>,
     /// `--mode bl|ppp`: how path counters are incremented.
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: Counters,
@@ -83,6 +92,7 @@ impl Mode {
             Mode::Bl => M::Bl,
             Mode::Ppp => M::Ppp,
             Mode::TraceAddr => M::TraceAddr,
+            Mode::Ewpp => M::Ewpp,
         }
     }
 }
@@ -99,6 +109,17 @@ pub fn read_interesting(
     Ok(wpp_instrument::interesting_from_profile(&file))
 }
 
+/// Reads the report of `--mode ewpp --exercised`.
+#[cfg(feature = "llvm")]
+pub fn read_exercised(path: &std::path::Path) -> anyhow::Result<wpp_deps::filter::FilterReport> {
+    use anyhow::Context as _;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(wpp_deps::filter::FilterReport::from_bytes(
+        &bytes,
+        &path.display().to_string(),
+    )?)
+}
+
 /// Runs `wpp instrument`.
 #[cfg(feature = "llvm")]
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -109,6 +130,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         opts.interesting = read_interesting(p)?;
     } else if args.mode == Mode::Ppp {
         anyhow::bail!("--mode ppp needs --interesting PROFILE (a `--mode bl` profile)");
+    }
+    match (&args.exercised, args.mode) {
+        (Some(p), Mode::Ewpp) => opts.exercised = Some(read_exercised(p)?),
+        (Some(_), _) => anyhow::bail!("--exercised is only used by --mode ewpp"),
+        (None, _) => {}
     }
     let report = wpp_instrument::instrument_file(&args.input, &args.output, &opts)
         .with_context(|| format!("instrumenting {}", args.input.display()))?;
