@@ -138,7 +138,9 @@ pub fn memory_db(program: &ProgramDb) -> Result<Option<MemoryDb>, String> {
     }
     let mut functions = program.functions.clone();
     if functions.pop().map(|f| f.name) != Some(CHECK_NAME.into()) {
-        return Err(format!("the last function is not the check routine {CHECK_NAME}"));
+        return Err(format!(
+            "the last function is not the check routine {CHECK_NAME}"
+        ));
     }
     if let Some((id, i)) = db
         .instructions

@@ -14,7 +14,7 @@
 //! | `landingpad` (first non-phi) | after it: `restore(saved)`, `emit(Block(b))` |
 //! | `ret` | `leave()` before it (before the `musttail` call that must precede it, if any) |
 //! | `resume` | `leave()` before it: the frame is left by unwinding |
-//! | call to a `returns_twice` function | `restore(saved)` right after it |
+//! | call to a `returns_twice` function | `restore(saved)` right after it (`ewpp`: then `emit(Block(b))` of its block again) |
 //! | `unreachable` | nothing: the frame is left by `exit`, `longjmp` or a throw, whose Leaves come from the runtime's exit handler, the `setjmp` site or the catching landing pad |
 
 use crate::helpers::Helpers;
@@ -36,8 +36,9 @@ pub(crate) struct Sites<'m> {
     pub after_invoke_twice: Vec<bool>,
     /// Instructions to put `leave()` before.
     pub leaves: Vec<Value<'m>>,
-    /// Instructions to put `restore(saved)` before (those following a `returns_twice` call).
-    pub restores: Vec<Value<'m>>,
+    /// Instructions to put `restore(saved)` before (those following a `returns_twice` call),
+    /// with their block's id.
+    pub restores: Vec<(Value<'m>, u32)>,
 }
 
 /// Whether a call or invoke targets a `returns_twice` function (`setjmp` and friends).
@@ -101,7 +102,7 @@ pub(crate) fn collect_sites<'m>(m: Mod<'m>, f: Value<'m>) -> Result<Sites<'m>, E
                 Opcode::LLVMResume => s.leaves.push(inst),
                 Opcode::LLVMCall if is_returns_twice(m, inst) => {
                     if let Some(next) = inst.next() {
-                        s.restores.push(next);
+                        s.restores.push((next, bi as u32));
                     }
                 }
                 Opcode::LLVMInvoke if is_returns_twice(m, inst) => {
@@ -127,7 +128,21 @@ pub(crate) fn instrument<'m>(
     sites: &Sites<'m>,
 ) -> usize {
     let (saved, probes) = instrument_entry(m, h, fid, sites, true);
-    probes + instrument_exits(m, h, f, saved, sites)
+    probes + instrument_exits(m, h, f, saved, sites, false)
+}
+
+/// `ewpp`: as [`instrument`], and `Block(b)` again where a `setjmp`-like call in block `b`
+/// returns, so the accesses after it, which run a second time after a `longjmp`, belong to
+/// the block they are in (the eCF's checks name the load's block execution).
+pub(crate) fn instrument_resumable<'m>(
+    m: Mod<'m>,
+    h: &Helpers<'m>,
+    f: Value<'m>,
+    fid: u32,
+    sites: &Sites<'m>,
+) -> usize {
+    let (saved, probes) = instrument_entry(m, h, fid, sites, true);
+    probes + instrument_exits(m, h, f, saved, sites, true)
 }
 
 /// The `Enter` probe, `Block` probes when `block_events`, and depth repair at landing pads.
@@ -179,13 +194,19 @@ pub(crate) fn instrument_exits<'m>(
     f: Value<'m>,
     saved: Value<'m>,
     sites: &Sites<'m>,
+    block_again: bool,
 ) -> usize {
     let b = m.builder();
     let mut probes = 0;
-    for &at in &sites.restores {
+    for &(at, block) in &sites.restores {
         b.before(at);
         b.call(h.restore_ty, h.restore, &[saved]);
         probes += 1;
+        if block_again {
+            let word = m.const_int(m.int(64), abi::block_word(block));
+            b.call(h.emit_ty, h.emit, &[word]);
+            probes += 1;
+        }
     }
     for &at in &sites.leaves {
         b.before(at);

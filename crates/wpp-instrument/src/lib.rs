@@ -620,8 +620,11 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
                     b.call(h.record_ty, h.record, &[v]);
                 };
                 let r = paths::place(m, sites, model, fp, plan, &record);
-                let e = blocks::instrument_exits(m, &h, f, saved, sites);
+                let e = blocks::instrument_exits(m, &h, f, saved, sites, false);
                 report.probes += n + r + e;
+            }
+            Mode::Ewpp => {
+                report.probes += blocks::instrument_resumable(m, &h, f, fid as u32, sites)
             }
             _ => report.probes += blocks::instrument(m, &h, f, fid as u32, sites),
         }

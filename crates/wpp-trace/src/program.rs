@@ -256,7 +256,10 @@ impl ProgramDb {
                 if tag != MEMORY_TAG {
                     return Err(ProgramDbError {
                         offset: at,
-                        message: format!("memory table version {} is not {}", tag[1], MEMORY_TAG[1]),
+                        message: format!(
+                            "memory table version {} is not {}",
+                            tag[1], MEMORY_TAG[1]
+                        ),
                     });
                 }
                 let len = r.count(1, "memory table length")?;

@@ -162,8 +162,9 @@ fn input(file: &Path) -> anyhow::Result<Input> {
                 .collect();
             (wpp.program, events)
         }
-        Kind::Trace | Kind::TextTrace => wpp_trace::file::read_events(file)
-            .with_context(|| format!("cannot read {shown}"))?,
+        Kind::Trace | Kind::TextTrace => {
+            wpp_trace::file::read_events(file).with_context(|| format!("cannot read {shown}"))?
+        }
         _ => anyhow::bail!(
             "{shown} is neither an address trace nor an eWPP: `wpp deps` reads the \
              PROGRAM.PID.at of a `--mode trace-addr` run or the trace or .wpp of a \
@@ -366,7 +367,10 @@ fn ecf_stats(file: &Path, db: &MemoryDb, events: &[Event], json: bool) -> anyhow
         return crate::util::print_json(&s);
     }
     println!("memory instructions  {}", s.memory_instructions);
-    println!("eCF events           {} ({} in checks)", s.events, s.check_events);
+    println!(
+        "eCF events           {} ({} in checks)",
+        s.events, s.check_events
+    );
     println!("dependences          {}", s.dependences);
     println!("not exercised        {}", s.unexpected);
     println!(
