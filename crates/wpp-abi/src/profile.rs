@@ -263,6 +263,7 @@ mod tests {
                 ..Default::default()
             },
             cfgs: Vec::new(),
+            ewpp: None,
         }
     }
 

@@ -721,7 +721,7 @@ fn recover_dependence(
     let dep = EcfDependence {
         store: Instance {
             id: d,
-            n: mid as u64,
+            n: mid,
         },
         load: Instance { id: u, n: n_load },
         unexpected,

@@ -269,9 +269,10 @@ mod tests {
                         ..Function::default()
                     })
                     .collect(),
-                files: Vec::new(),
+                ..ProgramDb::default()
             },
             cfgs: Vec::new(),
+            ewpp: None,
         }
     }
 

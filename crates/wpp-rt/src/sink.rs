@@ -607,7 +607,7 @@ mod tests {
             }
             let file = File::create(&path).unwrap();
             let out = TraceWriter::new(file, &db).unwrap().with_zstd_level(level).unwrap();
-            let mut w = ChunkWriter::new(out, Arc::default());
+            let mut w = ChunkWriter::new(out, Arc::default(), None);
             let (mut want, mut bad, mut last) = (Vec::new(), 0, None);
             for (thread, words, open_frames) in batches {
                 if last != Some(thread) {
