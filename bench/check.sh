@@ -8,8 +8,9 @@
 #   WORKLOAD...   any of lua sqlite bzip2 zlib (default: all four; an instrumented build of
 #                 sqlite's amalgamation takes ~1.5 min per mode)
 #   --size S      input size (default small; see bench/README.md)
-#   --modes "M"   default "blocks-raw paths-raw paths-wpp bl ppp addr" (also: blocks-wpp);
-#                 ppp needs bl's profile, so bl is added when ppp is asked for
+#   --modes "M"   default "blocks-raw paths-raw paths-wpp bl ppp addr ewpp" (also: blocks-wpp);
+#                 ppp needs bl's profile, so bl is added when ppp is asked for; ewpp needs
+#                 addr's filtering report, so addr is added when ewpp is asked for
 #   --cflags F    flags of every build (default -O2)
 #   --wpp PATH    the wpp to use (built with --features llvm); default: $WPP, else
 #                 `cargo build --profile P -p wpp --features llvm -p wpp-rt` (P default: release)
@@ -42,7 +43,11 @@
 #     decoded through the CFGs it carries, equals its trace-blocks recording (`wpp trace blocks
 #     --compare`);
 #   * "ppp=bl", when bl and ppp passed: each ppp profile's counts, interesting and residual
-#     together, equal the bl profile's path by path (`wpp profile diff`).
+#     together, equal the bl profile's path by path (`wpp profile diff`);
+#   * "ewpp=addr", when addr and ewpp passed: each process's dependences on program stores,
+#     recovered from its eCF alone (`wpp deps list` of the eWPP), equal those recovered from its
+#     address trace, instance by instance and in order, on the first --deps-prefix of them
+#     (Tallam–Gupta §5; the ewpp build's report is the filtering of the largest address trace).
 # Both hold on sqlite too, whose allocator branches on heap addresses: the runtime never
 # allocates from the program's heap (wpp_rt::heap).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
@@ -52,7 +57,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SIZE=small
-MODES="blocks-raw paths-raw paths-wpp bl ppp addr"
+MODES="blocks-raw paths-raw paths-wpp bl ppp addr ewpp"
+DEPS_PREFIX=300000
 CFLAGS=-O2
 PROFILE=release
 FORCE=0
@@ -70,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --force) FORCE=1; shift ;;
     -j) JOBS=$2; shift 2 ;;
     --query-events) QUERY_EVENTS=$2; shift 2 ;;
+    --deps-prefix) DEPS_PREFIX=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     lua | sqlite | bzip2 | zlib) WORKLOADS+=("$1"); shift ;;
     *) echo "check.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -83,8 +90,11 @@ ORDER=()
 COUNT_BL=0
 for m in "${MODES[@]}"; do [[ $m == bl ]] && COUNT_BL=1; done
 for m in "${MODES[@]}"; do [[ $m == ppp ]] && ORDER=(bl); done
-for m in "${MODES[@]}"; do [[ $m == bl ]] || ORDER+=("$m"); done
+for m in "${MODES[@]}"; do [[ $m == bl || $m == addr || $m == ewpp ]] || ORDER+=("$m"); done
 [[ $COUNT_BL == 1 && ${ORDER[0]:-} != bl ]] && ORDER=(bl "${ORDER[@]}")
+# addr before ewpp (ewpp needs its filtering report), last: their builds are the longest.
+for m in "${MODES[@]}"; do [[ $m == addr || $m == ewpp ]] && ORDER+=(addr) && break; done
+for m in "${MODES[@]}"; do [[ $m == ewpp ]] && ORDER+=(ewpp); done
 
 B=${WPP_CHECK_BUILD:-$ROOT/bench/build/check}
 mkdir -p "$B"
@@ -105,11 +115,12 @@ declare -A PASSED # "WORKLOAD MODE" -> 1 for each passed check
 
 rm -rf "$B/status"
 
-# Variants other than ppp (which needs the bl run's profile): all workloads, longest builds first.
+# Variants other than ppp and ewpp (which need the bl run's profile, the addr run's report): all
+# workloads, longest builds first.
 VARIANTS=(native)
 for m in "${ORDER[@]}"; do
     v=$(mode_variant "$m")
-    [[ $v == ppp || " ${VARIANTS[*]} " == *" $v "* ]] || VARIANTS+=("$v")
+    [[ $v == ppp || $v == ewpp || " ${VARIANTS[*]} " == *" $v "* ]] || VARIANTS+=("$v")
 done
 BY_COST=()
 for w in sqlite lua bzip2 zlib; do [[ " ${WORKLOADS[*]} " == *" $w "* ]] && BY_COST+=("$w"); done
@@ -120,8 +131,8 @@ check() {
     local w=$1 m=$2 v d t0 t files nproc_expected ok f bytes cmp_out
     v=$(mode_variant "$m")
     d=$B/$m/results/$SIZE/$w
-    if [[ $m == addr && $w == sqlite ]]; then
-        echo "SKIP  $w $m (refers to pthread_create; trace-addr records single-threaded programs)"
+    if [[ ($m == addr || $m == ewpp) && $w == sqlite ]]; then
+        echo "SKIP  $w $m (refers to pthread_create; $m records single-threaded programs)"
         return 0
     fi
     if ! built_ok "$v" "$w"; then
@@ -215,6 +226,15 @@ pair_check() {
 decodes_to() { "$WPP" trace blocks "$1" --compare "$2"; }
 # The ppp profile's counts (interesting + uninteresting) are the bl profile's.
 same_counts() { "$WPP" profile diff --check "$1" "$2"; }
+# The first DEPS_PREFIX dependences on program stores of the address trace $1 are those of the
+# eCF $2 (which lists no external reads, nor bytes, and marks pairs the filter did not see).
+same_deps() {
+    local a b
+    a=$(set +o pipefail; "$WPP" deps list "$1" | grep -v ' <- external' | sed 's/ \[[0-9]* bytes at +[0-9]*\]$//' | head -n "$DEPS_PREFIX")
+    b=$(set +o pipefail; "$WPP" deps list "$2" | sed 's/ (not exercised by the filtering run)$//' | head -n "$DEPS_PREFIX")
+    [[ -n $a ]] || { echo "no dependence in $1"; return 1; }
+    [[ $a == "$b" ]] || { diff <(echo "$a") <(echo "$b") | head -n 5; return 1; }
+}
 
 for w in "${WORKLOADS[@]}"; do
     if ! built_ok native "$w" || ! run_mode "$B" native "$SIZE" 1 "$w" >/dev/null 2>"$B/native.$w.run-err"; then
@@ -222,7 +242,7 @@ for w in "${WORKLOADS[@]}"; do
         continue
     fi
     for m in "${ORDER[@]}"; do
-        [[ $m == ppp ]] && continue
+        [[ $m == ppp || $m == ewpp ]] && continue
         if [[ $m == bl ]]; then
             if check "$w" bl; then
                 # the bl profile is ppp's interesting set: build ppp while the other modes run
@@ -232,10 +252,22 @@ for w in "${WORKLOADS[@]}"; do
             elif ! counted bl; then
                 fail "$w bl" "(needed by ppp)"
             fi
+        elif [[ $m == addr ]]; then
+            # the largest address trace's report is ewpp's: build ewpp while the others run
+            if check "$w" addr && [[ " ${ORDER[*]} " == *" ewpp "* ]] && save_exercised "$B" "$SIZE" "$w"; then
+                start_build ewpp "$w"
+            fi
         else
             check "$w" "$m" || true
         fi
     done
+    if [[ " ${ORDER[*]} " == *" ewpp "* && $w != sqlite ]]; then
+        if [[ -e $B/status/ewpp.$w ]] || [[ -n $(jobs -rp) ]]; then
+            check "$w" ewpp || true
+        else
+            fail "$w ewpp" "no filtering report (the addr check failed)"
+        fi
+    fi
     if [[ " ${ORDER[*]} " == *" ppp "* ]]; then
         if [[ -e $B/status/ppp.$w ]] || [[ -n $(jobs -rp) ]]; then
             check "$w" ppp || true
@@ -245,6 +277,7 @@ for w in "${WORKLOADS[@]}"; do
     fi
     pair_check "$w" decode paths-raw blocks-raw decodes_to
     pair_check "$w" ppp=bl ppp bl same_counts
+    pair_check "$w" ewpp=addr addr ewpp same_deps
 done
 wait
 

@@ -11,6 +11,9 @@
 #   bl          bl                                               PROGRAM.PID.blprof
 #   ppp         ppp --interesting P                              PROGRAM.PID.pppprof
 #   addr        trace-addr                     WPP_RAW=1         PROGRAM.PID.at (+ PROGRAM.PID.trace)
+#   ewpp        ewpp --exercised R             WPP_RAW=1         PROGRAM.PID.trace (the eCF)
+# R is the filtering report (`wpp deps filter`) of the addr run's largest address trace, so
+# `addr` runs before `ewpp`; pairs only other processes exercised are recorded as unexpected.
 # P is the bl profile of the same workload and size (PPP §5: every path that ran in the BL run
 # is interesting), so `bl` runs before `ppp`. bzip2 runs its program six times and leaves six
 # profiles; P is their sum (`wpp profile merge`, see bench/README.md).
@@ -19,7 +22,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 WL=$BENCH_DIR/workloads
 ALL_WORKLOADS=(lua sqlite bzip2 zlib)
-ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp addr)
+ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp addr ewpp)
 
 mode_variant() {
     case $1 in
@@ -28,12 +31,13 @@ mode_variant() {
     bl) echo bl ;;
     ppp) echo ppp ;;
     addr) echo trace-addr ;;
+    ewpp) echo ewpp ;;
     *) return 1 ;;
     esac
 }
 mode_ext() {
     case $1 in
-    *-raw) echo trace ;;
+    *-raw | ewpp) echo trace ;;
     *-wpp) echo wpp ;;
     bl) echo blprof ;;
     ppp) echo pppprof ;;
@@ -43,7 +47,7 @@ mode_ext() {
 # The environment of a mode's run, as arguments of env(1).
 mode_env() {
     case $1 in
-    *-raw | addr) echo "WPP_RAW=1" ;;
+    *-raw | addr | ewpp) echo "WPP_RAW=1" ;;
     *) echo "-u WPP_RAW" ;; # native, bl, ppp, *-wpp
     esac
 }
@@ -143,6 +147,14 @@ build_workload() {
             cc+=" --interesting $b/interesting/$w.blprof"
             deps+=("$b/interesting/$w.blprof")
         fi
+        if [[ $variant == ewpp ]]; then
+            [[ -s $b/exercised/$w.depf ]] || {
+                echo "no filtering report for $w: run addr first" >&2
+                return 1
+            }
+            cc+=" --exercised $b/exercised/$w.depf"
+            deps+=("$b/exercised/$w.depf")
+        fi
         cc+=" --"
     fi
     mkdir -p "$out"
@@ -223,11 +235,30 @@ save_interesting() {
     fi
 }
 
+# save_exercised B SIZE WORKLOAD: the filtering report (`wpp deps filter`) of the addr run's
+# largest address trace, the exercised pairs of ewpp (replaced only when its contents changed).
+save_exercised() {
+    local b=$1 size=$2 w=$3 at
+    at=$(ls -1S "$b/addr/results/$size/$w/work/"*.at 2>/dev/null | head -n1)
+    [[ -n $at ]] || { echo "addr run of $w left no address trace" >&2; return 1; }
+    mkdir -p "$b/exercised"
+    "$WPP" deps filter "$at" -o "$b/exercised/$w.depf.new" >/dev/null || {
+        echo "cannot filter $at" >&2
+        return 1
+    }
+    if cmp -s "$b/exercised/$w.depf.new" "$b/exercised/$w.depf"; then
+        rm -f "$b/exercised/$w.depf.new"
+    else
+        mv "$b/exercised/$w.depf.new" "$b/exercised/$w.depf"
+    fi
+}
+
 # check_output MODE FILE: the recorder's output is complete and readable by wpp.
 check_output() {
     local mode=$1 f=$2 err
     case $mode in
     *-wpp) err=$("$WPP" stats "$f" 2>&1 >/dev/null) || { echo "wpp stats $f: $err" >&2; return 1; } ;;
+    ewpp) err=$("$WPP" deps stats "$f" 2>&1 >/dev/null) || { echo "wpp deps stats $f: $err" >&2; return 1; } ;;
     *-raw)
         local last
         last=$("$WPP" trace cat "$f" 2>"$f.cat-err" | tail -n1) || { echo "wpp trace cat $f: $(cat "$f.cat-err")" >&2; return 1; }

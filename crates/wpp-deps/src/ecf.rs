@@ -529,40 +529,6 @@ where
     })
 }
 
-/// `AnnotateControlFlow` (Figure 18): `TS(n)` of every block of the program (the check
-/// routine's blocks are not program nodes and are left out).
-pub fn annotate(ecf: &[Event], check: FunctionId) -> FxHashMap<Node, Vec<u64>> {
-    let mut ts: FxHashMap<Node, Vec<u64>> = FxHashMap::default();
-    let mut stack = Vec::new();
-    for (i, &e) in ecf.iter().enumerate() {
-        match e {
-            Event::Enter(f) => stack.push(f),
-            Event::Leave => {
-                stack.pop();
-            }
-            Event::Block(b) => {
-                if let Some(&f) = stack.last().filter(|&&f| f != check) {
-                    ts.entry((f.0, b.0)).or_default().push(i as u64 + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    ts
-}
-
-/// `Before` (Figure 19): the event executed just before timestamp `t`.
-pub fn before(ecf: &[Event], t: u64) -> Option<(Event, u64)> {
-    (t > 1)
-        .then(|| (ecf.get(t as usize - 2).copied(), t - 1))
-        .and_then(|(e, t)| Some((e?, t)))
-}
-
-/// `After` (Figure 19): the event executed just after timestamp `t`.
-pub fn after(ecf: &[Event], t: u64) -> Option<(Event, u64)> {
-    ecf.get(t as usize).map(|&e| (e, t + 1))
-}
-
 /// One recovered dependence: `load` read a value `store` wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct EcfDependence {
@@ -580,20 +546,50 @@ pub struct EcfDependence {
 pub fn recover(
     db: &MemoryDb,
     ecf: &[Event],
+    on_dep: impl FnMut(EcfDependence),
+) -> Result<Vec<u64>, EcfError> {
+    recover_events(db, ecf.iter().copied(), on_dep)
+}
+
+/// One open function of the recovery: its id and its current block with that block
+/// execution's rank.
+type Open = (u32, Option<(u32, u64)>);
+
+/// Recovers every dependence of an eCF streamed from `events` (§5), calling `on_dep` for each,
+/// in eCF order; returns each memory instruction's block executions (its instances, where
+/// blocks run whole; `ChainFreq`'s denominators).
+///
+/// One forward pass in memory proportional to the program, not to the eCF: Figure 18's
+/// `TS(n)` lists are needed only up to each check (the search array's length, and the rank of
+/// the load's block execution), so the pass keeps per block its executions so far and per
+/// open frame its current block's rank instead; `Before`/`After` (Figure 19) become reading
+/// the next event.
+pub fn recover_events(
+    db: &MemoryDb,
+    events: impl IntoIterator<Item = Event>,
     mut on_dep: impl FnMut(EcfDependence),
-) -> Result<(), EcfError> {
+) -> Result<Vec<u64>, EcfError> {
     let check = check_function(db);
-    let ts = annotate(ecf, check);
-    // The recovery walks forward, so TS(n) "up to t" is a prefix: `seen` counts it.
-    let mut seen: FxHashMap<Node, usize> = FxHashMap::default();
-    let mut stack: Vec<(u32, Option<(u32, u64)>)> = Vec::new();
-    let mut t = 1u64;
-    while let Some(&e) = ecf.get(t as usize - 1) {
+    let mut slots: FxHashMap<Node, u32> = FxHashMap::default();
+    for i in &db.instructions {
+        let n = slots.len() as u32;
+        slots.entry((i.function, i.block)).or_insert(n);
+    }
+    let mut runs = vec![0u64; slots.len()];
+    let mut stack: Vec<Open> = Vec::new();
+    let mut events = events.into_iter();
+    let mut t = 0u64;
+    while let Some(e) = events.next() {
+        t += 1;
         match e {
             Event::Enter(f) if f == check => {
-                let (dep, end) = recover_dependence(db, ecf, &ts, &seen, &stack, t)?;
-                on_dep(dep);
-                t = end;
+                let mut call = Call {
+                    events: &mut events,
+                    t,
+                };
+                let runs_of = |f: u32, b: u32| slots.get(&(f, b)).map_or(0, |&s| runs[s as usize]);
+                on_dep(call.dependence(db, runs_of, stack.last().copied())?);
+                t = call.t;
             }
             Event::Enter(f) => stack.push((f.0, None)),
             Event::Leave => {
@@ -603,16 +599,22 @@ pub fn recover(
                 let top = stack
                     .last_mut()
                     .ok_or_else(|| malformed(t, "a block outside any function"))?;
-                top.1 = Some((b.0, t));
-                *seen.entry((top.0, b.0)).or_default() += 1;
+                let rank = slots.get(&(top.0, b.0)).map_or(0, |&s| {
+                    runs[s as usize] += 1;
+                    runs[s as usize]
+                });
+                top.1 = Some((b.0, rank));
             }
-            // `build` let through one thread's switch events only.
+            // `build` and the collection let through one thread's switch events only.
             Event::Thread(_) => {}
             Event::Path(_) => return Err(malformed(t, "not a block-trace event")),
         }
-        t += 1;
     }
-    Ok(())
+    Ok(db
+        .instructions
+        .iter()
+        .map(|i| runs[slots[&(i.function, i.block)] as usize])
+        .collect())
 }
 
 fn zigzag(d: i64) -> u64 {
@@ -630,102 +632,102 @@ fn malformed(t: u64, message: &str) -> EcfError {
     }
 }
 
-/// `RecoverDependence` (Figure 20) for the check call at timestamp `t`: the dependence and
-/// the timestamp of the call's `E`.
-fn recover_dependence(
-    db: &MemoryDb,
-    ecf: &[Event],
-    ts: &FxHashMap<Node, Vec<u64>>,
-    seen: &FxHashMap<Node, usize>,
-    stack: &[(u32, Option<(u32, u64)>)],
+/// A check call being read: the events after its `Enter`, and the timestamp of the last one
+/// read.
+struct Call<'e, I> {
+    events: &'e mut I,
     t: u64,
-) -> Result<(EcfDependence, u64), EcfError> {
-    let mut at = t;
-    let next = |at: &mut u64| -> Result<u32, EcfError> {
-        match after(ecf, *at) {
-            Some((Event::Block(b), t2)) => {
-                *at = t2;
-                Ok(b.0)
-            }
-            _ => Err(malformed(*at + 1, "the check routine's call ends early")),
+}
+
+impl<I: Iterator<Item = Event>> Call<'_, I> {
+    /// The next event, a block of the check routine.
+    fn block(&mut self) -> Result<u32, EcfError> {
+        self.t += 1;
+        match self.events.next() {
+            Some(Event::Block(b)) => Ok(b.0),
+            _ => Err(malformed(self.t, "the check routine's call ends early")),
         }
-    };
-    let s = next(&mut at)?;
-    let u = (s >= 8 && s % 2 == 0)
-        .then(|| (s - 8) / 2)
-        .filter(|&u| db.get(u).is_some_and(|i| i.kind == AccessKind::Load))
-        .ok_or_else(|| malformed(t + 1, "the check's first block names no load"))?;
-    let mut c = next(&mut at)?;
-    let mut shift = 0u64;
-    if c == SHIFT {
-        loop {
-            match next(&mut at)? {
-                END if shift > 0 => break,
-                bit @ (LOWER | HIGHER) if shift >> 62 == 0 && (shift > 0 || bit == HIGHER) => {
-                    shift = shift << 1 | u64::from(bit)
+    }
+
+    /// `RecoverDependence` (Figure 20) for this call: `runs(f, b)` is the executions of
+    /// block `b` of function `f` so far, `top` the frame the check was called from.
+    fn dependence(
+        &mut self,
+        db: &MemoryDb,
+        runs: impl Fn(u32, u32) -> u64,
+        top: Option<Open>,
+    ) -> Result<EcfDependence, EcfError> {
+        let start = self.t;
+        let s = self.block()?;
+        let u = (s >= 8 && s % 2 == 0)
+            .then(|| (s - 8) / 2)
+            .filter(|&u| db.get(u).is_some_and(|i| i.kind == AccessKind::Load))
+            .ok_or_else(|| malformed(self.t, "the check's first block names no load"))?;
+        let mut c = self.block()?;
+        let mut shift = 0u64;
+        if c == SHIFT {
+            loop {
+                match self.block()? {
+                    END if shift > 0 => break,
+                    bit @ (LOWER | HIGHER) if shift >> 62 == 0 && (shift > 0 || bit == HIGHER) => {
+                        shift = shift << 1 | u64::from(bit)
+                    }
+                    _ => return Err(malformed(self.t, "not a bit of the load's shift")),
                 }
-                _ => return Err(malformed(at, "not a bit of the load's shift")),
             }
+            c = self.block()?;
         }
-        c = next(&mut at)?;
-    }
-    let unexpected = c == UNEXPECTED;
-    if unexpected {
-        c = next(&mut at)?;
-    }
-    let d = (c >= 9 && c % 2 == 1)
-        .then(|| (c - 9) / 2)
-        .filter(|&d| db.get(d).is_some_and(|i| i.kind == AccessKind::Store))
-        .ok_or_else(|| malformed(at, "the check names no source store"))?;
-    let (ui, di) = (&db.instructions[u as usize], &db.instructions[d as usize]);
-    let len = seen.get(&(di.function, di.block)).copied().unwrap_or(0) as u64;
-    let (mut bot, mut top) = (1u64, len);
-    let mut first = true;
-    let mut comparisons = 0u32;
-    let mid = loop {
-        comparisons += 1;
-        if bot > top {
-            return Err(malformed(at, "the search ran out of entries"));
+        let unexpected = c == UNEXPECTED;
+        if unexpected {
+            c = self.block()?;
         }
-        let mid = (bot + top) / 2;
-        match next(&mut at)? {
-            LAST if first => break len,
-            END => break mid,
-            LOWER => top = mid - 1,
-            HIGHER => bot = mid + 1,
-            _ => return Err(malformed(at, "not a block of the binary search")),
+        let d = (c >= 9 && c % 2 == 1)
+            .then(|| (c - 9) / 2)
+            .filter(|&d| db.get(d).is_some_and(|i| i.kind == AccessKind::Store))
+            .ok_or_else(|| malformed(self.t, "the check names no source store"))?;
+        let (ui, di) = (&db.instructions[u as usize], &db.instructions[d as usize]);
+        let len = runs(di.function, di.block);
+        let (mut bot, mut top_) = (1u64, len);
+        let mut comparisons = 0u32;
+        let n = loop {
+            if bot > top_ {
+                return Err(malformed(self.t, "the search ran out of entries"));
+            }
+            let mid = (bot + top_) / 2;
+            comparisons += 1;
+            match self.block()? {
+                LAST if comparisons == 1 => break len,
+                END => break mid,
+                LOWER => top_ = mid - 1,
+                HIGHER => bot = mid + 1,
+                _ => return Err(malformed(self.t, "not a block of the binary search")),
+            }
+        };
+        self.t += 1;
+        if self.events.next() != Some(Event::Leave) {
+            return Err(malformed(self.t, "the check routine does not return"));
         }
-        first = false;
-    };
-    if !matches!(after(ecf, at), Some((Event::Leave, _))) {
-        return Err(malformed(at + 1, "the check routine does not return"));
+        // The load ran in its frame's current block: its instance is that block execution's
+        // rank, plus the shift.
+        let rank = match top {
+            Some((f, Some((b, rank)))) if (f, b) == (ui.function, ui.block) => rank,
+            _ => {
+                return Err(malformed(
+                    start,
+                    "the check is not called from its load's block",
+                ))
+            }
+        };
+        let n_load = (rank as i64)
+            .checked_add(unzigzag(shift))
+            .filter(|&n| n > 0)
+            .ok_or_else(|| malformed(start, "the load's shift puts its instance below 1"))?
+            as u64;
+        Ok(EcfDependence {
+            store: Instance { id: d, n },
+            load: Instance { id: u, n: n_load },
+            unexpected,
+            comparisons,
+        })
     }
-    // The load ran in its frame's current block: its instance is that block execution's
-    // rank, less the executions that did not run it.
-    let load_block = stack
-        .last()
-        .and_then(|&(f, b)| b.map(|(b, tb)| ((f, b), tb)));
-    let Some(((f, b), tb)) = load_block.filter(|&((f, b), _)| (f, b) == (ui.function, ui.block))
-    else {
-        return Err(malformed(
-            t,
-            "the check is not called from its load's block",
-        ));
-    };
-    let rank = ts[&(f, b)].partition_point(|&x| x <= tb) as u64;
-    let n_load = (rank as i64)
-        .checked_add(unzigzag(shift))
-        .filter(|&n| n > 0)
-        .ok_or_else(|| malformed(t, "the load's shift puts its instance below 1"))?
-        as u64;
-    let dep = EcfDependence {
-        store: Instance {
-            id: d,
-            n: mid,
-        },
-        load: Instance { id: u, n: n_load },
-        unexpected,
-        comparisons,
-    };
-    Ok((dep, at + 1))
 }

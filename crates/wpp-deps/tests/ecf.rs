@@ -103,15 +103,6 @@ fn at_truth(db: &MemoryDb, at: &[Access]) -> Pairs {
     out
 }
 
-/// Executions per instruction from the eCF: its block's executions (whole blocks).
-fn instances(db: &MemoryDb, events: &[Event]) -> Vec<u64> {
-    let ts = ecf::annotate(events, ecf::check_function(db));
-    db.instructions
-        .iter()
-        .map(|i| ts.get(&(i.function, i.block)).map_or(0, |v| v.len() as u64))
-        .collect()
-}
-
 fn case(seed: u64, keep: u64) -> (Program, Vec<Event>, Vec<Access>, FilterReport) {
     let mut r = Rng(seed);
     let p = program(&mut r);
@@ -163,8 +154,8 @@ proptest! {
         let db = &p.db;
         let built = ecf::build(db, &ev, [Ok::<_, std::convert::Infallible>(at.clone())], &report).unwrap();
         let mut deps = Vec::new();
-        ecf::recover(db, &built.events, |d| deps.push((d.load, d.store))).unwrap();
-        let from_ecf = ChainIndex::from_dependences(db, deps, instances(db, &built.events));
+        let instances = ecf::recover(db, &built.events, |d| deps.push((d.load, d.store))).unwrap();
+        let from_ecf = ChainIndex::from_dependences(db, deps, instances);
         let from_at = ChainIndex::build(db, [Ok::<_, std::convert::Infallible>(at)]).unwrap();
         for u0 in 0..db.instructions.len() as u32 {
             if db.instructions[u0 as usize].kind != AccessKind::Load { continue; }

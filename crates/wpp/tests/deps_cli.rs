@@ -233,7 +233,46 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (code, _, err) = wpp(&["deps", "ecf", e, &bad, "-o", o]);
     assert_eq!(code, Some(1));
     assert!(
-        err.contains("block trace event 3: block 0 of function 0 ran 0 of its 1"),
+        err.contains("block trace event 3: the block ends before its memory instruction 0"),
+        "{err}"
+    );
+
+    // The eCF reads like an eWPP, raw and compressed: the AT's dependences on stores.
+    let strip = |s: String| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.contains("<- external"))
+            .map(|l| l.split(" [").next().unwrap().to_string())
+            .collect()
+    };
+    let (code, want, err) = wpp(&["deps", "list", e]);
+    assert_eq!(code, Some(0), "{err}");
+    let want = strip(want);
+    assert_eq!(want.len(), 2);
+    let (code, got, err) = wpp(&["deps", "list", o]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(strip(got), want);
+    let wpp_file = dir.path().join("e.wpp");
+    let w = wpp_file.to_str().unwrap();
+    let (code, _, err) = wpp(&["compress", o, "-o", w]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, got, err) = wpp(&["deps", "list", w]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(strip(got), want);
+    let (code, stats, err) = wpp(&["deps", "stats", w]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(stats.contains("dependences          2"), "{stats}");
+
+    // A block trace without checks, and a damaged eCF, are refused clearly.
+    let (code, _, err) = wpp(&["deps", "list", &good]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("records no memory dependences"), "{err}");
+    let bytes = std::fs::read(&out).unwrap();
+    let cut = dir.path().join("cut.trace");
+    std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
+    let (code, _, err) = wpp(&["deps", "list", cut.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("cut.trace") && !err.contains("panicked"),
         "{err}"
     );
 }

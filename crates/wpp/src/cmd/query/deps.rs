@@ -20,9 +20,11 @@ use wpp_trace::Event;
 pub enum Command {
     /// List every dynamic dependence (store instance → load instance), in execution order of
     /// the loads. Instances count from 1 per instruction; `external` means the bytes were last
-    /// written outside the program (the loader, a library, a fresh heap block).
+    /// written outside the program (the loader, a library, a fresh heap block; address traces
+    /// only).
     List {
-        /// The address trace (`PROGRAM.PID.at`).
+        /// The address trace (`PROGRAM.PID.at`), or an eWPP (the trace or `.wpp` of a
+        /// `--mode ewpp` run).
         file: PathBuf,
         /// Only this load: a memory-instruction id, or `FILE:LINE` (`:LINE` for any file).
         #[arg(long)]
@@ -31,9 +33,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Counts: loads, stores, dependences, external reads, static pairs exercised.
+    /// Counts: loads, stores, dependences, external reads, static pairs exercised (an eWPP:
+    /// events, dependences, pairs not exercised, the checks' comparisons).
     Stats {
-        /// The address trace.
+        /// The address trace, or an eWPP.
         file: PathBuf,
         /// Replay only the first N accesses (every chunk is still read and checked to the end
         /// record): a quick check of a large recording.
@@ -57,10 +60,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The extended control-flow trace (eCF, Tallam–Gupta §2–3) the collection run would
-    /// record: the block trace with the dependence checks' control flow as block events of a
-    /// synthetic function `__wpp_check` (`wpp_deps::ecf`). Recovers the dependences from it
-    /// (§5) and fails unless they equal the address trace's; prints the checks (Table IX).
+    /// The extended control-flow trace (eCF, Tallam–Gupta §2–3) the collection run
+    /// (`--mode ewpp`) would record, from a `trace-addr` recording: the block trace with the
+    /// dependence checks' control flow as block events of a synthetic function `__wpp_check`
+    /// (`wpp_deps::ecf`), and the memory table, so `wpp deps` reads it like an eWPP. Recovers
+    /// the dependences from it (§5) and fails unless they equal the address trace's; prints
+    /// the checks (Table IX).
     Ecf {
         /// The address trace (`PROGRAM.PID.at`).
         file: PathBuf,
@@ -77,7 +82,7 @@ pub enum Command {
     /// it read → a load of that store's statement → … , each chain with the number of the
     /// load's instances that start it. Holds the run's dependences in memory.
     Chain {
-        /// The address trace.
+        /// The address trace, or an eWPP.
         file: PathBuf,
         /// The load: a memory-instruction id, or `FILE:LINE`.
         #[arg(long)]
@@ -128,7 +133,14 @@ enum Input {
     /// An address trace.
     At(AtReader<std::io::BufReader<std::fs::File>>),
     /// An eWPP: its memory database and its eCF.
-    Ecf(MemoryDb, Vec<Event>),
+    Ecf(MemoryDb, Ecf),
+}
+
+/// Where an eWPP's events come from: streamed, never materialized (an eCF holds some ten
+/// events per executed load).
+enum Ecf {
+    Trace(wpp_trace::TraceReader),
+    Wpp(wpp_grammar::file::WppFile),
 }
 
 impl Input {
@@ -147,23 +159,17 @@ fn input(file: &Path) -> anyhow::Result<Input> {
         return Ok(Input::At(open(file)?));
     }
     let shown = file.display();
-    let (program, events) = match crate::input::sniff(file)? {
+    let (program, source) = match crate::input::sniff(file)? {
         Kind::Wpp => {
             let wpp = crate::input::read_wpp(file, "deps")?;
-            let starts = crate::input::starts_by_thread(&wpp);
-            if starts.len() > 1 {
-                anyhow::bail!("{shown} has {} threads; an eWPP has one", starts.len());
+            if wpp.grammar.starts().len() > 1 {
+                anyhow::bail!("{shown} has several threads; an eWPP has one");
             }
-            let alphabet = wpp.alphabet.events();
-            let events = starts
-                .iter()
-                .flat_map(|s| Expander::new(&wpp.grammar, s.rule))
-                .map(|t| alphabet[t.index()])
-                .collect();
-            (wpp.program, events)
+            (wpp.program.clone(), Ecf::Wpp(wpp))
         }
         Kind::Trace | Kind::TextTrace => {
-            wpp_trace::file::read_events(file).with_context(|| format!("cannot read {shown}"))?
+            let r = wpp_trace::file::open(file).with_context(|| format!("cannot read {shown}"))?;
+            (r.program().clone(), Ecf::Trace(r))
         }
         _ => anyhow::bail!(
             "{shown} is neither an address trace nor an eWPP: `wpp deps` reads the \
@@ -171,8 +177,8 @@ fn input(file: &Path) -> anyhow::Result<Input> {
              `--mode ewpp` run"
         ),
     };
-    match wpp_deps::ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? {
-        Some(db) => Ok(Input::Ecf(db, events)),
+    match ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? {
+        Some(db) => Ok(Input::Ecf(db, source)),
         None => anyhow::bail!(
             "{shown} records no memory dependences: record with `--mode ewpp` (an eWPP) or \
              `--mode trace-addr` (then give `wpp deps` its PROGRAM.PID.at)"
@@ -180,15 +186,72 @@ fn input(file: &Path) -> anyhow::Result<Input> {
     }
 }
 
-/// The dependences on program stores of an eWPP, in the order of its checks.
-fn ecf_dependences(
+/// The events of a trace, one by one; a read error ends them and is kept for the caller.
+struct TraceEvents {
+    reader: wpp_trace::TraceReader,
+    batch: Vec<Event>,
+    next: usize,
+    error: Option<wpp_trace::TraceError>,
+}
+
+impl Iterator for TraceEvents {
+    type Item = Event;
+    fn next(&mut self) -> Option<Event> {
+        while self.next == self.batch.len() {
+            match self.reader.next_batch() {
+                Ok(Some(b)) => {
+                    self.batch.clear();
+                    self.batch.extend_from_slice(b);
+                    self.next = 0;
+                }
+                Ok(None) => return None,
+                Err(e) => {
+                    self.error = Some(e);
+                    return None;
+                }
+            }
+        }
+        self.next += 1;
+        Some(self.batch[self.next - 1])
+    }
+}
+
+/// Recovers an eWPP's dependences on program stores (§5), streaming its events through
+/// `inspect` first; returns each memory instruction's block executions.
+fn ecf_recover(
     file: &Path,
     db: &MemoryDb,
-    events: &[Event],
-) -> anyhow::Result<Vec<EcfDependence>> {
-    let mut deps = Vec::new();
-    ecf::recover(db, events, |d| deps.push(d)).with_context(|| format!("{}", file.display()))?;
-    Ok(deps)
+    source: Ecf,
+    mut inspect: impl FnMut(Event),
+    on_dep: impl FnMut(EcfDependence),
+) -> anyhow::Result<Vec<u64>> {
+    let shown = file.display();
+    match source {
+        Ecf::Trace(reader) => {
+            let mut events = TraceEvents {
+                reader,
+                batch: Vec::new(),
+                next: 0,
+                error: None,
+            };
+            let stream = events.by_ref().inspect(|&e| inspect(e));
+            let recovered = ecf::recover_events(db, stream, on_dep);
+            if let Some(e) = events.error {
+                return Err(anyhow::Error::from(e).context(format!("cannot read {shown}")));
+            }
+            Ok(recovered.with_context(|| format!("{shown}"))?)
+        }
+        Ecf::Wpp(wpp) => {
+            let alphabet = wpp.alphabet.events();
+            let rule = wpp.grammar.starts().first().map(|s| s.rule);
+            let stream = rule
+                .into_iter()
+                .flat_map(|r| Expander::new(&wpp.grammar, r))
+                .map(|t| alphabet[t.index()])
+                .inspect(|&e| inspect(e));
+            Ok(ecf::recover_events(db, stream, on_dep).with_context(|| format!("{shown}"))?)
+        }
+    }
 }
 
 /// The load ids `spec` names: an id, or `FILE:LINE`.
@@ -309,16 +372,16 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                 })
             })?;
         }
-        Input::Ecf(_, events) => {
-            for d in ecf_dependences(file, &db, &events)? {
+        Input::Ecf(_, source) => {
+            ecf_recover(file, &db, source, drop, |d| {
                 print(DepOut {
                     load: end(&db, d.load),
                     store: Some(end(&db, d.store)),
                     offset: None,
                     bytes: None,
                     unexpected: d.unexpected,
-                });
-            }
+                })
+            })?;
         }
     }
     err?;
@@ -338,30 +401,34 @@ struct EcfStats {
     comparisons: u64,
 }
 
-fn ecf_stats(file: &Path, db: &MemoryDb, events: &[Event], json: bool) -> anyhow::Result<()> {
-    let deps = ecf_dependences(file, db, events)?;
+fn ecf_stats(file: &Path, db: &MemoryDb, source: Ecf, json: bool) -> anyhow::Result<()> {
     let check = ecf::check_function(db);
-    let mut inside = false;
-    let check_events = events
-        .iter()
-        .filter(|&&e| {
-            let was = inside;
-            match e {
-                Event::Enter(f) if f == check => inside = true,
-                Event::Leave if inside => inside = false,
-                _ => {}
-            }
-            inside || was
-        })
-        .count();
+    let (mut events, mut check_events, mut inside) = (0usize, 0usize, false);
+    let count = |e: Event| {
+        events += 1;
+        let was = inside;
+        match e {
+            Event::Enter(f) if f == check => inside = true,
+            Event::Leave if inside => inside = false,
+            _ => {}
+        }
+        check_events += usize::from(inside || was);
+    };
+    let (mut dependences, mut unexpected, mut fixed_cost, mut comparisons) = (0, 0, 0, 0);
+    ecf_recover(file, db, source, count, |d| {
+        dependences += 1;
+        unexpected += usize::from(d.unexpected);
+        fixed_cost += usize::from(d.comparisons == 1);
+        comparisons += u64::from(d.comparisons);
+    })?;
     let s = EcfStats {
         memory_instructions: db.instructions.len(),
-        events: events.len(),
+        events,
         check_events,
-        dependences: deps.len(),
-        unexpected: deps.iter().filter(|d| d.unexpected).count(),
-        fixed_cost: deps.iter().filter(|d| d.comparisons == 1).count(),
-        comparisons: deps.iter().map(|d| u64::from(d.comparisons)).sum(),
+        dependences,
+        unexpected,
+        fixed_cost,
+        comparisons,
     };
     if json {
         return crate::util::print_json(&s);
@@ -387,7 +454,7 @@ fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
         Input::Ecf(..) if prefix.is_some() => {
             anyhow::bail!("--prefix applies to address traces, not to eWPPs")
         }
-        Input::Ecf(db, events) => return ecf_stats(file, &db, &events, json),
+        Input::Ecf(db, source) => return ecf_stats(file, &db, source, json),
     };
     let db = r.db().clone();
     let mut left = prefix.unwrap_or(u64::MAX);
@@ -429,15 +496,10 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     let ids = loads(&db, load)?;
     let index = match input {
         Input::At(r) => ChainIndex::build(&db, r)?,
-        Input::Ecf(_, events) => {
-            let deps = ecf_dependences(file, &db, &events)?;
-            let ts = ecf::annotate(&events, ecf::check_function(&db));
-            let instances = db
-                .instructions
-                .iter()
-                .map(|i| ts.get(&(i.function, i.block)).map_or(0, |t| t.len() as u64))
-                .collect();
-            ChainIndex::from_dependences(&db, deps.iter().map(|d| (d.load, d.store)), instances)
+        Input::Ecf(_, source) => {
+            let mut deps = Vec::new();
+            let instances = ecf_recover(file, &db, source, drop, |d| deps.push((d.load, d.store)))?;
+            ChainIndex::from_dependences(&db, deps, instances)
         }
     };
     let mut all = Vec::new();
@@ -549,16 +611,15 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
         );
     }
     let check = ecf::check_function(&db).index();
-    program
-        .functions
-        .resize_with(program.functions.len().max(check), Default::default);
-    program.functions.insert(
-        check,
-        wpp_trace::Function {
-            name: "__wpp_check".into(),
-            ..Default::default()
-        },
-    );
+    if program.functions.len() > check {
+        anyhow::bail!(
+            "{} names {} functions, the address trace's program {check}",
+            trace.display(),
+            program.functions.len()
+        );
+    }
+    program.functions.resize_with(check, Default::default);
+    ecf::attach(&mut program, &db);
     let mut w = wpp_trace::file::create(output, wpp_trace::Format::Binary, &program)?;
     for &e in &built.events {
         w.push(e)?;
