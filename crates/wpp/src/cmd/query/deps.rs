@@ -133,7 +133,7 @@ enum Input {
     /// An address trace.
     At(AtReader<std::io::BufReader<std::fs::File>>),
     /// An eWPP: its memory database and its eCF.
-    Ecf(MemoryDb, Ecf),
+    Ecf(MemoryDb, Box<Ecf>),
 }
 
 /// Where an eWPP's events come from: streamed, never materialized (an eCF holds some ten
@@ -178,7 +178,7 @@ fn input(file: &Path) -> anyhow::Result<Input> {
         ),
     };
     match ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? {
-        Some(db) => Ok(Input::Ecf(db, source)),
+        Some(db) => Ok(Input::Ecf(db, Box::new(source))),
         None => anyhow::bail!(
             "{shown} records no memory dependences: record with `--mode ewpp` (an eWPP) or \
              `--mode trace-addr` (then give `wpp deps` its PROGRAM.PID.at)"
@@ -221,12 +221,12 @@ impl Iterator for TraceEvents {
 fn ecf_recover(
     file: &Path,
     db: &MemoryDb,
-    source: Ecf,
+    source: Box<Ecf>,
     mut inspect: impl FnMut(Event),
     on_dep: impl FnMut(EcfDependence),
 ) -> anyhow::Result<Vec<u64>> {
     let shown = file.display();
-    match source {
+    match *source {
         Ecf::Trace(reader) => {
             let mut events = TraceEvents {
                 reader,
@@ -401,7 +401,7 @@ struct EcfStats {
     comparisons: u64,
 }
 
-fn ecf_stats(file: &Path, db: &MemoryDb, source: Ecf, json: bool) -> anyhow::Result<()> {
+fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow::Result<()> {
     let check = ecf::check_function(db);
     let (mut events, mut check_events, mut inside) = (0usize, 0usize, false);
     let count = |e: Event| {
