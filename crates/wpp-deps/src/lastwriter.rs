@@ -4,8 +4,10 @@
 //! one is indexed by *byte*, so a load depends on the last store to each byte it reads: partial
 //! overlaps, unions written as bytes and read as a word, and block copies are exact.
 //!
-//! Memory is a hash map of 4 KiB pages, each an array of packed writers (8 bytes per byte of
-//! traced memory): a byte never written reads as [`Writer::External`].
+//! Memory is an arena of 4 KiB pages, each an array of packed writers (8 bytes per byte of
+//! traced memory), found through a hash map by page number, with the last page used cached
+//! (accesses are local: the cache spares most lookups); a byte never written reads as
+//! [`Writer::External`].
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -59,7 +61,11 @@ fn unpack(p: u64) -> Writer {
 /// The table. See the module docs.
 #[derive(Default)]
 pub struct LastWriter {
-    pages: FxHashMap<u64, Box<[u64; PAGE]>>,
+    pages: Vec<Box<[u64; PAGE]>>,
+    /// Page number → index in `pages`.
+    index: FxHashMap<u64, u32>,
+    /// The last page looked up and its index (`u32::MAX`: never written).
+    last: std::cell::Cell<Option<(u64, u32)>>,
 }
 
 /// The pieces of `[addr, addr + size)` that fall in one page each: (page number, first offset
@@ -90,14 +96,30 @@ impl LastWriter {
     pub fn write(&mut self, addr: u64, size: u64, w: Writer) {
         let p = pack(w);
         for (page, off, len) in pieces(addr, size) {
-            if p == 0 && !self.pages.contains_key(&page) {
-                continue; // already external
+            let i = match self.find(page) {
+                Some(i) => i,
+                None if p == 0 => continue, // already external
+                None => {
+                    let i = self.pages.len() as u32;
+                    self.pages.push(Box::new([0; PAGE]));
+                    self.index.insert(page, i);
+                    self.last.set(Some((page, i)));
+                    i
+                }
+            };
+            self.pages[i as usize][off..off + len].fill(p);
+        }
+    }
+
+    /// The index of a page, if it was ever written.
+    fn find(&self, page: u64) -> Option<u32> {
+        match self.last.get() {
+            Some((p, i)) if p == page => Some(i).filter(|&i| i != u32::MAX),
+            _ => {
+                let i = self.index.get(&page).copied();
+                self.last.set(Some((page, i.unwrap_or(u32::MAX))));
+                i
             }
-            let bytes = self
-                .pages
-                .entry(page)
-                .or_insert_with(|| Box::new([0; PAGE]));
-            bytes[off..off + len].fill(p);
         }
     }
 
@@ -106,20 +128,27 @@ impl LastWriter {
     pub fn read(&self, addr: u64, size: u64, mut f: impl FnMut(u64, u64, Writer)) {
         let mut run: Option<(u64, u64, u64)> = None; // (offset, len, packed)
         let mut offset = 0u64;
+        const EXTERNAL: [u64; PAGE] = [0; PAGE];
         for (page, off, len) in pieces(addr, size) {
-            let bytes = self.pages.get(&page);
-            for i in 0..len {
-                let p = bytes.map_or(0, |b| b[off + i]);
+            let bytes = match self.find(page) {
+                Some(i) => &self.pages[i as usize][off..off + len],
+                None => &EXTERNAL[off..off + len],
+            };
+            let mut i = 0;
+            while i < len {
+                let p = bytes[i];
+                let same = bytes[i..].iter().position(|&x| x != p).unwrap_or(len - i);
                 match &mut run {
-                    Some((_, l, q)) if *q == p => *l += 1,
+                    Some((_, l, q)) if *q == p => *l += same as u64,
                     _ => {
                         if let Some((o, l, q)) = run {
                             f(o, l, unpack(q));
                         }
-                        run = Some((offset, 1, p));
+                        run = Some((offset, same as u64, p));
                     }
                 }
-                offset += 1;
+                offset += same as u64;
+                i += same;
             }
         }
         if let Some((o, l, q)) = run {

@@ -6,7 +6,7 @@
 use crate::at::Access;
 use crate::lastwriter::{self, Instance, LastWriter, Writer};
 use crate::memdb::{AccessKind, MemoryDb};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 /// One dynamic memory dependence: `load` read `bytes` bytes whose last writer is `store`.
@@ -80,7 +80,12 @@ pub struct Recovery<'a> {
     stats: Stats,
     index: u64,
     writers: Vec<Dependence>,
+    /// The current load's writers by writer, once there are more than [`SCAN_WRITERS`].
+    by_writer: FxHashMap<Writer, usize>,
 }
+
+/// Up to this many writers per load, a load's writers are found by a scan.
+const SCAN_WRITERS: usize = 16;
 
 impl<'a> Recovery<'a> {
     /// A recovery over the instructions of `db`.
@@ -93,6 +98,7 @@ impl<'a> Recovery<'a> {
             stats: Stats::default(),
             index: 0,
             writers: Vec::new(),
+            by_writer: FxHashMap::default(),
         }
     }
 
@@ -140,16 +146,32 @@ impl<'a> Recovery<'a> {
 
     fn load(&mut self, inst: Instance, a: Access) {
         self.stats.loads += 1;
-        let writers = &mut self.writers;
+        let (writers, by_writer) = (&mut self.writers, &mut self.by_writer);
+        by_writer.clear();
         self.table.read(a.addr, a.size, |offset, len, w| {
-            match writers.iter_mut().find(|d| d.store == w) {
-                Some(d) => d.bytes += len,
-                None => writers.push(Dependence {
-                    load: inst,
-                    store: w,
-                    offset,
-                    bytes: len,
-                }),
+            // A few writers: a scan; the many of a block copy: a map (a scan would be quadratic).
+            let found = match writers.len() {
+                0..=SCAN_WRITERS => writers.iter().position(|d| d.store == w),
+                _ => {
+                    if by_writer.is_empty() {
+                        by_writer.extend(writers.iter().enumerate().map(|(i, d)| (d.store, i)));
+                    }
+                    by_writer.get(&w).copied()
+                }
+            };
+            match found {
+                Some(i) => writers[i].bytes += len,
+                None => {
+                    if !by_writer.is_empty() {
+                        by_writer.insert(w, writers.len());
+                    }
+                    writers.push(Dependence {
+                        load: inst,
+                        store: w,
+                        offset,
+                        bytes: len,
+                    })
+                }
             }
         });
         if writers.len() > 1 {

@@ -26,9 +26,14 @@ fn db_strategy() -> impl Strategy<Value = MemoryDb> {
 }
 
 fn case() -> impl Strategy<Value = (MemoryDb, Vec<Access>)> {
-    db_strategy().prop_flat_map(|db| {
+    case_with(24, 9)
+}
+
+/// Accesses below `addrs` of fewer than `sizes` bytes.
+fn case_with(addrs: u64, sizes: u64) -> impl Strategy<Value = (MemoryDb, Vec<Access>)> {
+    db_strategy().prop_flat_map(move |db| {
         let n = db.instructions.len() as u32;
-        let acc = prop::collection::vec((0..n, 0u64..24, 1u64..9), 0..120).prop_map(|v| {
+        let acc = prop::collection::vec((0..n, 0..addrs, 1..sizes), 0..120).prop_map(|v| {
             v.into_iter()
                 .map(|(id, addr, size)| Access { id, addr, size })
                 .collect::<Vec<_>>()
@@ -118,6 +123,24 @@ fn brute_chain(db: &MemoryDb, acc: &[Access], p: usize, chain: &[u32]) -> bool {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Loads of 17 to 63 bytes over stores of 1 or 2: dozens of writers each, some of them
+    /// repeated (the map path of `Recovery`).
+    #[test]
+    fn recovery_matches_backtracking_on_wide_loads((db, mut acc) in case_with(96, 64)) {
+        for a in &mut acc {
+            a.size = match db.instructions[a.id as usize].kind {
+                AccessKind::Load => 17 + a.size % 47,
+                _ => 1 + a.size % 2,
+            };
+        }
+        let mut got = Deps::new();
+        recover(&db, [Ok::<_, std::convert::Infallible>(acc.clone())], |d| {
+            let old = got.insert((d.load, d.store), (d.offset, d.bytes));
+            assert!(old.is_none(), "writer reported twice for one load");
+        }).unwrap();
+        prop_assert_eq!(&got, &brute_deps(&db, &acc));
+    }
 
     #[test]
     fn recovery_matches_backtracking((db, acc) in case()) {
