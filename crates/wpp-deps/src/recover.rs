@@ -77,6 +77,9 @@ pub struct Recovery<'a> {
     instances: Vec<u64>,
     /// Static (store, load) pairs seen (`None`: external).
     pairs: FxHashSet<(Option<u32>, u32)>,
+    /// Per load: the store (id + 1, 0: external) of its pair inserted last, which most
+    /// dependences repeat (spares the set a lookup per dependence).
+    last_pair: Vec<u32>,
     stats: Stats,
     index: u64,
     writers: Vec<Dependence>,
@@ -95,6 +98,7 @@ impl<'a> Recovery<'a> {
             table: LastWriter::new(),
             instances: vec![0; db.instructions.len()],
             pairs: FxHashSet::default(),
+            last_pair: vec![u32::MAX; db.instructions.len()],
             stats: Stats::default(),
             index: 0,
             writers: Vec::new(),
@@ -188,7 +192,10 @@ impl<'a> Recovery<'a> {
                     Some(s.id)
                 }
             };
-            self.pairs.insert((store, inst.id));
+            let key = store.map_or(0, |s| s + 1);
+            if std::mem::replace(&mut self.last_pair[inst.id as usize], key) != key {
+                self.pairs.insert((store, inst.id));
+            }
         }
     }
 
