@@ -111,6 +111,9 @@ pub const SYM_UNWIND: &str = "__wpp_rt_unwind";
 /// `void __wpp_rt_at_flush_v1(uint64_t **abuf, uint32_t *aidx, const uint8_t *memory_db,
 /// uint64_t memory_db_len)`: writes the calling thread's address-trace buffer (`trace-addr`).
 pub const SYM_AT_FLUSH: &str = "__wpp_rt_at_flush_v1";
+/// `void __wpp_rt_filter_flush_v1(…)`, the arguments of [`SYM_AT_FLUSH`]: classifies the
+/// calling thread's address buffer (`ewpp-filter`).
+pub const SYM_FILTER_FLUSH: &str = "__wpp_rt_filter_flush_v1";
 /// Capacity of a thread's address-trace buffer, in words (three per access).
 pub const AT_BUF_CAP: u32 = 3 * 8192;
 /// Thread-local address-trace buffer address global (`trace-addr`).
@@ -192,6 +195,10 @@ pub enum Mode {
     /// with the dependence checks' control flow (see
     /// [Accesses in the event buffer](self#accesses-in-the-event-buffer-ewpp)).
     Ewpp,
+    /// The filtering phase of `Ewpp` (Tallam–Gupta §3.1): the address probes of `TraceAddr`
+    /// (no block events), whose buffers go to [`SYM_FILTER_FLUSH`]; the runtime writes the
+    /// report of exercised (store, load) pairs at exit.
+    EwppFilter,
 }
 
 impl Mode {
@@ -204,6 +211,7 @@ impl Mode {
             Mode::Ppp => "ppp",
             Mode::TraceAddr => "trace-addr",
             Mode::Ewpp => "ewpp",
+            Mode::EwppFilter => "ewpp-filter",
         }
     }
 }

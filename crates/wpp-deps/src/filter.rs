@@ -96,52 +96,85 @@ pub fn classify<E>(
 where
     RecoverError: From<E>,
 {
-    let mut r = Recovery::new(db);
-    let mut addrs = FxHashMap::default();
-    let mut occurrences: FxHashMap<(u32, u32), u64> = FxHashMap::default();
-    // Per load: every writer its bytes ever had (None: external).
-    let mut writers: FxHashMap<u32, FxHashSet<Option<u32>>> = FxHashMap::default();
+    let mut c = Classifier::new(db);
     for chunk in chunks {
         for a in chunk? {
-            note(&mut addrs, &a);
-            let (_, deps) = r.step(a)?;
-            for d in deps {
-                let store = match d.store {
-                    Writer::Store(s) => Some(s.id),
-                    Writer::External => None,
-                };
-                writers.entry(d.load.id).or_default().insert(store);
-                if let Some(s) = store {
-                    *occurrences.entry((s, d.load.id)).or_default() += 1;
-                }
-            }
+            c.add(a)?;
         }
     }
-    let mut pairs: Vec<Pair> = occurrences
-        .into_iter()
-        .map(|((store, load), occurrences)| {
-            let class = match (addrs[&store], addrs[&load]) {
-                (Addresses::One(x, n), Addresses::One(y, m)) if x <= y && y + m <= x + n => {
-                    if writers[&load].len() == 1 {
-                        Class::FullyFree
-                    } else {
-                        Class::PartiallyFree
-                    }
-                }
-                (Addresses::One(..), _) => Class::LastInstance,
-                (Addresses::Many, _) => Class::AnyInstance,
+    Ok(c.finish())
+}
+
+/// The filtering phase as a stream: accesses in, the report at the end (what `classify` does
+/// to a recording, and the `ewpp-filter` runtime to the program's accesses as they run).
+pub struct Classifier<'a> {
+    db: &'a MemoryDb,
+    recovery: Recovery<'a>,
+    addrs: FxHashMap<u32, Addresses>,
+    occurrences: FxHashMap<(u32, u32), u64>,
+    /// Per load: every writer its bytes ever had (None: external).
+    writers: FxHashMap<u32, FxHashSet<Option<u32>>>,
+}
+
+impl<'a> Classifier<'a> {
+    /// A classifier for the program `db`.
+    pub fn new(db: &'a MemoryDb) -> Self {
+        Classifier {
+            db,
+            recovery: Recovery::new(db),
+            addrs: FxHashMap::default(),
+            occurrences: FxHashMap::default(),
+            writers: FxHashMap::default(),
+        }
+    }
+
+    /// Takes the next access.
+    pub fn add(&mut self, a: Access) -> Result<(), RecoverError> {
+        note(&mut self.addrs, &a);
+        let (_, deps) = self.recovery.step(a)?;
+        for d in deps {
+            let store = match d.store {
+                Writer::Store(s) => Some(s.id),
+                Writer::External => None,
             };
-            Pair {
-                store,
-                load,
-                class,
-                occurrences,
+            self.writers.entry(d.load.id).or_default().insert(store);
+            if let Some(s) = store {
+                *self.occurrences.entry((s, d.load.id)).or_default() += 1;
             }
-        })
-        .collect();
-    pairs.sort_by_key(|p| (p.store, p.load));
-    let program_crc = program_crc(db);
-    Ok(FilterReport { program_crc, pairs })
+        }
+        Ok(())
+    }
+
+    /// The report: every exercised pair with its class (Definitions 1–4).
+    pub fn finish(self) -> FilterReport {
+        let (addrs, writers) = (&self.addrs, &self.writers);
+        let mut pairs: Vec<Pair> = self
+            .occurrences
+            .into_iter()
+            .map(|((store, load), occurrences)| {
+                let class = match (addrs[&store], addrs[&load]) {
+                    (Addresses::One(x, n), Addresses::One(y, m)) if x <= y && y + m <= x + n => {
+                        if writers[&load].len() == 1 {
+                            Class::FullyFree
+                        } else {
+                            Class::PartiallyFree
+                        }
+                    }
+                    (Addresses::One(..), _) => Class::LastInstance,
+                    (Addresses::Many, _) => Class::AnyInstance,
+                };
+                Pair {
+                    store,
+                    load,
+                    class,
+                    occurrences,
+                }
+            })
+            .collect();
+        pairs.sort_by_key(|p| (p.store, p.load));
+        let program_crc = program_crc(self.db);
+        FilterReport { program_crc, pairs }
+    }
 }
 
 /// The CRC-32 a report uses to name its program.

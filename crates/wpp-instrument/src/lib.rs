@@ -10,6 +10,7 @@
 //! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths; atomic if the program may run threads) or a runtime hash-table call | `instrument_bl` (this file) |
 //! | `trace-addr` | the `trace-blocks` events plus an address trace: id, address and size of every executed load, store and modelled library write (Tallam–Gupta's CF + AT) | `trace-blocks`' probes, and an append of three words per access to a second buffer | [`memory`] |
 //! | `ewpp` | the extended control-flow trace (Tallam–Gupta §3): the `trace-blocks` events with each memory dependence's check as block events of a synthetic `__wpp_check` | `trace-blocks`' probes, and an append of three tagged words per access to the *event* buffer, which the runtime's writer turns into checks | [`memory`], `wpp_deps::ecf` |
+//! | `ewpp-filter` | the filtering phase of `ewpp` (Tallam–Gupta §3.1): the runtime classifies the exercised (store, load) pairs as the program runs and writes the report at exit | `trace-addr`'s address probes only | [`memory`], `wpp_deps::filter` |
 //! | `ppp` | preferential path profile (PPP §5) | BL and PPP registers on the same chords, placed off the interesting profile's hot edges; range + stored-id check, array increment (atomic if the program may run threads), runtime call on a miss; functions with ≤ 4096 paths count by Ball–Larus id like `bl` | [`ppp`] |
 //!
 //! # Design
@@ -440,12 +441,13 @@ fn drop_purity(m: Mod<'_>, targets: &[ir::Value<'_>]) {
     }
 }
 
-/// `trace-addr`: embeds the memory database as [`abi::SYM_MEMORY_DB`] and inserts the address
-/// probes; returns their number.
+/// `trace-addr`, `ewpp-filter`: embeds the memory database as [`abi::SYM_MEMORY_DB`] and
+/// inserts the address probes, whose full buffers call `flush_symbol`; returns their number.
 fn embed_memory_db<'m>(
     m: Mod<'m>,
     mdb: &wpp_deps::MemoryDb,
     sites: &memory::Sites<'m>,
+    flush_symbol: &str,
 ) -> Result<usize, Error> {
     let bytes = postcard::to_allocvec(mdb).map_err(|e| Error::Encode(e.to_string()))?;
     let arr = m.array(m.int(8), bytes.len() as u64);
@@ -457,7 +459,7 @@ fn embed_memory_db<'m>(
         true,
         false,
     );
-    let h = memory::Helper::for_address_trace(m, global, bytes.len() as u64);
+    let h = memory::Helper::for_address_trace(m, flush_symbol, global, bytes.len() as u64);
     Ok(sites.instrument(m, &h))
 }
 
@@ -501,7 +503,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
-    let addresses = matches!(opts.mode, Mode::TraceAddr | Mode::Ewpp);
+    let addresses = matches!(opts.mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter);
     if addresses && module_may_run_threads(module) {
         return Err(Error::Unsupported {
             function: "(program)".into(),
@@ -596,8 +598,13 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     );
     if let Some(mdb) = &memory_db {
         report.memory_instructions = mdb.instructions.len();
-        if opts.mode == Mode::TraceAddr {
-            report.probes += embed_memory_db(m, mdb, &memory_sites)?;
+        let flush = match opts.mode {
+            Mode::TraceAddr => Some(abi::SYM_AT_FLUSH),
+            Mode::EwppFilter => Some(abi::SYM_FILTER_FLUSH),
+            _ => None,
+        };
+        if let Some(flush) = flush {
+            report.probes += embed_memory_db(m, mdb, &memory_sites, flush)?;
         }
     }
     if matches!(opts.mode, Mode::Ppp | Mode::Bl) {
@@ -626,6 +633,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             Mode::Ewpp => {
                 report.probes += blocks::instrument_resumable(m, &h, f, fid as u32, sites)
             }
+            // The filtering run needs the accesses only.
+            Mode::EwppFilter => {}
             _ => report.probes += blocks::instrument(m, &h, f, fid as u32, sites),
         }
     }

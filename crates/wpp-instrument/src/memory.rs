@@ -251,10 +251,15 @@ pub(crate) struct Helper<'m> {
 }
 
 impl<'m> Helper<'m> {
-    /// `trace-addr`: adds `__wpp_abuf`, `__wpp_aidx` and the helper `__wpp_access` to `m`;
-    /// `db` is the embedded memory database (`db_len` bytes), passed to the runtime on every
-    /// flush.
-    pub fn for_address_trace(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helper<'m> {
+    /// `trace-addr` and `ewpp-filter`: adds `__wpp_abuf`, `__wpp_aidx` and the helper
+    /// `__wpp_access` to `m`; a full buffer calls `flush_symbol` with `db`, the embedded memory
+    /// database (`db_len` bytes).
+    pub fn for_address_trace(
+        m: Mod<'m>,
+        flush_symbol: &str,
+        db: Value<'m>,
+        db_len: u64,
+    ) -> Helper<'m> {
         let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
         let cap = u64::from(abi::AT_BUF_CAP);
         let abuf = m.add_global(abi::SYM_ABUF, ptr, m.const_null(ptr), true, false, true);
@@ -267,7 +272,7 @@ impl<'m> Helper<'m> {
             true,
         );
         let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, i64t]);
-        let flush = m.declare(abi::SYM_AT_FLUSH, flush_ty);
+        let flush = m.declare(flush_symbol, flush_ty);
         let args = [abuf, aidx, db, m.const_int(i64t, db_len)];
         Self::build(m, (abuf, aidx, cap), (flush_ty, flush, &args), false)
     }

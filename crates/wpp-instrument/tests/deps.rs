@@ -435,3 +435,44 @@ fn a_foreign_report_is_refused() {
         .to_string();
     assert!(e.contains("report is of another program"), "{e}");
 }
+
+/// `--mode ewpp-filter`: the program classifies its own accesses as it runs and writes the
+/// report at exit, equal to the offline filtering (`wpp_deps::filter::classify`) of a
+/// `trace-addr` recording of the same run; an `ewpp` build given it meets no unexpected pair.
+#[test]
+fn filtering_run_equals_the_filtering_of_an_address_trace() {
+    for src in ["deps.c", "recursion.c"] {
+        let dir = Scratch::new();
+        let at = record(src, &["-O1", "-g"], &dir);
+        let (_, want) = at_truth(&at);
+        let (filter, out) = (dir.path("filter"), dir.path("f"));
+        let opts = Options::new(InstrumentMode::EwppFilter);
+        build_with_options(src, &["-O1", "-g"], opts, &filter, None);
+        let r = run(&filter, &[], Some(&out));
+        assert!(
+            r.stderr.is_empty(),
+            "{src}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let report = dir.path("f.depf");
+        let bytes = std::fs::read(&report).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let got = wpp_deps::filter::FilterReport::from_bytes(&bytes, "f.depf").unwrap();
+        assert!(!got.pairs.is_empty(), "{src}");
+        assert_eq!(got, want, "{src}");
+
+        let (ewpp, trace) = (dir.path("ewpp"), dir.path("e.trace"));
+        let mut opts = Options::new(InstrumentMode::Ewpp);
+        opts.exercised = Some(got);
+        build_with_options(src, &["-O1", "-g"], opts, &ewpp, None);
+        run(&ewpp, &[], Some(&trace));
+        let (program, events) = wpp_trace::file::read_events(&trace).expect("eCF");
+        let db = wpp_deps::ecf::memory_db(&program).unwrap().unwrap();
+        let mut n = 0;
+        wpp_deps::ecf::recover(&db, &events, |d| {
+            assert!(!d.unexpected, "{src}: {d:?}");
+            n += 1;
+        })
+        .unwrap();
+        assert!(n > 0, "{src}");
+    }
+}

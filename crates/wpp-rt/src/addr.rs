@@ -10,8 +10,13 @@
 //! with an abandon record naming the problem, which every reader reports as an error, and
 //! nothing more is recorded.
 //!
+//! The `ewpp-filter` mode (the filtering phase of Tallam–Gupta §3.1) has the same probes, whose
+//! full buffers reach [`__wpp_rt_filter_flush_v1`] instead: no file is written while the
+//! program runs; each buffer goes through the filter's classifier (`wpp_deps::filter`), and
+//! the report of exercised pairs is written at exit, the input of an `ewpp` build.
+//!
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
-//! `PROGRAM.PID.at`. A forked child writes nothing (as for the block trace). Chunks are
+//! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing (as for the block trace). Chunks are
 //! written by the program thread itself, so after `kill -9` every chunk written so far is
 //! readable (the reader reports the missing end record).
 
@@ -27,7 +32,7 @@ enum State {
     Idle,
     /// Recording the thread `owner`, whose buffer is `words` (installed in its `__wpp_abuf`).
     Active {
-        out: AtWriter<BufWriter<File>>,
+        out: Output,
         owner: libc::pthread_t,
         abuf: *mut *mut u64,
         aidx: *mut u32,
@@ -50,19 +55,85 @@ struct Hole(std::cell::UnsafeCell<[u64; AT_BUF_CAP as usize]>);
 unsafe impl Sync for Hole {}
 static HOLE: Hole = Hole(std::cell::UnsafeCell::new([0; AT_BUF_CAP as usize]));
 
-fn output_path() -> PathBuf {
+/// Where accesses go.
+enum Output {
+    /// The address trace file.
+    Trace(AtWriter<BufWriter<File>>),
+    /// `ewpp-filter`: the classifier, and where its report goes at the end.
+    Filter(wpp_deps::filter::Classifier<'static>, PathBuf),
+}
+
+impl Output {
+    /// Opens the output of `kind` for the program whose memory database is `db`.
+    fn open(kind: Kind, db: &[u8]) -> Result<Output, String> {
+        let path = output_path(kind);
+        let shown = path.display();
+        match kind {
+            Kind::Trace => File::create(&path)
+                .and_then(|f| AtWriter::new(BufWriter::new(f), db))
+                .map(Output::Trace)
+                .map_err(|e| format!("cannot write the address trace {shown}: {e}")),
+            Kind::Filter => {
+                let db: wpp_deps::MemoryDb = postcard::from_bytes(db)
+                    .map_err(|e| format!("cannot decode the memory database: {e}"))?;
+                // Checked now, so an unwritable path is reported when recording starts.
+                File::create(&path).map_err(|e| format!("cannot write {shown}: {e}"))?;
+                let db: &'static wpp_deps::MemoryDb = Box::leak(Box::new(db));
+                Ok(Output::Filter(wpp_deps::filter::Classifier::new(db), path))
+            }
+        }
+    }
+
+    fn chunk(&mut self, accesses: impl Iterator<Item = Access>) -> Result<(), String> {
+        match self {
+            Output::Trace(w) => w.chunk(accesses).map_err(|e| e.to_string()),
+            Output::Filter(c, _) => accesses
+                .map(|a| c.add(a))
+                .collect::<Result<(), _>>()
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    fn finish(self) -> Result<(), String> {
+        match self {
+            Output::Trace(w) => w.finish().map(drop).map_err(|e| e.to_string()),
+            Output::Filter(c, path) => std::fs::write(&path, c.finish().to_bytes())
+                .map_err(|e| format!("{}: {e}", path.display())),
+        }
+    }
+
+    fn abandon(self, message: &str) {
+        match self {
+            Output::Trace(w) => drop(w.abandon(message)),
+            Output::Filter(_, path) => drop(std::fs::remove_file(path)),
+        }
+    }
+}
+
+/// Which flush entry point a module calls: its mode.
+#[derive(Clone, Copy)]
+enum Kind {
+    Trace,
+    Filter,
+}
+
+fn output_path(kind: Kind) -> PathBuf {
     let pid = std::process::id().to_string();
-    if let Some(p) = std::env::var_os("WPP_AT_OUT") {
+    let ext = match kind {
+        Kind::Trace => "at",
+        Kind::Filter => "depf",
+    };
+    if let (Kind::Trace, Some(p)) = (kind, std::env::var_os("WPP_AT_OUT")) {
         return PathBuf::from(p.to_string_lossy().replace("%p", &pid));
     }
     if let Some(p) = std::env::var_os("WPP_OUT") {
-        return PathBuf::from(format!("{}.at", p.to_string_lossy().replace("%p", &pid)));
+        return PathBuf::from(format!("{}.{ext}", p.to_string_lossy().replace("%p", &pid)));
     }
     let program = std::env::current_exe()
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "program".into());
-    PathBuf::from(format!("{program}.{pid}.at"))
+    PathBuf::from(format!("{program}.{pid}.{ext}"))
 }
 
 fn lock() -> std::sync::MutexGuard<'static, State> {
@@ -80,16 +151,11 @@ fn accesses(words: &[u64], len: usize) -> impl Iterator<Item = Access> + '_ {
         })
 }
 
-fn start(db: &[u8], abuf: *mut *mut u64, aidx: *mut u32) -> State {
-    let path = output_path();
-    let out = File::create(&path).and_then(|f| AtWriter::new(BufWriter::new(f), db));
-    let out = match out {
+fn start(kind: Kind, db: &[u8], abuf: *mut *mut u64, aidx: *mut u32) -> State {
+    let out = match Output::open(kind, db) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!(
-                "wpp-rt: cannot write the address trace {}: {e}",
-                path.display()
-            );
+            eprintln!("wpp-rt: {e}");
             return State::Over;
         }
     };
@@ -126,6 +192,28 @@ pub unsafe extern "C" fn __wpp_rt_at_flush_v1(
     db: *const u8,
     db_len: u64,
 ) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { flush(Kind::Trace, abuf, aidx, db, db_len) }
+}
+
+/// `ewpp-filter`: classifies the calling thread's full address buffer. See the module docs.
+///
+/// # Safety
+/// As [`__wpp_rt_at_flush_v1`].
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_filter_flush_v1(
+    abuf: *mut *mut u64,
+    aidx: *mut u32,
+    db: *const u8,
+    db_len: u64,
+) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { flush(Kind::Filter, abuf, aidx, db, db_len) }
+}
+
+/// # Safety
+/// As [`__wpp_rt_at_flush_v1`].
+unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, db_len: u64) {
     let mut st = lock();
     // SAFETY: no preconditions.
     let me = unsafe { libc::pthread_self() };
@@ -133,7 +221,7 @@ pub unsafe extern "C" fn __wpp_rt_at_flush_v1(
         State::Idle => {
             // SAFETY: guaranteed by the caller.
             let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
-            *st = start(db, abuf, aidx);
+            *st = start(kind, db, abuf, aidx);
             if matches!(*st, State::Active { .. }) {
                 return;
             }
@@ -145,8 +233,8 @@ pub unsafe extern "C" fn __wpp_rt_at_flush_v1(
             };
             let msg = "a second thread accessed memory; trace-addr records single-threaded \
                        programs only (cross-thread dependences need a global order of accesses)";
-            eprintln!("wpp-rt: {msg}; the address trace stops here");
-            let _ = out.abandon(msg);
+            eprintln!("wpp-rt: {msg}; the recording of accesses stops here");
+            out.abandon(msg);
         }
         State::Active {
             out,
@@ -157,7 +245,7 @@ pub unsafe extern "C" fn __wpp_rt_at_flush_v1(
             // SAFETY: `aidx` is the owner's index (checked above).
             let len = unsafe { *aidx } as usize;
             if let Err(e) = out.chunk(accesses(words, len)) {
-                eprintln!("wpp-rt: cannot write the address trace: {e}; it stops here");
+                eprintln!("wpp-rt: cannot record the accesses: {e}; the recording stops here");
                 *st = State::Over;
             } else {
                 // SAFETY: as above.
@@ -196,11 +284,9 @@ pub(crate) fn end() {
         // thread of the process, and TLS blocks are freed only when their thread ends, which
         // for the owner would have gone through here first only if it called exit).
         let len = unsafe { *aidx } as usize;
-        let r = out
-            .chunk(accesses(&words, len))
-            .and_then(|_| out.finish().map(drop));
+        let r = out.chunk(accesses(&words, len)).and_then(|_| out.finish());
         if let Err(e) = r {
-            eprintln!("wpp-rt: cannot write the address trace: {e}");
+            eprintln!("wpp-rt: cannot end the recording of accesses: {e}");
         }
         // SAFETY: as above; later accesses (other exit handlers) go to the hole.
         unsafe {

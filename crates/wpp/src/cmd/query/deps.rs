@@ -49,9 +49,10 @@ pub enum Command {
     /// The filtering phase (Tallam–Gupta §3.1): classify every exercised (store, load) pair
     /// as fully free, partially free, last-instance (fixed-cost) or any-instance
     /// (variable-cost), print Table VIII's distribution per function and in total, and
-    /// optionally save the report (versioned, checksummed) for a collection build.
+    /// optionally save the report (versioned, checksummed) for a collection build. Given the
+    /// report of a `--mode ewpp-filter` run, prints its distribution (in total only).
     Filter {
-        /// The address trace.
+        /// The address trace, or a report.
         file: PathBuf,
         /// Write the report here.
         #[arg(short, long)]
@@ -534,10 +535,26 @@ struct FilterOut {
 }
 
 fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> {
-    use wpp_deps::filter::{classify, Class, Distribution};
-    let r = open(file)?;
-    let db = r.db().clone();
-    let report = classify(&db, r)?;
+    use wpp_deps::filter::{classify, Class, Distribution, FilterReport};
+    let mut magic = [0u8; 8];
+    let is_report = std::fs::File::open(file)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| &magic == wpp_deps::filter::MAGIC);
+    // A report (`--mode ewpp-filter`) names no functions: its distribution is the total.
+    let (db, report) = match is_report {
+        true => {
+            let bytes =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let report = FilterReport::from_bytes(&bytes, &file.display().to_string())?;
+            (MemoryDb::default(), report)
+        }
+        false => {
+            let r = open(file)?;
+            let db = r.db().clone();
+            let report = classify(&db, r)?;
+            (db, report)
+        }
+    };
     if let Some(o) = output {
         std::fs::write(o, report.to_bytes())
             .with_context(|| format!("cannot write {}", o.display()))?;

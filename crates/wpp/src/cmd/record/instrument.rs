@@ -22,6 +22,10 @@ pub enum Mode {
     /// Give the filtering run's report (`wpp deps filter -o`) with `--exercised`.
     /// Single-threaded programs only.
     Ewpp,
+    /// The filtering run of `ewpp` (Tallam–Gupta §3.1): the program writes
+    /// `PROGRAM.PID.depf`, the exercised (store, load) pairs and their classes, for
+    /// `--mode ewpp --exercised`. Single-threaded programs only.
+    EwppFilter,
 }
 
 /// How `bl`/`ppp` counters are incremented.
@@ -93,6 +97,7 @@ impl Mode {
             Mode::Ppp => M::Ppp,
             Mode::TraceAddr => M::TraceAddr,
             Mode::Ewpp => M::Ewpp,
+            Mode::EwppFilter => M::EwppFilter,
         }
     }
 }
