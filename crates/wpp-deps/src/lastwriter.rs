@@ -128,7 +128,7 @@ impl LastWriter {
     pub fn read(&self, addr: u64, size: u64, mut f: impl FnMut(u64, u64, Writer)) {
         let mut run: Option<(u64, u64, u64)> = None; // (offset, len, packed)
         let mut offset = 0u64;
-        const EXTERNAL: [u64; PAGE] = [0; PAGE];
+        static EXTERNAL: [u64; PAGE] = [0; PAGE];
         for (page, off, len) in pieces(addr, size) {
             let bytes = match self.find(page) {
                 Some(i) => &self.pages[i as usize][off..off + len],
