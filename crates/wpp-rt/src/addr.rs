@@ -60,7 +60,7 @@ enum Output {
     /// The address trace file.
     Trace(AtWriter<BufWriter<File>>),
     /// `ewpp-filter`: the classifier, and where its report goes at the end.
-    Filter(wpp_deps::filter::Classifier<'static>, PathBuf),
+    Filter(Box<wpp_deps::filter::Classifier<'static>>, PathBuf),
 }
 
 impl Output {
@@ -79,7 +79,8 @@ impl Output {
                 // Checked now, so an unwritable path is reported when recording starts.
                 File::create(&path).map_err(|e| format!("cannot write {shown}: {e}"))?;
                 let db: &'static wpp_deps::MemoryDb = Box::leak(Box::new(db));
-                Ok(Output::Filter(wpp_deps::filter::Classifier::new(db), path))
+                let classifier = wpp_deps::filter::Classifier::new(db);
+                Ok(Output::Filter(Box::new(classifier), path))
             }
         }
     }
@@ -88,8 +89,7 @@ impl Output {
         match self {
             Output::Trace(w) => w.chunk(accesses).map_err(|e| e.to_string()),
             Output::Filter(c, _) => accesses
-                .map(|a| c.add(a))
-                .collect::<Result<(), _>>()
+                .try_for_each(|a| c.add(a))
                 .map_err(|e| e.to_string()),
         }
     }
