@@ -85,7 +85,7 @@ impl Output {
         }
     }
 
-    fn chunk(&mut self, accesses: impl Iterator<Item = Access>) -> Result<(), String> {
+    fn chunk(&mut self, mut accesses: impl Iterator<Item = Access>) -> Result<(), String> {
         match self {
             Output::Trace(w) => w.chunk(accesses).map_err(|e| e.to_string()),
             Output::Filter(c, _) => accesses
