@@ -2,6 +2,7 @@
  * Each access the test checks is on a line marked with a comment naming it; the test finds
  * the markers, so the expected dependences are written in the test by name. Built with -O1 -g:
  * the noinline helpers keep each access a real load or store. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,23 @@ NOINLINE int sum(const int *a, int n) {
     return s;
 }
 
+NOINLINE int scribble(int x) {
+    volatile int big[64];
+    for (int i = 0; i < 64; i++)
+        big[i] = x + i; /* S_SCRIBBLE */
+    return big[x & 63];
+}
+
+NOINLINE int va_sum(int n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        s += va_arg(ap, int); /* L_VA */
+    va_end(ap);
+    return s;
+}
+
 int main(void) {
     /* Aliasing through arguments: set #1 writes a, set #2 writes b, set #3 writes a
      * through an alias; get #1 reads a (set #3), get #2 reads b (set #2). */
@@ -120,5 +138,10 @@ int main(void) {
     int arr[10];
     fill_loop(arr, 10);
     printf("loop %d\n", sum(arr, 10));
+
+    /* Variadic arguments: va_arg reads the register save area the prologue wrote (no store
+     * of the program), never the stale stack bytes scribble left there. */
+    int sc = scribble(1);
+    printf("va %d %d\n", sc, va_sum(3, 10, 20, 30));
     return 0;
 }

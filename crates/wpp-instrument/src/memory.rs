@@ -14,6 +14,8 @@
 //! | `llvm.memset`, `memset` (and `__memset_chk`) | store | before it |
 //! | `malloc`, `calloc`, `realloc`, `aligned_alloc`, C++ `operator new` (`call`, not `invoke`), `mmap` | clobber of the new block | after it |
 //! | `read`, `fread` | clobber of the bytes read | after it |
+//! | `llvm.va_start` | clobber of the `va_list` and of the register save area it points to (x86-64 SysV: 176 bytes), which the prologue wrote | after it |
+//! | `llvm.va_copy` | clobber of the destination `va_list` | after it |
 //!
 //! A clobber marks bytes as written outside the program, so a load of fresh heap memory (or
 //! of a reused block before the program writes it) is reported as external instead of
@@ -32,6 +34,13 @@
 use crate::ir::{Mod, Opcode, Type, Value};
 use wpp_abi as abi;
 use wpp_deps::{AccessKind, MemInstr};
+
+/// x86-64 SysV `va_list`: its size, and where it keeps the address of the register save area
+/// (`reg_save_area`, after `gp_offset`, `fp_offset` and `overflow_arg_area`), which holds the
+/// six integer and eight vector argument registers.
+const VA_LIST_BYTES: u64 = 24;
+const REG_SAVE_AREA_OFFSET: u64 = 16;
+const REG_SAVE_AREA_BYTES: u64 = 6 * 8 + 8 * 16;
 
 /// Where an access's byte count comes from.
 #[derive(Clone, Copy)]
@@ -56,6 +65,8 @@ struct Probe<'m> {
     id: u32,
     /// The pointer: an operand, or the call's result.
     ptr: Option<u32>,
+    /// Whether the address is the pointer stored at this byte offset of `ptr` instead.
+    deref: Option<u64>,
     size: Size,
     /// After the instruction (it needs the result).
     after: bool,
@@ -125,7 +136,7 @@ impl<'m> Sites<'m> {
     pub fn collect(&mut self, m: Mod<'m>, fid: u32, blocks: &[crate::ir::Block<'m>]) {
         for (bi, b) in blocks.iter().enumerate() {
             for inst in b.instructions() {
-                let mut add = |kind, what: &str, ptr, size, after| {
+                let mut add_at = |kind, what: &str, ptr, deref, size, after| {
                     let id = self.instructions.len() as u32;
                     self.instructions.push(MemInstr {
                         function: fid,
@@ -139,34 +150,52 @@ impl<'m> Sites<'m> {
                         inst,
                         id,
                         ptr,
+                        deref,
                         size,
                         after,
                     });
                 };
+
                 match inst.opcode() {
                     Opcode::LLVMLoad => {
                         if let Some(n) = m.store_size(inst.type_of()) {
-                            add(AccessKind::Load, "load", Some(0), Size::Bytes(n), false);
+                            add_at(
+                                AccessKind::Load,
+                                "load",
+                                Some(0),
+                                None,
+                                Size::Bytes(n),
+                                false,
+                            );
                         }
                     }
                     Opcode::LLVMStore => {
                         if let Some(n) = inst.operand(0).and_then(|v| m.store_size(v.type_of())) {
-                            add(AccessKind::Store, "store", Some(1), Size::Bytes(n), false);
+                            add_at(
+                                AccessKind::Store,
+                                "store",
+                                Some(1),
+                                None,
+                                Size::Bytes(n),
+                                false,
+                            );
                         }
                     }
                     Opcode::LLVMAtomicRMW => {
                         if let Some(n) = m.store_size(inst.type_of()) {
-                            add(
+                            add_at(
                                 AccessKind::Load,
                                 "atomicrmw",
                                 Some(0),
+                                None,
                                 Size::Bytes(n),
                                 false,
                             );
-                            add(
+                            add_at(
                                 AccessKind::Store,
                                 "atomicrmw",
                                 Some(0),
+                                None,
                                 Size::Bytes(n),
                                 false,
                             );
@@ -174,11 +203,19 @@ impl<'m> Sites<'m> {
                     }
                     Opcode::LLVMAtomicCmpXchg => {
                         if let Some(n) = inst.operand(1).and_then(|v| m.store_size(v.type_of())) {
-                            add(AccessKind::Load, "cmpxchg", Some(0), Size::Bytes(n), false);
-                            add(
+                            add_at(
+                                AccessKind::Load,
+                                "cmpxchg",
+                                Some(0),
+                                None,
+                                Size::Bytes(n),
+                                false,
+                            );
+                            add_at(
                                 AccessKind::Store,
                                 "cmpxchg",
                                 Some(0),
+                                None,
                                 Size::IfExchanged(n),
                                 true,
                             );
@@ -186,6 +223,26 @@ impl<'m> Sites<'m> {
                     }
                     Opcode::LLVMCall => {
                         let name = callee_name(m, inst).unwrap_or_default();
+                        if name == "llvm.va_start" {
+                            // x86-64 SysV: the prologue's register save area, which `va_arg`
+                            // reads, is written by no IR store; so is the `va_list` itself.
+                            let list = Size::Bytes(VA_LIST_BYTES);
+                            add_at(AccessKind::Clobber, "va_start", Some(0), None, list, true);
+                            let saved = Size::Bytes(REG_SAVE_AREA_BYTES);
+                            let at = Some(REG_SAVE_AREA_OFFSET);
+                            add_at(
+                                AccessKind::Clobber,
+                                "va_start registers",
+                                Some(0),
+                                at,
+                                saved,
+                                true,
+                            );
+                        }
+                        if name == "llvm.va_copy" {
+                            let list = Size::Bytes(VA_LIST_BYTES);
+                            add_at(AccessKind::Clobber, "va_copy", Some(0), None, list, true);
+                        }
                         for &(kind, what, ptr, rule) in call_accesses(&name) {
                             let size = match rule {
                                 0 => Size::Operand(2),
@@ -196,7 +253,7 @@ impl<'m> Sites<'m> {
                                 _ => Size::ResultTimes(1),
                             };
                             let after = kind == AccessKind::Clobber;
-                            add(kind, what, ptr, size, after);
+                            add_at(kind, what, ptr, None, size, after);
                         }
                     }
                     _ => {}
@@ -219,6 +276,13 @@ impl<'m> Sites<'m> {
                 Some(i) => p.inst.operand(i).expect("pointer operand"),
                 None => p.inst,
             };
+            let address = match p.deref {
+                None => b.ptr_to_i64(ptr, i64t),
+                Some(offset) => {
+                    let slot = b.gep(i64t, ptr, &[m.const_int(i64t, offset / 8)]);
+                    b.load(i64t, slot)
+                }
+            };
             let op = |i: u32| b.to_i64(p.inst.operand(i).expect("size operand"), i64t, false);
             let size = match p.size {
                 Size::Bytes(n) => m.const_int(i64t, n),
@@ -231,11 +295,7 @@ impl<'m> Sites<'m> {
                     b.select(ok, m.const_int(i64t, n), m.const_int(i64t, 0))
                 }
             };
-            let args = [
-                m.const_int(i64t, h.id_word(p.id)),
-                b.ptr_to_i64(ptr, i64t),
-                size,
-            ];
+            let args = [m.const_int(i64t, h.id_word(p.id)), address, size];
             b.call(h.access_ty, h.access, &args);
         }
         self.probes.len()
