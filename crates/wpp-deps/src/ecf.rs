@@ -494,10 +494,13 @@ where
     for (i, &e) in events.iter().enumerate() {
         if matches!(e, Event::Block(_) | Event::Leave) {
             if let Some(Some(id)) = expected(&c) {
+                let next = pending.front().map_or("its end".into(), |a: &Access| {
+                    format!("instruction {} ({})", a.id, db.location(a.id))
+                });
                 return Err(EcfError::Misaligned {
                     event: i as u64,
                     message: format!(
-                        "the block ends before its memory instruction {id} ({}) ran (the eCF of a recording needs whole blocks)",
+                        "the block ends before its memory instruction {id} ({}) ran; the address trace goes on with {next} (the eCF of a recording needs whole blocks)",
                         db.location(id)
                     ),
                 });

@@ -266,8 +266,12 @@ impl<'m> Sites<'m> {
     pub fn instrument(&self, m: Mod<'m>, h: &Helper<'m>) -> usize {
         let b = m.builder();
         let i64t = m.int(64);
-        for p in &self.probes {
-            match (p.after, p.inst.next()) {
+        // Where each probe goes, taken before inserting any: an instruction with several
+        // probes after it (`va_start`) would otherwise see the first probe's code as its next
+        // instruction and put the second before it.
+        let nexts: Vec<_> = self.probes.iter().map(|p| p.inst.next()).collect();
+        for (p, next) in self.probes.iter().zip(nexts) {
+            match (p.after, next) {
                 (true, Some(next)) => b.before(next),
                 (true, None) => continue, // a call is never a terminator
                 (false, _) => b.before(p.inst),
