@@ -89,6 +89,18 @@ NOINLINE int va_sum(int n, ...) {
     return s;
 }
 
+NOINLINE int format(int v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", v);
+    return buf[0] * 256 + buf[1]; /* L_FMT */
+}
+
+NOINLINE long parse(const char *s) {
+    char *end;
+    double d = strtod(s, &end);
+    return (long)d * 100 + (end - s); /* L_END */
+}
+
 int main(void) {
     /* Aliasing through arguments: set #1 writes a, set #2 writes b, set #3 writes a
      * through an alias; get #1 reads a (set #3), get #2 reads b (set #2). */
@@ -143,5 +155,11 @@ int main(void) {
      * of the program), never the stale stack bytes scribble left there. */
     int sc = scribble(1);
     printf("va %d %d\n", sc, va_sum(3, 10, 20, 30));
+
+    /* libc writes the program reads back: snprintf's digits, strtod's end pointer (both
+     * external, never scribble's stale stack bytes). */
+    sc = scribble(2);
+    int f = format(42);
+    printf("libc %d %d %ld\n", sc, f, parse("3.5x"));
     return 0;
 }

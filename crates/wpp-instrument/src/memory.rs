@@ -57,6 +57,12 @@ enum Size {
     ResultTimes(u32),
     /// Operand `.0` when the `cmpxchg` result says it succeeded.
     IfExchanged(u64),
+    /// `snprintf`: the result plus the terminating zero, at most operand `.0`.
+    ResultPlusOneAtMost(u32),
+    /// `sprintf`: the result plus the terminating zero.
+    ResultPlusOne,
+    /// `strcpy`: the length of the string now at operand `.0`, plus its zero.
+    StrlenPlusOne(u32),
 }
 
 /// One access a probe records.
@@ -79,36 +85,56 @@ pub(crate) struct Sites<'m> {
     pub instructions: Vec<MemInstr>,
 }
 
-/// How a call touches memory, by callee name (intrinsics by their base name).
-fn call_accesses(name: &str) -> &'static [(AccessKind, &'static str, Option<u32>, u8)] {
-    // (kind, what, pointer operand (None: result), size rule: 0 = operand 2, 1 = operand 0,
-    // 2 = operand 1, 3 = product, 4 = result, 5 = result × operand 1)
+/// How a call touches memory, by callee name (intrinsics by their base name): per access,
+/// its kind, a description, the pointer operand (`None`: the call's result) and its size.
+fn call_accesses(name: &str) -> &'static [(AccessKind, &'static str, Option<u32>, Size)] {
     use AccessKind::*;
+    use Size::*;
     match name {
         "llvm.memcpy" | "llvm.memcpy.inline" | "memcpy" | "__memcpy_chk" => &[
-            (Load, "memcpy src", Some(1), 0),
-            (Store, "memcpy dst", Some(0), 0),
+            (Load, "memcpy src", Some(1), Operand(2)),
+            (Store, "memcpy dst", Some(0), Operand(2)),
         ],
         "llvm.memmove" | "memmove" | "__memmove_chk" => &[
-            (Load, "memmove src", Some(1), 0),
-            (Store, "memmove dst", Some(0), 0),
+            (Load, "memmove src", Some(1), Operand(2)),
+            (Store, "memmove dst", Some(0), Operand(2)),
         ],
         "llvm.memset" | "llvm.memset.inline" | "memset" | "__memset_chk" => {
-            &[(Store, "memset", Some(0), 0)]
+            &[(Store, "memset", Some(0), Operand(2))]
         }
-        "malloc" => &[(Clobber, "malloc", None, 1)],
-        "calloc" => &[(Clobber, "calloc", None, 3)],
-        "realloc" => &[(Clobber, "realloc", None, 2)],
-        "aligned_alloc" => &[(Clobber, "aligned_alloc", None, 2)],
+        "malloc" => &[(Clobber, "malloc", None, Operand(0))],
+        "calloc" => &[(Clobber, "calloc", None, Product)],
+        "realloc" => &[(Clobber, "realloc", None, Operand(1))],
+        "aligned_alloc" => &[(Clobber, "aligned_alloc", None, Operand(1))],
         "_Znwm"
         | "_Znam"
         | "_ZnwmRKSt9nothrow_t"
         | "_ZnamRKSt9nothrow_t"
         | "_ZnwmSt11align_val_t"
-        | "_ZnamSt11align_val_t" => &[(Clobber, "operator new", None, 1)],
-        "mmap" | "mmap64" => &[(Clobber, "mmap", None, 2)],
-        "read" => &[(Clobber, "read", Some(1), 4)],
-        "fread" => &[(Clobber, "fread", Some(0), 5)],
+        | "_ZnamSt11align_val_t" => &[(Clobber, "operator new", None, Operand(0))],
+        "mmap" | "mmap64" => &[(Clobber, "mmap", None, Operand(1))],
+        "read" => &[(Clobber, "read", Some(1), Result)],
+        "fread" => &[(Clobber, "fread", Some(0), ResultTimes(1))],
+        // libc writes a program reads back: formatted numbers, copied strings, the end of a
+        // parsed number, the parts of a float.
+        "snprintf" | "vsnprintf" | "__snprintf_chk" | "__vsnprintf_chk" => {
+            &[(Clobber, "snprintf", Some(0), ResultPlusOneAtMost(1))]
+        }
+        "sprintf" | "vsprintf" | "__sprintf_chk" | "__vsprintf_chk" => {
+            &[(Clobber, "sprintf", Some(0), ResultPlusOne)]
+        }
+        "strcpy" | "stpcpy" | "__strcpy_chk" | "__stpcpy_chk" => {
+            &[(Clobber, "strcpy", Some(0), StrlenPlusOne(0))]
+        }
+        "strncpy" | "__strncpy_chk" => &[(Clobber, "strncpy", Some(0), Operand(2))],
+        "strtod" | "strtof" | "strtold" | "strtol" | "strtoul" | "strtoll" | "strtoull"
+        | "__isoc23_strtol" | "__isoc23_strtoul" | "__isoc23_strtoll" | "__isoc23_strtoull" => {
+            &[(Clobber, "strtod endptr", Some(1), Bytes(8))]
+        }
+        "frexp" | "frexpf" | "frexpl" => &[(Clobber, "frexp", Some(1), Bytes(4))],
+        "modf" => &[(Clobber, "modf", Some(1), Bytes(8))],
+        "modff" => &[(Clobber, "modff", Some(1), Bytes(4))],
+        "modfl" => &[(Clobber, "modfl", Some(1), Bytes(16))],
         _ => &[],
     }
 }
@@ -243,15 +269,7 @@ impl<'m> Sites<'m> {
                             let list = Size::Bytes(VA_LIST_BYTES);
                             add_at(AccessKind::Clobber, "va_copy", Some(0), None, list, true);
                         }
-                        for &(kind, what, ptr, rule) in call_accesses(&name) {
-                            let size = match rule {
-                                0 => Size::Operand(2),
-                                1 => Size::Operand(0),
-                                2 => Size::Operand(1),
-                                3 => Size::Product,
-                                4 => Size::Result,
-                                _ => Size::ResultTimes(1),
-                            };
+                        for &(kind, what, ptr, size) in call_accesses(&name) {
                             let after = kind == AccessKind::Clobber;
                             add_at(kind, what, ptr, None, size, after);
                         }
@@ -293,6 +311,25 @@ impl<'m> Sites<'m> {
                 Size::Operand(i) => op(i),
                 Size::Product => b.mul(op(0), op(1)),
                 Size::Result => b.to_i64(b.positive_or_zero(p.inst), i64t, false),
+                Size::ResultPlusOne => b.add(
+                    b.to_i64(b.positive_or_zero(p.inst), i64t, false),
+                    m.const_int(i64t, 1),
+                ),
+                Size::ResultPlusOneAtMost(i) => {
+                    let written = b.add(
+                        b.to_i64(b.positive_or_zero(p.inst), i64t, false),
+                        m.const_int(i64t, 1),
+                    );
+                    let n = op(i);
+                    b.select(b.icmp_uge(written, n), n, written)
+                }
+                Size::StrlenPlusOne(i) => {
+                    let strlen_ty = m.fn_type(i64t, &[m.ptr()]);
+                    let strlen = m.declare("strlen", strlen_ty);
+                    let operand = p.inst.operand(i).expect("string operand");
+                    let len = b.call(strlen_ty, strlen, &[operand]);
+                    b.add(len, m.const_int(i64t, 1))
+                }
                 Size::ResultTimes(i) => b.mul(b.to_i64(p.inst, i64t, false), op(i)),
                 Size::IfExchanged(n) => {
                     let ok = b.extract_value(p.inst, 1);
