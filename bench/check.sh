@@ -48,8 +48,6 @@
 #     recovered from its eCF alone (`wpp deps list` of the eWPP), equal those recovered from its
 #     address trace, instance by instance and in order, on the first --deps-prefix of them
 #     (Tallam–Gupta §5; the ewpp build's report is the filtering of the largest address trace).
-#     Skipped on Lua, whose reads of bytes written outside the memory model (libc into stack
-#     buffers) get a stale last writer that differs between the two builds' stack layouts.
 # Both hold on sqlite too, whose allocator branches on heap addresses: the runtime never
 # allocates from the program's heap (wpp_rt::heap).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
@@ -279,14 +277,7 @@ for w in "${WORKLOADS[@]}"; do
     fi
     pair_check "$w" decode paths-raw blocks-raw decodes_to
     pair_check "$w" ppp=bl ppp bl same_counts
-    if [[ $w == lua ]]; then
-        # Lua reads bytes that libc functions outside the memory model wrote (snprintf into
-        # stack buffers, setjmp's jmp_buf): their last writer is a stale program store,
-        # which depends on each build's stack layout (wpp-instrument's memory.rs).
-        echo "SKIP  lua ewpp=addr (reads of bytes written outside the memory model differ between the two builds)"
-    else
-        pair_check "$w" ewpp=addr addr ewpp same_deps
-    fi
+    pair_check "$w" ewpp=addr addr ewpp same_deps
 done
 wait
 

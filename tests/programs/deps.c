@@ -101,6 +101,23 @@ NOINLINE long parse(const char *s) {
     return (long)d * 100 + (end - s); /* L_END */
 }
 
+struct P {
+    char c;
+    int i; /* three bytes of padding before it */
+};
+
+NOINLINE void take(const struct P *p, struct P *out) {
+    memcpy(out, p, sizeof *p); /* L_PAD */
+}
+
+NOINLINE int padded(int v) {
+    struct P p, q;
+    p.c = 1;
+    p.i = v;
+    take(&p, &q);
+    return q.i;
+}
+
 int main(void) {
     /* Aliasing through arguments: set #1 writes a, set #2 writes b, set #3 writes a
      * through an alias; get #1 reads a (set #3), get #2 reads b (set #2). */
@@ -161,5 +178,10 @@ int main(void) {
     sc = scribble(2);
     int f = format(42);
     printf("libc %d %d %ld\n", sc, f, parse("3.5x"));
+
+    /* A struct's padding is never written: copying it reads uninitialized bytes (external),
+     * not the stores of the dead frame (scribble's) that used the same stack bytes. */
+    sc = scribble(3);
+    printf("padding %d %d\n", sc, padded(5));
     return 0;
 }

@@ -798,6 +798,14 @@ impl<'m> Value<'m> {
         // SAFETY: the value is live.
         Type(unsafe { c::LLVMTypeOf(self.0) }, PhantomData)
     }
+
+    /// The bytes an `alloca` allocates, when its element count is a constant.
+    pub fn alloca_bytes(self, m: Mod<'m>) -> Option<u64> {
+        // SAFETY: the value is a live `alloca` (callers check the opcode).
+        let ty = Type(unsafe { c::LLVMGetAllocatedType(self.0) }, PhantomData);
+        let count = self.operand(0)?.const_int_value()?;
+        m.alloc_size(ty)?.checked_mul(count)
+    }
 }
 
 impl<'m> Mod<'m> {
@@ -881,6 +889,17 @@ impl<'m> Mod<'m> {
             }
             let dl = inkwell::llvm_sys::target::LLVMGetModuleDataLayout(self.m);
             Some(inkwell::llvm_sys::target::LLVMStoreSizeOfType(dl, ty.0))
+        }
+    }
+
+    /// The allocation size in bytes (with tail padding) of a sized type (`None` as for
+    /// [`Mod::store_size`]).
+    pub fn alloc_size(self, ty: Type<'m>) -> Option<u64> {
+        self.store_size(ty)?;
+        // SAFETY: as in `store_size`; the type is sized.
+        unsafe {
+            let dl = inkwell::llvm_sys::target::LLVMGetModuleDataLayout(self.m);
+            Some(inkwell::llvm_sys::target::LLVMABISizeOfType(dl, ty.0))
         }
     }
 

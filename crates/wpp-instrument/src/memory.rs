@@ -14,6 +14,7 @@
 //! | `llvm.memset`, `memset` (and `__memset_chk`) | store | before it |
 //! | `malloc`, `calloc`, `realloc`, `aligned_alloc`, C++ `operator new` (`call`, not `invoke`), `mmap` | clobber of the new block | after it |
 //! | `read`, `fread` | clobber of the bytes read | after it |
+//! | `alloca` (constant size), `llvm.lifetime.start` of one | clobber of the object: its bytes are uninitialized, not a dead frame's | after it |
 //! | `llvm.va_start` | clobber of the `va_list` and of the register save area it points to (x86-64 SysV: 176 bytes), which the prologue wrote | after it |
 //! | `llvm.va_copy` | clobber of the destination `va_list` | after it |
 //!
@@ -247,8 +248,40 @@ impl<'m> Sites<'m> {
                             );
                         }
                     }
+                    Opcode::LLVMAlloca => {
+                        // A new stack object holds no program store's bytes: without this,
+                        // reading its uninitialized bytes (padding, an unused union member)
+                        // would name a store into a dead frame that happened to use them.
+                        if let Some(n) = inst.alloca_bytes(m) {
+                            add_at(
+                                AccessKind::Clobber,
+                                "alloca",
+                                None,
+                                None,
+                                Size::Bytes(n),
+                                true,
+                            );
+                        }
+                    }
                     Opcode::LLVMCall => {
                         let name = callee_name(m, inst).unwrap_or_default();
+                        if name == "llvm.lifetime.start" {
+                            // The object's lifetime starts again (a loop, a new scope; the
+                            // code generator may give its slot to another object between).
+                            let object =
+                                inst.operand(0).filter(|o| o.opcode() == Opcode::LLVMAlloca);
+                            if let Some(n) = object.and_then(|o| o.alloca_bytes(m)) {
+                                let size = Size::Bytes(n);
+                                add_at(
+                                    AccessKind::Clobber,
+                                    "lifetime.start",
+                                    Some(0),
+                                    None,
+                                    size,
+                                    true,
+                                );
+                            }
+                        }
                         if name == "llvm.va_start" {
                             // x86-64 SysV: the prologue's register save area, which `va_arg`
                             // reads, is written by no IR store; so is the `va_list` itself.
