@@ -258,6 +258,7 @@ fn main() {
                 mode: wpp_abi::Mode::Bl,
                 program: db.clone(),
                 cfgs: Vec::new(),
+                ewpp: None,
             },
             bl,
             ppp: None,
