@@ -262,6 +262,14 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     assert_eq!(code, Some(0), "{err}");
     assert!(stats.contains("dependences          2"), "{stats}");
 
+    // Chains from the eWPP are the address trace's (Figure 21).
+    let (code, want, err) = wpp(&["deps", "chain", e, "--load", "1", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, got, err) = wpp(&["deps", "chain", w, "--load", "1", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(got, want);
+    assert!(want.contains("\"frequency\": 2"), "{want}");
+
     // A block trace without checks, and a damaged eCF, are refused clearly.
     let (code, _, err) = wpp(&["deps", "list", &good]);
     assert_eq!(code, Some(1));
@@ -273,6 +281,23 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     assert_eq!(code, Some(1));
     assert!(
         err.contains("cut.trace") && !err.contains("panicked"),
+        "{err}"
+    );
+    // The memory table names a function the program does not have.
+    let (mut program, events) = wpp_trace::file::read_events(&out).unwrap();
+    let mut table: MemoryDb = postcard::from_bytes(&program.memory).unwrap();
+    table.instructions[0].function = 7;
+    program.memory = postcard::to_allocvec(&table).unwrap();
+    let bad = dir.path().join("bad-table.trace");
+    let mut t = wpp_trace::file::create(&bad, wpp_trace::Format::Binary, &program).unwrap();
+    for e in events {
+        t.push(e).unwrap();
+    }
+    t.finish().unwrap();
+    let (code, _, err) = wpp(&["deps", "stats", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("bad-table.trace") && err.contains("function 7"),
         "{err}"
     );
 }
