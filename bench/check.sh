@@ -8,7 +8,7 @@
 #   WORKLOAD...   any of lua sqlite bzip2 zlib (default: all four; an instrumented build of
 #                 sqlite's amalgamation takes ~1.5 min per mode)
 #   --size S      input size (default small; see bench/README.md)
-#   --modes "M"   default "blocks-raw paths-raw paths-wpp bl ppp addr ewpp" (also: blocks-wpp);
+#   --modes "M"   default "blocks-raw paths-raw paths-wpp bl ppp addr ewpp filter" (also: blocks-wpp);
 #                 ppp needs bl's profile, so bl is added when ppp is asked for; ewpp needs
 #                 addr's filtering report, so addr is added when ewpp is asked for
 #   --cflags F    flags of every build (default -O2)
@@ -47,7 +47,10 @@
 #   * "ewpp=addr", when addr and ewpp passed: each process's dependences on program stores,
 #     recovered from its eCF alone (`wpp deps list` of the eWPP), equal those recovered from its
 #     address trace, instance by instance and in order, on the first --deps-prefix of them
-#     (Tallam–Gupta §5; the ewpp build's report is the filtering of the largest address trace).
+#     (Tallam–Gupta §5; the ewpp build's report is the filtering of the largest address trace);
+#   * "filter=addr", when addr and filter passed: each process's `--mode ewpp-filter` report,
+#     classified by the program as it ran, is byte for byte `wpp deps filter` of its address
+#     trace (Tallam–Gupta §3.1).
 # Both hold on sqlite too, whose allocator branches on heap addresses: the runtime never
 # allocates from the program's heap (wpp_rt::heap).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
@@ -57,7 +60,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SIZE=small
-MODES="blocks-raw paths-raw paths-wpp bl ppp addr ewpp"
+MODES="blocks-raw paths-raw paths-wpp bl ppp addr ewpp filter"
 DEPS_PREFIX=300000
 CFLAGS=-O2
 PROFILE=release
@@ -131,7 +134,7 @@ check() {
     local w=$1 m=$2 v d t0 t files nproc_expected ok f bytes cmp_out
     v=$(mode_variant "$m")
     d=$B/$m/results/$SIZE/$w
-    if [[ ($m == addr || $m == ewpp) && $w == sqlite ]]; then
+    if [[ ($m == addr || $m == ewpp || $m == filter) && $w == sqlite ]]; then
         echo "SKIP  $w $m (refers to pthread_create; $m records single-threaded programs)"
         return 0
     fi
@@ -226,6 +229,10 @@ pair_check() {
 decodes_to() { "$WPP" trace blocks "$1" --compare "$2"; }
 # The ppp profile's counts (interesting + uninteresting) are the bl profile's.
 same_counts() { "$WPP" profile diff --check "$1" "$2"; }
+# The ewpp-filter run's report $2 is the filtering of the address trace $1.
+same_report() {
+    "$WPP" deps filter "$1" -o "$2.from-at" >/dev/null && cmp "$2.from-at" "$2"
+}
 # The first DEPS_PREFIX dependences on program stores of the address trace $1 are those of the
 # eCF $2 (which lists no external reads, nor bytes, and marks pairs the filter did not see).
 same_deps() {
@@ -278,6 +285,7 @@ for w in "${WORKLOADS[@]}"; do
     pair_check "$w" decode paths-raw blocks-raw decodes_to
     pair_check "$w" ppp=bl ppp bl same_counts
     pair_check "$w" ewpp=addr addr ewpp same_deps
+    pair_check "$w" filter=addr addr filter same_report
 done
 wait
 

@@ -12,6 +12,7 @@
 #   ppp         ppp --interesting P                              PROGRAM.PID.pppprof
 #   addr        trace-addr                     WPP_RAW=1         PROGRAM.PID.at (+ PROGRAM.PID.trace)
 #   ewpp        ewpp --exercised R             WPP_RAW=1         PROGRAM.PID.trace (the eCF)
+#   filter      ewpp-filter                                      PROGRAM.PID.depf (the filtering run's report)
 # R is the filtering report (`wpp deps filter`) of the addr run's largest address trace, so
 # `addr` runs before `ewpp`; pairs only other processes exercised are recorded as unexpected.
 # P is the bl profile of the same workload and size (PPP §5: every path that ran in the BL run
@@ -22,7 +23,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 WL=$BENCH_DIR/workloads
 ALL_WORKLOADS=(lua sqlite bzip2 zlib)
-ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp addr ewpp)
+ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp addr ewpp filter)
 
 mode_variant() {
     case $1 in
@@ -32,6 +33,7 @@ mode_variant() {
     ppp) echo ppp ;;
     addr) echo trace-addr ;;
     ewpp) echo ewpp ;;
+    filter) echo ewpp-filter ;;
     *) return 1 ;;
     esac
 }
@@ -42,6 +44,7 @@ mode_ext() {
     bl) echo blprof ;;
     ppp) echo pppprof ;;
     addr) echo at ;;
+    filter) echo depf ;;
     esac
 }
 # The environment of a mode's run, as arguments of env(1).
@@ -259,6 +262,7 @@ check_output() {
     case $mode in
     *-wpp) err=$("$WPP" stats "$f" 2>&1 >/dev/null) || { echo "wpp stats $f: $err" >&2; return 1; } ;;
     ewpp) err=$("$WPP" deps stats "$f" 2>&1 >/dev/null) || { echo "wpp deps stats $f: $err" >&2; return 1; } ;;
+    filter) err=$("$WPP" deps filter "$f" 2>&1 >/dev/null) || { echo "wpp deps filter $f: $err" >&2; return 1; } ;;
     *-raw)
         local last
         last=$("$WPP" trace cat "$f" 2>"$f.cat-err" | tail -n1) || { echo "wpp trace cat $f: $(cat "$f.cat-err")" >&2; return 1; }
