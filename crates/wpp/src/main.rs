@@ -65,7 +65,7 @@ enum Command {
     /// Show, merge and compare Ball–Larus and preferential path profiles.
     #[command(subcommand)]
     Profile(cmd::profile::Command),
-    /// Memory dependences of a `--mode trace-addr` recording (Tallam–Gupta §5).
+    /// Memory dependences of a `--mode trace-addr` or `--mode ewpp` recording (Tallam–Gupta §5).
     #[command(subcommand)]
     Deps(cmd::query::deps::Command),
     /// Source lines with their execution counts (text or lcov), from any recording or profile.
