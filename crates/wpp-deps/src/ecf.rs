@@ -184,6 +184,13 @@ pub enum EcfError {
         /// What is wrong.
         message: String,
     },
+    /// The eCF ends inside a check call (a recording cut short: every dependence before the
+    /// call was recovered).
+    #[error("eCF event {event}: the events end inside a check call")]
+    EndsInCheck {
+        /// The position (from 0) where the call's next event is missing.
+        event: u64,
+    },
 }
 
 /// The checks of an eCF (Table IX).
@@ -551,7 +558,21 @@ pub fn recover(
     ecf: &[Event],
     on_dep: impl FnMut(EcfDependence),
 ) -> Result<Vec<u64>, EcfError> {
-    recover_events(db, ecf.iter().copied(), on_dep)
+    let r = recover_events(db, ecf.iter().copied(), on_dep)?;
+    match r.ends_in_check {
+        Some(event) => Err(EcfError::EndsInCheck { event }),
+        None => Ok(r.instances),
+    }
+}
+
+/// What [`recover_events`] found besides the dependences.
+pub struct Recovered {
+    /// Each memory instruction's block executions (its instances, where blocks run whole;
+    /// `ChainFreq`'s denominators).
+    pub instances: Vec<u64>,
+    /// Where the events ended inside a check call, if they did (a recording cut short; an
+    /// error for a complete one).
+    pub ends_in_check: Option<u64>,
 }
 
 /// One open function of the recovery: its id and its current block with that block
@@ -559,8 +580,7 @@ pub fn recover(
 type Open = (u32, Option<(u32, u64)>);
 
 /// Recovers every dependence of an eCF streamed from `events` (§5), calling `on_dep` for each,
-/// in eCF order; returns each memory instruction's block executions (its instances, where
-/// blocks run whole; `ChainFreq`'s denominators).
+/// in eCF order.
 ///
 /// One forward pass in memory proportional to the program, not to the eCF: Figure 18's
 /// `TS(n)` lists are needed only up to each check (the search array's length, and the rank of
@@ -571,7 +591,7 @@ pub fn recover_events(
     db: &MemoryDb,
     events: impl IntoIterator<Item = Event>,
     mut on_dep: impl FnMut(EcfDependence),
-) -> Result<Vec<u64>, EcfError> {
+) -> Result<Recovered, EcfError> {
     let check = check_function(db);
     let mut slots: FxHashMap<Node, u32> = FxHashMap::default();
     for i in &db.instructions {
@@ -582,6 +602,7 @@ pub fn recover_events(
     let mut stack: Vec<Open> = Vec::new();
     let mut events = events.into_iter();
     let mut t = 0u64;
+    let mut ends_in_check = None;
     while let Some(e) = events.next() {
         t += 1;
         match e {
@@ -591,7 +612,14 @@ pub fn recover_events(
                     t,
                 };
                 let runs_of = |f: u32, b: u32| slots.get(&(f, b)).map_or(0, |&s| runs[s as usize]);
-                on_dep(call.dependence(db, runs_of, stack.last().copied())?);
+                match call.dependence(db, runs_of, stack.last().copied()) {
+                    Ok(d) => on_dep(d),
+                    Err(EcfError::EndsInCheck { event }) => {
+                        ends_in_check = Some(event);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
                 t = call.t;
             }
             Event::Enter(f) => stack.push((f.0, None)),
@@ -613,11 +641,15 @@ pub fn recover_events(
             Event::Path(_) => return Err(malformed(t, "not a block-trace event")),
         }
     }
-    Ok(db
+    let instances = db
         .instructions
         .iter()
         .map(|i| runs[slots[&(i.function, i.block)] as usize])
-        .collect())
+        .collect();
+    Ok(Recovered {
+        instances,
+        ends_in_check,
+    })
 }
 
 fn zigzag(d: i64) -> u64 {
@@ -648,6 +680,7 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         self.t += 1;
         match self.events.next() {
             Some(Event::Block(b)) => Ok(b.0),
+            None => Err(EcfError::EndsInCheck { event: self.t - 1 }),
             _ => Err(malformed(self.t, "the check routine's call ends early")),
         }
     }
@@ -707,8 +740,10 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             }
         };
         self.t += 1;
-        if self.events.next() != Some(Event::Leave) {
-            return Err(malformed(self.t, "the check routine does not return"));
+        match self.events.next() {
+            Some(Event::Leave) => {}
+            None => return Err(EcfError::EndsInCheck { event: self.t - 1 }),
+            _ => return Err(malformed(self.t, "the check routine does not return")),
         }
         // The load ran in its frame's current block: its instance is that block execution's
         // rank, plus the shift.

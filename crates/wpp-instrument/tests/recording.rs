@@ -469,6 +469,41 @@ fn sigkill_leaves_a_prefix_of_the_address_trace() {
     assert!(got.len() > 1_000_000, "{} accesses on disk", got.len());
 }
 
+/// `kill -9` of an `ewpp` run leaves an eCF whose dependences, recovered from it alone, are a
+/// prefix of a full run's (the trace may end inside a check call: what came before stands).
+#[test]
+fn sigkill_leaves_a_prefix_of_the_ewpp() {
+    let b = build("churn.c", &[InstrumentMode::Ewpp]);
+    let exe = &b.inst[0].1;
+    let deps = |trace: &Path| {
+        let mut r = wpp_trace::file::open(trace).unwrap().allow_truncated(true);
+        let db = wpp_deps::ecf::memory_db(r.program()).unwrap().unwrap();
+        let mut events = Vec::new();
+        r.for_each_batch(|b| events.extend_from_slice(b)).unwrap();
+        let mut got = Vec::new();
+        let rec = wpp_deps::ecf::recover_events(&db, events, |d| got.push((d.store, d.load)));
+        (got, rec.unwrap().ends_in_check, r.truncation().is_some())
+    };
+    let reference = b.dir.path("ref.trace");
+    run(exe, &["20000", "200", "0"], Some(&reference));
+    let (want, cut, truncated) = deps(&reference);
+    assert!(cut.is_none() && !truncated, "the full run's eCF is whole");
+    let out = b.dir.path("killed.trace");
+    let mut child = spawn_ready(exe, &["20000", "200", "100000"], &out, &[("WPP_RAW", "1")]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (got, _, truncated) = deps(&out);
+    assert!(truncated, "a killed run's eCF has no end marker");
+    assert!(
+        got.len() < want.len(),
+        "fewer dependences than the full run"
+    );
+    assert!(got[..] == want[..got.len()], "not a prefix of the full run");
+    // 20,000 rounds of 63 dependences each before "ready".
+    assert!(got.len() > 500_000, "{} dependences on disk", got.len());
+}
+
 /// An address trace that cannot be written (`WPP_AT_OUT` in a missing directory) is reported
 /// when recording starts, with the path and the OS cause: the line is there when the
 /// program, killed after "ready", never reached its exit.

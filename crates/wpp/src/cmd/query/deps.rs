@@ -230,7 +230,7 @@ fn ecf_recover(
     match *source {
         Ecf::Trace(reader) => {
             let mut events = TraceEvents {
-                reader,
+                reader: reader.allow_truncated(true),
                 batch: Vec::new(),
                 next: 0,
                 error: None,
@@ -240,7 +240,18 @@ fn ecf_recover(
             if let Some(e) = events.error {
                 return Err(anyhow::Error::from(e).context(format!("cannot read {shown}")));
             }
-            Ok(recovered.with_context(|| format!("{shown}"))?)
+            let truncation = events.reader.truncation();
+            crate::input::warn_truncated(file, truncation);
+            let r = recovered.with_context(|| format!("{shown}"))?;
+            match r.ends_in_check {
+                // A recording cut short (SIGKILL) may end inside a check: every dependence
+                // before it was recovered.
+                Some(event) if truncation.is_none() => Err(anyhow::anyhow!(
+                    "{shown}: {}",
+                    ecf::EcfError::EndsInCheck { event }
+                )),
+                _ => Ok(r.instances),
+            }
         }
         Ecf::Wpp(wpp) => {
             let alphabet = wpp.alphabet.events();
@@ -250,7 +261,14 @@ fn ecf_recover(
                 .flat_map(|r| Expander::new(&wpp.grammar, r))
                 .map(|t| alphabet[t.index()])
                 .inspect(|&e| inspect(e));
-            Ok(ecf::recover_events(db, stream, on_dep).with_context(|| format!("{shown}"))?)
+            let r = ecf::recover_events(db, stream, on_dep).with_context(|| format!("{shown}"))?;
+            match r.ends_in_check {
+                Some(event) => Err(anyhow::anyhow!(
+                    "{shown}: {}",
+                    ecf::EcfError::EndsInCheck { event }
+                )),
+                None => Ok(r.instances),
+            }
         }
     }
 }
