@@ -252,10 +252,7 @@ pub struct Collector<'a> {
     classes: FxHashMap<(u32, u32), Class>,
     recovery: Recovery<'a>,
     frames: Vec<Frame>,
-    /// The blocks with memory instructions, each with a slot of `runs`.
-    slots: FxHashMap<Node, u32>,
-    /// Executions so far of those blocks.
-    runs: Vec<u64>,
+    runs: BlockRuns,
     stats: CheckStats,
     check: FunctionId,
     /// The one thread the trace may name.
@@ -268,11 +265,6 @@ pub struct Collector<'a> {
 impl<'a> Collector<'a> {
     /// A collector for the program `db`, with the filtering run's `report`.
     pub fn new(db: &'a MemoryDb, report: &FilterReport) -> Self {
-        let mut slots = FxHashMap::default();
-        for i in &db.instructions {
-            let n = slots.len() as u32;
-            slots.entry((i.function, i.block)).or_insert(n);
-        }
         Collector {
             db,
             classes: report
@@ -282,8 +274,7 @@ impl<'a> Collector<'a> {
                 .collect(),
             recovery: Recovery::new(db),
             frames: Vec::new(),
-            runs: vec![0; slots.len()],
-            slots,
+            runs: BlockRuns::new(db),
             stats: CheckStats::default(),
             check: check_function(db),
             thread: None,
@@ -324,11 +315,7 @@ impl<'a> Collector<'a> {
                 let Some(frame) = self.frames.last_mut() else {
                     return Err(self.error("a block outside any function".into()));
                 };
-                let rank = self.slots.get(&(frame.function, b.0)).map_or(0, |&s| {
-                    let n = &mut self.runs[s as usize];
-                    *n += 1;
-                    *n
-                });
+                let rank = self.runs.enter(frame.function, b.0);
                 frame.block = Some((b.0, rank));
                 frame.ran = 0;
             }
@@ -395,8 +382,7 @@ impl<'a> Collector<'a> {
         d: Instance,
         out: &mut Vec<Event>,
     ) -> Result<(), EcfError> {
-        let di = &self.db.instructions[d.id as usize];
-        let len = self.runs[self.slots[&(di.function, di.block)] as usize];
+        let len = self.runs.of(d.id);
         if d.n > len {
             return Err(self.error(format!(
                 "store {} ({}) ran {} times but its block {len}",
@@ -453,6 +439,49 @@ impl<'a> Collector<'a> {
         }
         out.push(Event::Leave);
         Ok(())
+    }
+}
+
+/// How many times each block with memory instructions ran so far (the length of `TS(n)`,
+/// Figure 18, up to now), shared by the collection and the recovery.
+struct BlockRuns {
+    /// Each such block's slot in `runs`.
+    slots: FxHashMap<Node, u32>,
+    /// Each memory instruction's block's slot (no lookup per dependence).
+    of_instruction: Vec<u32>,
+    runs: Vec<u64>,
+}
+
+impl BlockRuns {
+    fn new(db: &MemoryDb) -> Self {
+        let mut slots = FxHashMap::default();
+        let of_instruction = db
+            .instructions
+            .iter()
+            .map(|i| {
+                let n = slots.len() as u32;
+                *slots.entry((i.function, i.block)).or_insert(n)
+            })
+            .collect();
+        BlockRuns {
+            runs: vec![0; slots.len()],
+            slots,
+            of_instruction,
+        }
+    }
+
+    /// Block `b` of function `f` runs again: its rank (0 for a block without memory
+    /// instructions, which nothing asks about).
+    fn enter(&mut self, f: u32, b: u32) -> u64 {
+        self.slots.get(&(f, b)).map_or(0, |&s| {
+            self.runs[s as usize] += 1;
+            self.runs[s as usize]
+        })
+    }
+
+    /// The executions so far of memory instruction `id`'s block.
+    fn of(&self, id: u32) -> u64 {
+        self.runs[self.of_instruction[id as usize] as usize]
     }
 }
 
@@ -593,12 +622,7 @@ pub fn recover_events(
     mut on_dep: impl FnMut(EcfDependence),
 ) -> Result<Recovered, EcfError> {
     let check = check_function(db);
-    let mut slots: FxHashMap<Node, u32> = FxHashMap::default();
-    for i in &db.instructions {
-        let n = slots.len() as u32;
-        slots.entry((i.function, i.block)).or_insert(n);
-    }
-    let mut runs = vec![0u64; slots.len()];
+    let mut runs = BlockRuns::new(db);
     let mut stack: Vec<Open> = Vec::new();
     let mut events = events.into_iter();
     let mut t = 0u64;
@@ -611,8 +635,7 @@ pub fn recover_events(
                     events: &mut events,
                     t,
                 };
-                let runs_of = |f: u32, b: u32| slots.get(&(f, b)).map_or(0, |&s| runs[s as usize]);
-                match call.dependence(db, runs_of, stack.last().copied()) {
+                match call.dependence(db, &runs, stack.last().copied()) {
                     Ok(d) => on_dep(d),
                     Err(EcfError::EndsInCheck { event }) => {
                         ends_in_check = Some(event);
@@ -630,24 +653,17 @@ pub fn recover_events(
                 let top = stack
                     .last_mut()
                     .ok_or_else(|| malformed(t, "a block outside any function"))?;
-                let rank = slots.get(&(top.0, b.0)).map_or(0, |&s| {
-                    runs[s as usize] += 1;
-                    runs[s as usize]
-                });
-                top.1 = Some((b.0, rank));
+                top.1 = Some((b.0, runs.enter(top.0, b.0)));
             }
             // `build` and the collection let through one thread's switch events only.
             Event::Thread(_) => {}
             Event::Path(_) => return Err(malformed(t, "not a block-trace event")),
         }
     }
-    let instances = db
-        .instructions
-        .iter()
-        .map(|i| runs[slots[&(i.function, i.block)] as usize])
-        .collect();
     Ok(Recovered {
-        instances,
+        instances: (0..db.instructions.len() as u32)
+            .map(|i| runs.of(i))
+            .collect(),
         ends_in_check,
     })
 }
@@ -685,12 +701,12 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         }
     }
 
-    /// `RecoverDependence` (Figure 20) for this call: `runs(f, b)` is the executions of
-    /// block `b` of function `f` so far, `top` the frame the check was called from.
+    /// `RecoverDependence` (Figure 20) for this call: `runs` counts the blocks' executions
+    /// so far, `top` is the frame the check was called from.
     fn dependence(
         &mut self,
         db: &MemoryDb,
-        runs: impl Fn(u32, u32) -> u64,
+        runs: &BlockRuns,
         top: Option<Open>,
     ) -> Result<EcfDependence, EcfError> {
         let start = self.t;
@@ -721,8 +737,8 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             .then(|| (c - 9) / 2)
             .filter(|&d| db.get(d).is_some_and(|i| i.kind == AccessKind::Store))
             .ok_or_else(|| malformed(self.t, "the check names no source store"))?;
-        let (ui, di) = (&db.instructions[u as usize], &db.instructions[d as usize]);
-        let len = runs(di.function, di.block);
+        let ui = &db.instructions[u as usize];
+        let len = runs.of(d);
         let (mut bot, mut top_) = (1u64, len);
         let mut comparisons = 0u32;
         let n = loop {
