@@ -180,12 +180,8 @@ proptest! {
     }
 }
 
-/// Figure 12/13 by hand: store 0 runs in block 0 five times (timestamps 2, 4, 6, 8, 10 with
-/// the load's block 1 between), then stores to another address; the load reads the address of
-/// the second instance. Search over [2, 4, 6, 8, 10] for 4: mid 3 (6) → B0, mid 1 (2) → B1,
-/// mid 2 (4) → E.
-#[test]
-fn binary_search_by_hand() {
+/// Function 0: a store in block 0, a load in block 1.
+fn store_then_load() -> MemoryDb {
     let ins = |block, kind| MemInstr {
         function: 0,
         block,
@@ -194,11 +190,20 @@ fn binary_search_by_hand() {
         kind,
         what: String::new(),
     };
-    let db = MemoryDb {
+    MemoryDb {
         version: 1,
         instructions: vec![ins(0, AccessKind::Store), ins(1, AccessKind::Load)],
         ..Default::default()
-    };
+    }
+}
+
+/// Figure 12/13 by hand: store 0 runs in block 0 five times (timestamps 2, 4, 6, 8, 10 with
+/// the load's block 1 between), then stores to another address; the load reads the address of
+/// the second instance. The paper searches the timestamps [2, 4, 6, 8, 10] for 4; the ranks
+/// 1..=5 for 2 make the same comparisons: mid 3 → B0, mid 1 → B1, mid 2 → E.
+#[test]
+fn binary_search_by_hand() {
+    let db = store_then_load();
     let mut ev = vec![Event::Enter(FunctionId(0))];
     let mut at = Vec::new();
     for k in 0..5u64 {
@@ -346,19 +351,7 @@ proptest! {
 /// by how much (`SHIFT`), and recovery gives the AT's instances.
 #[test]
 fn shift_by_hand() {
-    let ins = |block, kind| MemInstr {
-        function: 0,
-        block,
-        line: 1,
-        column: 0,
-        kind,
-        what: String::new(),
-    };
-    let db = MemoryDb {
-        version: 1,
-        instructions: vec![ins(0, AccessKind::Store), ins(1, AccessKind::Load)],
-        ..Default::default()
-    };
+    let db = store_then_load();
     let (f, b) = (FunctionId(0), |x| Event::Block(BlockId(x)));
     let store = Access {
         id: 0,

@@ -120,29 +120,19 @@ pub(crate) fn collect_sites<'m>(m: Mod<'m>, f: Value<'m>) -> Result<Sites<'m>, E
 }
 
 /// Instruments one function for `trace-blocks`; returns the number of probes inserted.
+/// `block_again` (`ewpp`): `Block(b)` again where a `setjmp`-like call in block `b` returns,
+/// so the accesses after it, which run a second time after a `longjmp`, belong to the block
+/// they are in (the eCF's checks name the load's block execution).
 pub(crate) fn instrument<'m>(
     m: Mod<'m>,
     h: &Helpers<'m>,
     f: Value<'m>,
     fid: u32,
     sites: &Sites<'m>,
+    block_again: bool,
 ) -> usize {
     let (saved, probes) = instrument_entry(m, h, fid, sites, true);
-    probes + instrument_exits(m, h, f, saved, sites, false)
-}
-
-/// `ewpp`: as [`instrument`], and `Block(b)` again where a `setjmp`-like call in block `b`
-/// returns, so the accesses after it, which run a second time after a `longjmp`, belong to
-/// the block they are in (the eCF's checks name the load's block execution).
-pub(crate) fn instrument_resumable<'m>(
-    m: Mod<'m>,
-    h: &Helpers<'m>,
-    f: Value<'m>,
-    fid: u32,
-    sites: &Sites<'m>,
-) -> usize {
-    let (saved, probes) = instrument_entry(m, h, fid, sites, true);
-    probes + instrument_exits(m, h, f, saved, sites, true)
+    probes + instrument_exits(m, h, f, saved, sites, block_again)
 }
 
 /// The `Enter` probe, `Block` probes when `block_events`, and depth repair at landing pads.

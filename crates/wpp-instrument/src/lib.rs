@@ -630,12 +630,12 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
                 let e = blocks::instrument_exits(m, &h, f, saved, sites, false);
                 report.probes += n + r + e;
             }
-            Mode::Ewpp => {
-                report.probes += blocks::instrument_resumable(m, &h, f, fid as u32, sites)
-            }
             // The filtering run needs the accesses only.
             Mode::EwppFilter => {}
-            _ => report.probes += blocks::instrument(m, &h, f, fid as u32, sites),
+            mode => {
+                let again = mode == Mode::Ewpp;
+                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again)
+            }
         }
     }
     if opts.mode == Mode::Ewpp {
