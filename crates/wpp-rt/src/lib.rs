@@ -43,6 +43,9 @@
 //!   stays for `wpp compress`. Events produced after the end (in atexit handlers that run
 //!   later, in other TLS destructors of an ending thread, after a failed `exec`) are not
 //!   recorded.
+//! * **Memory dependences.** `trace-addr` and `ewpp-filter` programs also fill an address
+//!   buffer, written or classified by [`addr`]; `ewpp` programs append their accesses to the
+//!   event buffer, and the trace writer turns them into dependence checks (`ewpp`, private).
 //! * **fork.** Both processes go on recording (see `mod fork`): the child writes its own file
 //!   (its pid in the name), whose stream starts with one `Enter` per frame open at the fork, so
 //!   it is balanced and holds exactly what the child executed.
