@@ -233,6 +233,19 @@ mod tests {
     }
 
     #[test]
+    fn the_exercised_report_is_an_option_in_both_forms() {
+        let args = ["--wpp-mode=ewpp", "--wpp-exercised=r.depf", "x.c"];
+        let (o, c) = split_args(&s(&args)).unwrap();
+        assert_eq!(o.mode.as_deref(), Some("ewpp"));
+        assert_eq!(o.exercised, Some(PathBuf::from("r.depf")));
+        assert_eq!(c, s(&["x.c"]));
+        let args = ["--mode", "ewpp", "--exercised", "r.depf", "--", "x.c"];
+        let (o, c) = split_args(&s(&args)).unwrap();
+        assert_eq!(o.exercised, Some(PathBuf::from("r.depf")));
+        assert_eq!(c, s(&["x.c"]));
+    }
+
+    #[test]
     fn legacy_form_still_works() {
         let (o, c) = split_args(&s(&[
             "--mode",
