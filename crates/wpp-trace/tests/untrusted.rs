@@ -284,3 +284,28 @@ proptest! {
         prop_assert_eq!(&got[..], &events[..got.len()]);
     }
 }
+
+/// The memory table an eWPP carries round-trips through a binary trace, with and without
+/// source files before it; a table whose length runs past the database is an error, never an
+/// allocation of that length.
+#[test]
+fn the_memory_table_round_trips_and_its_length_is_checked() {
+    for files in [Vec::new(), vec!["a.c".to_string()]] {
+        let mut d = db(2);
+        d.files = files;
+        d.memory = vec![7, 0, 255, 3];
+        let bytes = to_binary(&d, &[Event::Enter(FunctionId(0)), Event::Leave]).unwrap();
+        let r = TraceReader::from_bytes(bytes.clone()).unwrap();
+        assert_eq!(r.program().memory, d.memory);
+        assert_eq!(r.program().files, d.files);
+        // The table's length byte (just before its four bytes) claims 2^60 bytes.
+        let at = bytes
+            .windows(5)
+            .position(|w| w == [4, 7, 0, 255, 3])
+            .expect("the table's bytes");
+        let mut bad = bytes[..at].to_vec();
+        bad.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10]);
+        bad.extend_from_slice(&bytes[at + 1..]);
+        assert!(TraceReader::from_bytes(bad).is_err());
+    }
+}
