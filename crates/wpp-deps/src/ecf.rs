@@ -579,6 +579,8 @@ pub struct EcfDependence {
     pub unexpected: bool,
     /// The check's comparisons (Table IX): the search's, or 1 for the fixed-cost `LAST`.
     pub comparisons: u32,
+    /// The comparisons a linear scan from the newest instance would take (Table IX, Figure 8).
+    pub linear: u64,
 }
 
 /// Recovers every dependence of an eCF (§5), calling `on_dep` for each, in eCF order.
@@ -782,6 +784,7 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             load: Instance { id: u, n: n_load },
             unexpected,
             comparisons,
+            linear: len - n + 1,
         })
     }
 }

@@ -137,6 +137,7 @@ proptest! {
         }
         prop_assert!(built.stats.binary <= built.stats.linear + built.stats.dependences * 64);
         prop_assert_eq!(got.iter().map(|d| u64::from(d.comparisons)).sum::<u64>(), built.stats.binary);
+        prop_assert_eq!(got.iter().map(|d| d.linear).sum::<u64>(), built.stats.linear);
         // Without the check calls, the eCF is the block trace.
         let check = ecf::check_function(db);
         let mut depth = 0;
@@ -256,6 +257,7 @@ fn binary_search_by_hand() {
             load: Instance { id: 1, n: 6 },
             unexpected: false,
             comparisons: 3,
+            linear: 4,
         }]
     );
 }
