@@ -339,21 +339,19 @@ impl<'m> Sites<'m> {
                 }
             };
             let op = |i: u32| b.to_i64(p.inst.operand(i).expect("size operand"), i64t, false);
+            // A formatting call's result and its terminating zero.
+            let result_plus_one = || {
+                let n = b.to_i64(b.positive_or_zero(p.inst), i64t, false);
+                b.add(n, m.const_int(i64t, 1))
+            };
             let size = match p.size {
                 Size::Bytes(n) => m.const_int(i64t, n),
                 Size::Operand(i) => op(i),
                 Size::Product => b.mul(op(0), op(1)),
                 Size::Result => b.to_i64(b.positive_or_zero(p.inst), i64t, false),
-                Size::ResultPlusOne => b.add(
-                    b.to_i64(b.positive_or_zero(p.inst), i64t, false),
-                    m.const_int(i64t, 1),
-                ),
+                Size::ResultPlusOne => result_plus_one(),
                 Size::ResultPlusOneAtMost(i) => {
-                    let written = b.add(
-                        b.to_i64(b.positive_or_zero(p.inst), i64t, false),
-                        m.const_int(i64t, 1),
-                    );
-                    let n = op(i);
+                    let (written, n) = (result_plus_one(), op(i));
                     b.select(b.icmp_uge(written, n), n, written)
                 }
                 Size::StrlenPlusOne(i) => {

@@ -33,27 +33,19 @@ pub(crate) struct Checks {
 /// modes.
 pub(crate) fn attach(program: &mut EmbeddedProgram) {
     if let Some(t) = &program.ewpp {
-        let db = memory_db(program, &t.memory);
-        wpp_deps::ecf::attach(&mut program.program, &db);
+        wpp_deps::ecf::attach(&mut program.program, &t.memory);
     }
-}
-
-fn memory_db(program: &EmbeddedProgram, memory: &MemoryDb) -> MemoryDb {
-    let mut db = memory.clone();
-    db.program = program.program.clone();
-    db.program.memory.clear();
-    if db.program.functions.last().map(|f| f.name.as_str()) == Some(wpp_deps::ecf::CHECK_NAME) {
-        db.program.functions.pop();
-    }
-    db
 }
 
 impl Checks {
-    /// The checks of an `ewpp` program, `None` in other modes.
+    /// The checks of an `ewpp` program whose database [`attach`] made an eWPP's, `None` in
+    /// other modes.
     pub fn new(program: &EmbeddedProgram) -> Option<Checks> {
         let t = program.ewpp.as_ref()?;
+        // The memory database as every reader of the eWPP gets it back.
+        let db = wpp_deps::ecf::memory_db(&program.program).ok().flatten()?;
         // Lives as long as the process: the writer thread's collector borrows it.
-        let db: &'static MemoryDb = Box::leak(Box::new(memory_db(program, &t.memory)));
+        let db: &'static MemoryDb = Box::leak(Box::new(db));
         Some(Checks {
             collector: Collector::new(db, &t.exercised),
             words: Vec::with_capacity(2 * abi::BUF_CAP as usize),
