@@ -1,10 +1,12 @@
 //! Views and exports of recordings: what a person or a profiler's viewer reads.
 //!
-//! Everything here starts from one streaming walk of a recording ([`walk`]): a `.wpp`
-//! grammar is expanded rule by rule and a trace read batch by batch, never materialized, while
-//! a shadow call stack per thread attributes every event to its calling context (Larus §2's
-//! EnterRoutine/LeaveRoutine events give the stack). A bl/ppp profile gives path counts
-//! without stacks ([`walk::Run::from_path_counts`]).
+//! Everything here starts from one walk of a recording ([`walk`]): a shadow call stack per
+//! thread attributes every event to its calling context (Larus §2's EnterRoutine/LeaveRoutine
+//! events give the stack). A trace is read batch by batch, never materialized; a `.wpp`
+//! grammar is walked by its rules, each rule once per calling state it runs in, with its
+//! counts multiplied by how often that happens, so the time and memory follow the grammar, not
+//! the trace (`rule_walk`). A bl/ppp profile gives path counts without stacks
+//! ([`walk::Run::from_path_counts`]).
 //!
 //! # What a sample is
 //!
@@ -37,6 +39,7 @@ pub mod annotate;
 pub mod callgrind;
 pub mod chrome;
 pub mod report;
+mod rule_walk;
 pub mod source;
 pub mod stacks;
 pub mod walk;

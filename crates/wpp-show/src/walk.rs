@@ -23,7 +23,7 @@ use crate::ShowError;
 pub const ROOT: u32 = u32::MAX;
 
 /// A calling context: `function` called from line slot `call_slot` of context `parent`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Context {
     /// The function (a [`FunctionId`] index), or [`ROOT`].
     pub function: u32,
@@ -38,7 +38,7 @@ pub struct Context {
 }
 
 /// What one walk found: the calling-context tree, block and path counts.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
     /// Contexts in creation order; 0 is the root, and every context comes after its parent.
     pub contexts: Vec<Context>,
@@ -57,7 +57,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn new(db: &ProgramDb) -> Run {
+    pub(crate) fn new(db: &ProgramDb) -> Run {
         Run {
             contexts: vec![Context {
                 function: ROOT,
@@ -378,8 +378,22 @@ impl Recording {
         result.map(|_| ())
     }
 
-    /// Walks the whole recording into a [`Run`].
-    pub fn walk(mut self) -> Result<(ProgramDb, SourceMap, Run), ShowError> {
+    /// Walks the whole recording into a [`Run`]: a grammar by its rules
+    /// ([`crate::rule_walk`]), in time proportional to the grammar where that is exact, else
+    /// event by event.
+    pub fn walk(self) -> Result<(ProgramDb, SourceMap, Run), ShowError> {
+        if let Recording::Wpp(w) = &self {
+            let db = w.program.clone();
+            let map = SourceMap::new(&db);
+            if let Some(run) = crate::rule_walk::walk(w, &db, &map) {
+                return Ok((db, map, run));
+            }
+        }
+        self.walk_events()
+    }
+
+    /// Walks the whole recording event by event (a grammar expanded), into a [`Run`].
+    pub fn walk_events(mut self) -> Result<(ProgramDb, SourceMap, Run), ShowError> {
         let db = self.program().clone();
         let map = SourceMap::new(&db);
         let mut walker = Walker::new(&db, &map);

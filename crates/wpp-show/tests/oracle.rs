@@ -179,6 +179,59 @@ proptest! {
     }
 }
 
+/// Any events, not only well-formed ones (returns with no frame, blocks outside functions,
+/// frames left open), with a body repeated `times` so that rules recur in many contexts.
+fn messy_trace(body: &[(u32, u32)], times: usize) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut current = 0;
+    for _ in 0..times {
+        for &(t, a) in body {
+            if t != current {
+                out.push(Event::Thread(ThreadId(t)));
+                current = t;
+            }
+            out.push(match a {
+                0..=3 => Event::Enter(FunctionId(a)),
+                4..=8 => Event::Block(BlockId(a - 4)),
+                _ => Event::Leave,
+            });
+        }
+    }
+    out
+}
+
+fn compressed(db: &ProgramDb, events: &[Event], algorithm: Algorithm) -> Recording {
+    let mut c = TraceCompressor::new(algorithm, None, db.clone());
+    c.push_batch(events).unwrap();
+    Recording::Wpp(Box::new(c.finish().unwrap()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// The walk by rule entries gives exactly the event-by-event walk's run (contexts in the
+    /// same order, every count), on every compressor's grammar.
+    #[test]
+    fn the_walk_by_rules_equals_the_walk_by_events(
+        body in prop::collection::vec((0u32..3, 0u32..11), 0..120),
+        times in 1usize..6,
+        algorithm in prop::sample::select(vec![
+            Algorithm::Sequitur, Algorithm::Sequitur1, Algorithm::Frequency, Algorithm::Phrase,
+        ]),
+    ) {
+        let db = db();
+        let events = messy_trace(&body, times);
+        let wpp = compressed(&db, &events, algorithm);
+        if let Recording::Wpp(w) = &wpp {
+            // Threads are start rules, not terminals, so the walk by rules applies.
+            prop_assert!(!w.alphabet.events().iter().any(|e| matches!(e, Event::Thread(_))));
+        }
+        let (_, _, by_rules) = wpp.walk().unwrap();
+        let (_, _, by_events) = compressed(&db, &events, algorithm).walk_events().unwrap();
+        prop_assert_eq!(by_rules, by_events);
+    }
+}
+
 #[test]
 fn callgrind_self_costs_and_call_edges_are_hand_computed() {
     // f0 { b0; call f1 { b0 b1 b2(h.h) }; b1; call f1 { b0 } }
