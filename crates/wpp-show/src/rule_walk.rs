@@ -57,6 +57,8 @@ enum ItemKind {
     Call { ctx: u32 },
     /// A sub-rule's entry.
     Rule { entry: u32 },
+    /// A return from a frame of a context (an `E` event).
+    Return { ctx: u32 },
 }
 
 /// Contexts must fit the 30 bits a sample item has for them.
@@ -75,6 +77,10 @@ impl Item {
         Item(2 << 62 | u64::from(entry))
     }
 
+    fn ret(ctx: u32) -> Item {
+        Item(3 << 62 | u64::from(ctx))
+    }
+
     fn kind(self) -> ItemKind {
         let low = self.0 as u32;
         match self.0 >> 62 {
@@ -83,7 +89,8 @@ impl Item {
                 terminal: low,
             },
             1 => ItemKind::Call { ctx: low },
-            _ => ItemKind::Rule { entry: low },
+            2 => ItemKind::Rule { entry: low },
+            _ => ItemKind::Return { ctx: low },
         }
     }
 }
@@ -323,6 +330,7 @@ impl RuleWalk<'_> {
             }
             Event::Leave if state.ctx == 0 => Some(state),
             Event::Leave => {
+                self.scratch.push(Item::ret(state.ctx));
                 let c = &self.run.contexts[state.ctx as usize];
                 Some(State {
                     ctx: c.parent,
@@ -377,6 +385,7 @@ impl RuleWalk<'_> {
                 parent: state.ctx,
                 call_slot: state.slot,
                 calls: 0,
+                returns: 0,
                 counts: vec![0; self.map.slots(f)],
             });
         }
@@ -406,6 +415,7 @@ impl RuleWalk<'_> {
                     },
                     ItemKind::Call { ctx } => self.run.contexts[ctx as usize].calls += n,
                     ItemKind::Rule { entry } => uses[entry as usize] += n,
+                    ItemKind::Return { ctx } => self.run.contexts[ctx as usize].returns += n,
                 }
             }
         }

@@ -33,6 +33,8 @@ pub struct Context {
     pub call_slot: u32,
     /// Times this context was entered.
     pub calls: u64,
+    /// Times one of its frames returned (its `E` events).
+    pub returns: u64,
     /// Samples charged to each slot (line) of the function while it was the innermost frame.
     pub counts: Vec<u64>,
 }
@@ -64,6 +66,7 @@ impl Run {
                 parent: 0,
                 call_slot: 0,
                 calls: 0,
+                returns: 0,
                 counts: vec![0],
             }],
             block_counts: db
@@ -210,7 +213,9 @@ impl<'a> Walker<'a> {
             Event::Thread(t) => self.switch(t),
             Event::Enter(f) => self.enter(f.0),
             Event::Leave => {
-                self.stack.pop();
+                if let Some(frame) = self.stack.pop() {
+                    self.run.contexts[frame.ctx as usize].returns += 1;
+                }
             }
             Event::Block(b) => {
                 self.run.samples += 1;
@@ -293,6 +298,7 @@ impl<'a> Walker<'a> {
                 parent: parent.ctx,
                 call_slot: parent.slot,
                 calls: 0,
+                returns: 0,
                 counts: vec![0; self.map.slots(f)],
             });
         }

@@ -1,11 +1,10 @@
 //! `wpp functions`: the recording's program, one line per function — calls, events run in it,
 //! source location, blocks and acyclic paths (where the file carries CFGs).
 //!
-//! Counts come from the grammar without expanding it for a `.wpp` (frequencies of the
-//! function-qualified terminals, [`wpp_query::hot::qualified::qualified_frequencies`]), from
-//! one streaming pass over a trace, and from the path counts of a bl/ppp profile (each acyclic path run counts as one
-//! event; calls are the paths that start at the entry, which a profile does not separate, so
-//! they are left out).
+//! Counts come from the calling-context walk of a `.wpp`'s rules, without expanding it
+//! ([`wpp_show::walk`]), from one streaming pass over a trace, and from the path counts of a
+//! bl/ppp profile (each acyclic path run counts as one event; calls are the paths that start
+//! at the entry, which a profile does not separate, so they are left out).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 use wpp_query::hot::qualified::qualified_frequencies;
-use wpp_trace::{Event, ProgramDb};
+use wpp_trace::{Event, FunctionId, ProgramDb};
 
 use crate::input::{self, Kind};
 
@@ -112,12 +111,19 @@ pub fn qualified_counts(
     Ok((wpp.program, counts))
 }
 
-/// Counts of a `.wpp`, from its qualified terminals' frequencies.
+/// Counts of a `.wpp`, from the calling contexts of its run: a context's events are its
+/// samples, its entries (`F`) and its returns (`E`).
 fn from_wpp(path: &Path) -> anyhow::Result<Vec<Row>> {
-    let (db, counts) = qualified_counts(path, "functions")?;
+    let wpp = input::read_wpp(path, "functions")?;
+    let (db, _, run) = wpp_show::Recording::Wpp(Box::new(wpp))
+        .walk()
+        .with_context(|| format!("cannot walk {}", path.display()))?;
     let mut out = rows(&db);
-    for (e, f, n) in counts {
-        add(&mut out, e, f, n);
+    for c in &run.contexts[1..] {
+        let samples: u64 = c.counts.iter().sum();
+        let f = Some(c.function);
+        add(&mut out, Event::Enter(FunctionId(c.function)), f, c.calls);
+        add(&mut out, Event::Leave, f, c.returns + samples);
     }
     Ok(out)
 }
