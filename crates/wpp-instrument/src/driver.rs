@@ -18,8 +18,9 @@
 //! linked with `clang++-22` when a source is C++, when the driver is `wpp c++`, or when the
 //! linked module refers to C++ runtime symbols.
 //!
-//! Not supported yet, with a clear error: `--whole-archive` of archives whose objects carry
-//! bitcode. Objects made by running `ld -r` directly (not through `wpp cc -r`) hold their
+//! A `--whole-archive` archive (named, or found by `-l`) whose members carry bitcode is replaced
+//! on the final link by its members without bitcode, extracted, since the instrumented object
+//! already defines the others. Objects made by running `ld -r` directly (not through `wpp cc -r`) hold their
 //! inputs' bitcode sections concatenated; they are split into their modules
 //! ([`embed::split_modules`]).
 //!
@@ -204,6 +205,9 @@ struct Gathered {
     replaced: BTreeSet<String>,
     /// Inputs and used archive members linked uninstrumented.
     native: Vec<String>,
+    /// The members without bitcode of `--whole-archive` archives that are replaced, extracted:
+    /// linked as objects in their archive's place.
+    extracted: Vec<PathBuf>,
 }
 
 impl Driver {
@@ -487,21 +491,20 @@ impl Driver {
                 g.replaced.insert(name);
             }
         }
-        let whole_archive = inv.link.iter().any(|l| match l {
-            LinkArg::Flag(f) => f.contains("whole-archive") && !f.contains("no-whole-archive"),
-            _ => false,
-        });
+        let whole = WholeArchives::of(inv);
         for (archive, used) in &members {
             let mut part = embed::Bitcode::default();
             embed::gather(Path::new(archive), Some(used), &mut part)?;
             if !part.modules.is_empty() {
-                if whole_archive {
-                    // The final link would pull the members again, next to their instrumented
-                    // copies: duplicate definitions.
-                    return Err(DriverError::Usage(format!(
-                        "--whole-archive with an archive whose objects carry bitcode ({archive}) \
-                         is not supported yet: name its objects instead"
-                    )));
+                if let Some(arg) = whole.link_arg(archive) {
+                    // The final link would pull every member again, next to their instrumented
+                    // copies: the archive is replaced by its members without bitcode.
+                    g.replaced.insert(arg);
+                    let native = native_members(archive, used, &part);
+                    let dir = tmp.join(format!("whole{}", g.extracted.len()));
+                    std::fs::create_dir_all(&dir).map_err(DriverError::Temp)?;
+                    g.extracted
+                        .extend(embed::extract_members(Path::new(archive), &native, &dir)?);
                 }
                 g.native.extend(part.native);
             }
@@ -606,6 +609,7 @@ impl Driver {
         self.run_tool(linker, &ca)?;
         let runtime = self.packaged_runtime()?;
         let mut ka = self.link_args(inv, objects, &g.replaced, Some(&object));
+        ka.extend(g.extracted.iter().map(|p| p.clone().into_os_string()));
         ka.push(runtime.into_os_string());
         ka.extend(RUNTIME_SYSTEM_LIBS.iter().map(OsString::from));
         ka.extend(["-o".into(), Self::output(inv)]);
@@ -670,6 +674,73 @@ fn default_object(src: &str) -> PathBuf {
             .file_name()
             .unwrap_or_default(),
     )
+}
+
+/// The archives a link names inside `--whole-archive` regions, as link arguments.
+struct WholeArchives {
+    /// Archives named by path.
+    paths: BTreeSet<String>,
+    /// `-lNAME` flags, by the file name they find (`libNAME.a`).
+    libs: BTreeMap<String, String>,
+}
+
+impl WholeArchives {
+    fn of(inv: &Invocation) -> WholeArchives {
+        let mut w = WholeArchives {
+            paths: BTreeSet::new(),
+            libs: BTreeMap::new(),
+        };
+        let mut on = false;
+        for l in &inv.link {
+            match l {
+                LinkArg::Flag(f) if f.starts_with("-Wl,") || f.contains("whole-archive") => {
+                    for part in f.trim_start_matches("-Wl,").split(',') {
+                        match part.trim_start_matches('-') {
+                            "whole-archive" => on = true,
+                            "no-whole-archive" => on = false,
+                            _ => {}
+                        }
+                    }
+                }
+                LinkArg::Flag(f) if on && f.starts_with("-l") && !f.starts_with("-l:") => {
+                    w.libs.insert(format!("lib{}.a", &f[2..]), f.clone());
+                }
+                LinkArg::Input(p) if on && is_archive(Path::new(p)) => {
+                    w.paths.insert(p.clone());
+                }
+                _ => {}
+            }
+        }
+        w
+    }
+
+    /// The link argument that names `archive` (a path the linker's trace printed) in a
+    /// `--whole-archive` region, if any.
+    fn link_arg(&self, archive: &str) -> Option<String> {
+        if self.paths.contains(archive) {
+            return Some(archive.to_owned());
+        }
+        let file = Path::new(archive).file_name()?.to_str()?;
+        self.libs.get(file).cloned()
+    }
+}
+
+/// The used members of `archive` that carry no bitcode (`part` holds `archive(member)` names).
+fn native_members(
+    archive: &str,
+    used: &BTreeSet<String>,
+    part: &embed::Bitcode,
+) -> BTreeSet<String> {
+    let with_bitcode: BTreeSet<&str> = part
+        .modules
+        .iter()
+        .filter_map(|(n, _)| n.strip_prefix(archive)?.strip_prefix('('))
+        .map(|m| m.split(')').next().unwrap_or(m))
+        .collect();
+    used.iter()
+        .filter(|m| !with_bitcode.contains(m.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Whether a link may use archives that carry bitcode: it names one, or a `-L` directory where

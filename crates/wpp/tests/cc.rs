@@ -40,6 +40,10 @@ int group_a(int);
 int group_b(int n) { return n <= 0 ? 0 : 1 + group_a(n - 1); }
 int lib_twice(int a) { return group_a(a) + group_a(a); }
 "#;
+/// Called by nothing: only `--whole-archive` links it.
+const UNUSED_C: &str = r#"
+int lib_unused(int x) { return x * 3; }
+"#;
 const MAIN_CPP: &str = r#"
 #include <cstdio>
 #include <string>
@@ -67,6 +71,7 @@ impl Project {
             ("asm.S", ASM_S),
             ("group_a.c", GROUP_A_C),
             ("group_b.c", GROUP_B_C),
+            ("unused.c", UNUSED_C),
             ("main.cpp", MAIN_CPP),
         ] {
             std::fs::write(dir.path().join(name), text).expect("write source");
@@ -283,6 +288,35 @@ const CASES: &[Case] = &[
         report: None,
     },
     Case {
+        name: "--whole-archive: every member linked, bitcode ones instrumented, native kept",
+        commands: &[
+            "wpp-cc -O1 -c lib.c lib2.c main.c unused.c",
+            "clang-22 -O1 -Dlib_unused=native_unused -c unused.c -o native.o",
+            "ar rcs libq.a lib.o lib2.o unused.o native.o",
+            "wpp-cc main.o -Wl,--whole-archive libq.a -Wl,--no-whole-archive -o p",
+            "nm p | grep -q ' T lib_unused' && nm p | grep -q ' T native_unused'",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: Some("passed through uninstrumented (no bitcode): libq.a(native.o)"),
+    },
+    Case {
+        name: "--whole-archive of a -l library, in one -Wl list",
+        commands: &[
+            "wpp-cc -O1 -c lib.c lib2.c main.c unused.c",
+            "ar rcs libq.a lib.o lib2.o unused.o",
+            "wpp-cc main.o -L. -Wl,--whole-archive -lq -Wl,--no-whole-archive,--as-needed -o p",
+            "nm p | grep -q ' T lib_unused'",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
         name: "-r partial link keeps every input's bitcode",
         commands: &[
             "wpp-cc -O2 -c lib.c lib2.c",
@@ -395,21 +429,6 @@ fn passthrough_invocations() {
     let bad = p.sh("wpp-cc --wpp-mode=blocks main.c");
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("trace-blocks"));
-}
-
-/// `--whole-archive` of an archive whose objects carry bitcode is refused with a message that
-/// says so (the final link would define every instrumented function twice).
-#[test]
-fn whole_archive_of_bitcode_objects_gets_a_clear_message() {
-    let p = Project::new();
-    p.ok("wpp-cc -O1 -c lib.c lib2.c main.c && ar rcs libq.a lib.o lib2.o");
-    let out = p.sh("wpp-cc main.o -Wl,--whole-archive libq.a -Wl,--no-whole-archive -o p");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--whole-archive with an archive") && err.contains("libq.a"),
-        "{err}"
-    );
 }
 
 /// Without a `-g…` of the user's, `wpp cc` compiles with line tables: a block recording of a

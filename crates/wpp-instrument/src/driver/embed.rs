@@ -10,7 +10,7 @@ use super::DriverError;
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSection};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The ELF section holding an object's pre-instrumentation bitcode.
 pub const SECTION: &str = ".wpp.bc";
@@ -99,6 +99,35 @@ pub fn gather(
         return Ok(());
     }
     push(name, &data, out)
+}
+
+/// Writes the members of `archive` named in `names` into `dir`, one file each (numbered, as
+/// members may share a name); the paths in archive order.
+pub fn extract_members(
+    archive: &Path,
+    names: &BTreeSet<String>,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, DriverError> {
+    let name = archive.display().to_string();
+    let bad = |reason: String| DriverError::Input {
+        path: name.clone(),
+        reason,
+    };
+    let data = std::fs::read(archive).map_err(|e| bad(e.to_string()))?;
+    let file = ArchiveFile::parse(&*data).map_err(|e| bad(format!("not an archive: {e}")))?;
+    let mut out = Vec::new();
+    for (i, member) in file.members().enumerate() {
+        let member = member.map_err(|e| bad(format!("bad archive member: {e}")))?;
+        let m = String::from_utf8_lossy(member.name()).into_owned();
+        if !names.contains(&m) {
+            continue;
+        }
+        let bytes = member.data(&*data).map_err(|e| bad(e.to_string()))?;
+        let path = dir.join(format!("member{i}-{}", m.replace('/', "_")));
+        std::fs::write(&path, bytes).map_err(DriverError::Temp)?;
+        out.push(path);
+    }
+    Ok(out)
 }
 
 fn push(name: String, data: &[u8], out: &mut Bitcode) -> Result<(), DriverError> {
