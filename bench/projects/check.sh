@@ -11,6 +11,10 @@
 #   zstd 1.5.7 (zstd-sys)    CMake (build/cmake) + Ninja, static libzstd.a (C and the x86-64
 #                            Huffman decoder in assembly), then tests/programs/zstd_user.c
 #                            linked against it
+#   zlib 1.2.13 (Debian's    its own `./configure --static && make && make test` (example and
+#   source package)          minigzip, statically linked), then its CMakeLists (which builds
+#                            libz.so natively and libz.a instrumented) with bench/workloads/zlib's
+#                            driver linked against libz.a
 #
 # For each program: its output equals the natively built program's (clang-22, same build
 # system), and its recording (trace-blocks) contains the library's functions as well as the
@@ -23,7 +27,7 @@
 #   its runtime is found as `wpp cc` finds it ($WPP_RT_LIB, or next to wpp).
 #   Builds go to bench/build/projects (WPP_PROJECTS_BUILD); sources are fetched through cargo
 #   like bench/workloads/fetch.sh. Ends with `N passed, M failed`; exit 1 if M > 0.
-#   Cost: ~4 min of 2 cores (each project built twice: native and instrumented).
+#   Cost: ~5 min of 2 cores (each project built twice: native and instrumented).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -33,11 +37,11 @@ PROJECTS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
     --wpp) WPP=$2; shift 2 ;;
-    bzip2 | zlib-ng | zstd) PROJECTS+=("$1"); shift ;;
+    bzip2 | zlib-ng | zstd | zlib) PROJECTS+=("$1"); shift ;;
     *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
-[[ ${#PROJECTS[@]} -gt 0 ]] || PROJECTS=(bzip2 zlib-ng zstd)
+[[ ${#PROJECTS[@]} -gt 0 ]] || PROJECTS=(bzip2 zlib-ng zstd zlib)
 WPP=$(cd "$(dirname "$WPP")" && pwd)/$(basename "$WPP")
 [[ -x $WPP ]] || { echo "check.sh: no wpp at $WPP (build with --features llvm)" >&2; exit 1; }
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -70,6 +74,18 @@ crate_dir() { # name-version prefix -> unpacked directory
 BZIP2_SRC=$(crate_dir bzip2-sys-0.1.13)/bzip2-1.0.8
 ZNG_SRC=$(crate_dir libz-ng-sys-1.1.32)/src/zlib-ng
 ZSTD_SRC=$(crate_dir zstd-sys-2.1.2)/zstd
+
+# zlib's own build system (configure, CMakeLists, test/) is in no crate: Debian's source
+# package has it, pinned by its checksum.
+ZLIB_TAR=zlib_1.2.13.dfsg.orig.tar.bz2
+ZLIB_SHA256=71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1
+ZLIB_SRC=$BUILD/fetch/zlib-1.2.13.dfsg
+fetch_zlib() {
+    [[ -f $ZLIB_SRC/configure ]] && return
+    curl -fsS -o "$BUILD/fetch/$ZLIB_TAR" "http://deb.debian.org/debian/pool/main/z/zlib/$ZLIB_TAR" &&
+        echo "$ZLIB_SHA256  $BUILD/fetch/$ZLIB_TAR" | sha256sum -c --quiet &&
+        tar xjf "$BUILD/fetch/$ZLIB_TAR" -C "$BUILD/fetch"
+}
 
 # --- the compiler drivers: wpp-cc is a symlink to wpp ------------------------------------------
 ln -sfn "$WPP" "$BUILD/bin/wpp-cc"
@@ -148,7 +164,9 @@ cmake_build() {
         ninja -C "$out" >"$out.ninja.log" 2>&1
 }
 
-check_cmake_project() { # NAME SRC INCLUDE_REL LIBDIR LIB PROGRAM_SRC FUNCS CMAKE_ARGS...
+# check_cmake_project NAME SRC INCLUDE_REL LIBDIR LIB PROGRAM_SRC FUNCS CMAKE_ARGS...
+#   LIB is what follows -l: a name, or :libX.a to pass over a libX.so beside it.
+check_cmake_project() {
     local name=$1 src=$2 inc=$3 libdir=$4 lib=$5 prog=$6 funcs=$7
     shift 7
     mkdir -p "$BUILD/$name"
@@ -165,10 +183,47 @@ check_cmake_project() { # NAME SRC INCLUDE_REL LIBDIR LIB PROGRAM_SRC FUNCS CMAK
     done
     pass "$name CMake build"
     # The program must have been linked with the project's library, not the system's.
-    [[ -f $BUILD/$name/wpp/$libdir/lib$lib.a ]] || { fail "$name" "no lib$lib.a in $libdir"; return; }
+    local file=lib$lib.a
+    [[ $lib == :* ]] && file=${lib#:}
+    [[ -f $BUILD/$name/wpp/$libdir/$file ]] || { fail "$name" "no $file in $libdir"; return; }
     local want
     want=$(cd "$BUILD/$name/native" && ./prog)
     check_recording "$name program" "$BUILD/$name/wpp" "$want" "$funcs" ./prog
+}
+
+build_zlib() { # VARIANT CC
+    local out=$BUILD/zlib/$1
+    rm -rf "$out" && cp -r "$ZLIB_SRC" "$out" && chmod -R u+w "$out"
+    (cd "$out" && CC=$2 ./configure --static >configure.log 2>&1 &&
+        make -j"$JOBS" >make.log 2>&1 && make test >test.log 2>&1)
+}
+
+check_zlib() {
+    fetch_zlib || { fail zlib "cannot fetch $ZLIB_TAR from deb.debian.org"; return; }
+    mkdir -p "$BUILD/zlib"
+    local t0 v cc
+    for v in native wpp; do
+        cc=clang-22
+        [[ $v == wpp ]] && cc=wpp-cc
+        t0=$(now)
+        build_zlib $v $cc || { fail zlib "$v configure/make/make test failed: $BUILD/zlib/$v/*.log"; return; }
+        echo "zlib: $v configure --static + make + make test: $(secs "$t0") s"
+    done
+    grep -q '\*\*\* zlib test OK \*\*\*' "$BUILD/zlib/wpp/test.log" || { fail zlib "make test did not pass"; return; }
+    pass "zlib configure + make test"
+    local n=$BUILD/zlib/native w=$BUILD/zlib/wpp want
+    want=$(cd "$n" && ./example)
+    check_recording "zlib example" "$w" "$want" "main deflate inflate compress gzputs gzread" ./example
+    # One recorded process per run: the native minigzip decompresses.
+    want=$(cd "$n" && ./minigzip <README | ./minigzip -d | cksum)
+    check_recording "zlib minigzip" "$w" "$want" "main gz_compress gzwrite deflate" \
+        sh -c "./minigzip <README | '$n/minigzip' -d | cksum"
+    # zlib's CMakeLists renames the source tree's zconf.h: build from a copy. It also lists
+    # win32/zlib1.rc for every platform, a file Debian's dfsg tarball drops (not compiled here).
+    rm -rf "$BUILD/zlib/cmake-src" && cp -r "$ZLIB_SRC" "$BUILD/zlib/cmake-src"
+    mkdir -p "$BUILD/zlib/cmake-src/win32" && : >"$BUILD/zlib/cmake-src/win32/zlib1.rc"
+    check_cmake_project zlib-cmake "$BUILD/zlib/cmake-src" . . :libz.a \
+        "$ROOT/bench/workloads/zlib/driver.c" "main deflate inflate"
 }
 
 for p in "${PROJECTS[@]}"; do
@@ -185,6 +240,7 @@ for p in "${PROJECTS[@]}"; do
             -DZSTD_BUILD_PROGRAMS=OFF -DZSTD_BUILD_TESTS=OFF -DZSTD_BUILD_SHARED=OFF \
             -DZSTD_BUILD_STATIC=ON -DZSTD_MULTITHREAD_SUPPORT=OFF
         ;;
+    zlib) check_zlib ;;
     esac
 done
 echo "$passed passed, $failed failed"
