@@ -17,16 +17,23 @@
 //!   numbers its rules, so the `.wpp` writer stores each rule inline where it is first used and
 //!   the result does not depend on the order chunks were joined in.
 //!
-//! Digram uniqueness does not hold across chunks: a digram may repeat across a chunk boundary or
-//! inside two rules that differ. The grammar is therefore somewhat larger than a single-threaded
-//! one (BENCHMARKS.md has the measured ratios), and every query reads it as it reads any other.
+//! * **Seams.** What repeats across chunks at the top level — a thread's start-rule pieces are
+//!   built apart, so a stretch repeated in two chunks is spelled out in both — is found by one
+//!   more SEQUITUR pass (Larus §3.1) over the joined start-rule bodies, their symbols taken as
+//!   terminals ([`Seams::Compressed`], the default); its rules go above the joined ones.
+//!
+//! Digram uniqueness still does not hold across chunks: a digram may repeat inside two rules
+//! built by different chunks that differ elsewhere. The grammar is therefore somewhat larger
+//! than a single-threaded one (BENCHMARKS.md has the measured ratios), and every query reads it
+//! as it reads any other.
 
 use hashbrown::HashTable;
-use rustc_hash::FxHasher;
+use rustc_hash::{FxHashSet, FxHasher};
 use std::hash::Hasher;
-use wpp_trace::ThreadId;
+use wpp_trace::{Terminal, ThreadId};
 
 use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
+use crate::sequitur::{Sequitur, Variant};
 use crate::symbol::{Symbol, SymbolKind};
 
 /// Joins chunk grammars, added in any order with their chunk number, into one grammar.
@@ -58,6 +65,7 @@ pub struct Joiner {
     map: Vec<Symbol>,
     /// A body being translated (scratch, reused).
     body: Vec<Symbol>,
+    seams: Seams,
 }
 
 /// One chunk's start-rule body for one thread.
@@ -172,8 +180,88 @@ impl Joiner {
             }
         }
         drop(self.start_symbols);
+        let (rules, starts) = match self.seams {
+            Seams::Kept => (rules, starts),
+            Seams::Compressed => compress_starts(rules, starts, num_terminals),
+        };
         Flat::new(&rules, &starts).renumber(num_terminals, &start_threads)
     }
+
+    /// Whether [`finish`](Self::finish) compresses the joined start rules (the default).
+    pub fn set_seams(&mut self, seams: Seams) {
+        self.seams = seams;
+    }
+}
+
+/// What [`Joiner::finish`] does with the repetition across chunks in the start rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Seams {
+    /// Runs SEQUITUR (Larus §3.1) over the joined start-rule bodies, their rule references
+    /// taken as terminals, so that stretches repeated across chunks become rules.
+    #[default]
+    Compressed,
+    /// Keeps the start rules as the concatenation of the chunks'.
+    Kept,
+}
+
+/// The joined grammar with its start rules compressed by SEQUITUR: each start body is a
+/// stream whose terminals are the body's symbols (terminal `t` as `t`, rule `r` as
+/// `num_terminals + r`); the resulting rules go above the joined ones. Left as it is when the
+/// symbols do not fit SEQUITUR's terminals or SEQUITUR refuses the input.
+fn compress_starts(rules: Rules, starts: Rules, num_terminals: u32) -> (Rules, Rules) {
+    let n = rules.len();
+    let fits = u64::from(num_terminals) + n as u64 <= u64::from(Terminal::LIMIT);
+    let top = fits
+        .then(|| sequitur_over(&starts, num_terminals))
+        .flatten();
+    let Some(top) = top else {
+        return (rules, starts);
+    };
+    let is_start: FxHashSet<RuleId> = top.starts().iter().map(|s| s.rule).collect();
+    let mut new_id = vec![0u32; top.num_rules()];
+    let mut rules = rules;
+    let mut next = n as u32;
+    for r in top.rules().filter(|r| !is_start.contains(r)) {
+        new_id[r.index()] = next;
+        next += 1;
+    }
+    let translate = |s: Symbol| match s.kind() {
+        SymbolKind::Rule(r) => Symbol::rule(RuleId(new_id[r.index()])),
+        SymbolKind::Terminal(t) if t.0 < num_terminals => s,
+        SymbolKind::Terminal(t) => Symbol::rule(RuleId(t.0 - num_terminals)),
+    };
+    for r in top.rules().filter(|r| !is_start.contains(r)) {
+        rules
+            .symbols
+            .extend(top.body(r).iter().map(|&s| translate(s)));
+        rules.offsets.push(rules.symbols.len());
+    }
+    let mut out = Rules {
+        symbols: Vec::with_capacity(top.num_symbols()),
+        offsets: vec![0],
+    };
+    for s in top.starts() {
+        out.symbols
+            .extend(top.body(s.rule).iter().map(|&s| translate(s)));
+        out.offsets.push(out.symbols.len());
+    }
+    (rules, out)
+}
+
+/// SEQUITUR over each start body as a stream of terminals (see [`compress_starts`]).
+fn sequitur_over(starts: &Rules, num_terminals: u32) -> Option<Grammar> {
+    let mut seq = Sequitur::new(Variant::Sequitur);
+    let mut terminals = Vec::new();
+    for i in 0..starts.len() {
+        terminals.clear();
+        terminals.extend(starts.body(i).iter().map(|&s| match s.kind() {
+            SymbolKind::Terminal(t) => t,
+            SymbolKind::Rule(r) => Terminal(num_terminals + r.0),
+        }));
+        let stream = seq.add_stream(ThreadId(i as u32)).ok()?;
+        seq.push_slice(stream, &terminals).ok()?;
+    }
+    Some(seq.finish())
 }
 
 /// Rule bodies stored contiguously, bottom-up.

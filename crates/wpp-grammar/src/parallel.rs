@@ -20,12 +20,34 @@ use wpp_trace::{Terminal, ThreadId};
 
 use crate::algorithm::Algorithm;
 use crate::grammar::Grammar;
-use crate::join::Joiner;
+use crate::join::{Joiner, Seams};
 use crate::trace::{Engine, TraceCompressError};
 
 /// Events per chunk when the caller does not choose: large enough that the grammar lost at
 /// chunk boundaries is small, small enough that two cores get work from 10^7-event traces.
 pub const DEFAULT_CHUNK_EVENTS: usize = 1 << 22;
+
+/// How a [`TraceCompressor`](crate::TraceCompressor) uses several cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parallelism {
+    /// Worker threads; 1 runs the single-threaded compressor.
+    pub threads: usize,
+    /// Events per chunk.
+    pub chunk_events: usize,
+    /// Whether the joined start rules are compressed again.
+    pub seams: Seams,
+}
+
+impl Parallelism {
+    /// `threads` workers with the default chunk size and seam compression.
+    pub fn threads(threads: usize) -> Parallelism {
+        Parallelism {
+            threads,
+            chunk_events: DEFAULT_CHUNK_EVENTS,
+            seams: Seams::default(),
+        }
+    }
+}
 
 /// A run of one thread's consecutive events inside a chunk.
 #[derive(Clone, Copy)]
@@ -64,6 +86,27 @@ impl Chunk {
     }
 }
 
+/// Compresses one stream per thread as [`compress_threads`](crate::compress_threads) does,
+/// cut into chunks compressed on `how.threads` workers and joined; the streams are taken one
+/// after another (a chunk may hold the end of one and the start of the next). The grammar is
+/// over `1 + ` the largest terminal.
+pub fn compress_threads(
+    algorithm: Algorithm,
+    streams: &[(ThreadId, &[Terminal])],
+    how: Parallelism,
+) -> Result<Grammar, TraceCompressError> {
+    let all = || streams.iter().flat_map(|(_, ts)| ts.iter());
+    let num_terminals = all().map(|t| t.0.saturating_add(1)).max().unwrap_or(0);
+    let mut p = Parallel::new(algorithm, how)?;
+    for &(thread, ts) in streams {
+        for &t in ts {
+            p.push(thread, t, num_terminals)?;
+        }
+    }
+    let threads: Vec<ThreadId> = streams.iter().map(|&(thread, _)| thread).collect();
+    p.finish(num_terminals, &threads)
+}
+
 type Outcome = (u64, Result<Grammar, TraceCompressError>);
 
 /// The worker threads and the chunks in flight.
@@ -85,13 +128,12 @@ pub(crate) struct Parallel {
 }
 
 impl Parallel {
-    /// `workers` threads compressing chunks of `chunk_events` events with `algorithm`.
+    /// Worker threads compressing chunks with `algorithm`, as `how` says.
     pub(crate) fn new(
         algorithm: Algorithm,
-        workers: usize,
-        chunk_events: usize,
+        how: Parallelism,
     ) -> Result<Parallel, TraceCompressError> {
-        let workers = workers.max(1);
+        let workers = how.threads.max(1);
         let (jobs, queue) = mpsc::sync_channel::<Chunk>(workers);
         let (done, outcomes) = mpsc::channel();
         let queue = Arc::new(Mutex::new(queue));
@@ -104,14 +146,16 @@ impl Parallel {
                     .map_err(|e| TraceCompressError::Threads(e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mut joiner = Box::<Joiner>::default();
+        joiner.set_seams(how.seams);
         Ok(Parallel {
-            chunk_events: chunk_events.max(1),
+            chunk_events: how.chunk_events.max(1),
             chunk: Chunk::default(),
             jobs: Some(jobs),
             outcomes,
             workers: handles,
             in_flight: 0,
-            joiner: Box::default(),
+            joiner,
             first: None,
             joined: 0,
             error: None,

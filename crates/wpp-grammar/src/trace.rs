@@ -46,7 +46,7 @@ use wpp_trace::{Alphabet, Event, ProgramDb, Terminal, ThreadDemux, ThreadId};
 
 use crate::algorithm::{Algorithm, CompressError};
 use crate::file::WppFile;
-use crate::parallel::Parallel;
+use crate::parallel::{Parallel, Parallelism};
 use crate::phrase::{PhraseCompressor, PhraseError, PhraseStream};
 use crate::repair::{RePair, RePairError, WindowStream, Windowed};
 use crate::sequitur::{Sequitur, SequiturError, StreamId, Variant};
@@ -360,21 +360,20 @@ impl TraceCompressor {
         }
     }
 
-    /// A compressor as [`new`](Self::new) makes, running on `threads` worker threads: the
-    /// trace is cut into chunks of `chunk_events` events, compressed in parallel and joined
-    /// ([`crate::parallel`], [`crate::join`]). With `threads ≤ 1` or a `window` this is
+    /// A compressor as [`new`](Self::new) makes, running on `how.threads` worker threads: the
+    /// trace is cut into chunks of `how.chunk_events` events, compressed in parallel and joined
+    /// ([`crate::parallel`], [`crate::join`]). With one thread or a `window` this is
     /// [`new`](Self::new)'s compressor, whose grammar is the same bit for bit; so is the grammar
     /// of a trace that fits in one chunk.
     pub fn with_threads(
         algorithm: Algorithm,
         window: Option<usize>,
         program: ProgramDb,
-        threads: usize,
-        chunk_events: usize,
+        how: Parallelism,
     ) -> Result<Self, TraceCompressError> {
         let mut c = TraceCompressor::new(algorithm, window, program);
-        if threads > 1 && window.is_none() {
-            let p = Parallel::new(algorithm, threads, chunk_events)?;
+        if how.threads > 1 && window.is_none() {
+            let p = Parallel::new(algorithm, how)?;
             c.backend = Backend::Parallel(p);
         }
         Ok(c)

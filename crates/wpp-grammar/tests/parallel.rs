@@ -10,15 +10,29 @@ use proptest::prelude::*;
 use wpp_grammar::check::check_rule_utility;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
-use wpp_grammar::join::Joiner;
+use wpp_grammar::join::{Joiner, Seams};
+use wpp_grammar::parallel::Parallelism;
 use wpp_grammar::{Algorithm, Grammar, RuleId, StartRule, Symbol, TraceCompressor};
 use wpp_trace::synth::{SynthProgram, TraceKind};
 use wpp_trace::{split_threads, BlockId, Event, ProgramDb, Terminal, ThreadId};
 
 fn compress(events: &[Event], algorithm: Algorithm, threads: usize, chunk: usize) -> WppFile {
-    let mut c =
-        TraceCompressor::with_threads(algorithm, None, ProgramDb::default(), threads, chunk)
-            .unwrap();
+    compress_seams(events, algorithm, threads, chunk, Seams::Compressed)
+}
+
+fn compress_seams(
+    events: &[Event],
+    algorithm: Algorithm,
+    threads: usize,
+    chunk_events: usize,
+    seams: Seams,
+) -> WppFile {
+    let how = Parallelism {
+        threads,
+        chunk_events,
+        seams,
+    };
+    let mut c = TraceCompressor::with_threads(algorithm, None, ProgramDb::default(), how).unwrap();
     c.push_batch(events).unwrap();
     c.finish().unwrap()
 }
@@ -179,6 +193,7 @@ fn merged_rules_keep_rule_utility() {
     );
     let other = grammar(vec![vec![t(4)], vec![t(5), t(5)]], &[(7, 0), (0, 1)]);
     let mut j = Joiner::default();
+    j.set_seams(Seams::Kept);
     j.add(
         2,
         &Grammar::new(8, Vec::<Vec<Symbol>>::new(), Vec::new()).unwrap(),
@@ -195,5 +210,6 @@ fn merged_rules_keep_rule_utility() {
         |i: usize| -> Vec<u32> { Expander::new(&g, g.starts()[i].rule).map(|t| t.0).collect() };
     assert_eq!(expand(0), [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5, 5]);
     assert_eq!(expand(1), [4]);
-    assert_eq!(g.num_rules(), 3, "R(t1 t2 t3), two start rules");
+    let bodies: Vec<_> = g.rules().map(|r| g.body(r).to_vec()).collect();
+    assert_eq!(g.num_rules(), 3, "R(t1 t2 t3), two start rules: {bodies:?}");
 }

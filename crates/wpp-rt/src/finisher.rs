@@ -39,6 +39,7 @@
 use crate::sink::SinkError;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use wpp_grammar::parallel::Parallelism;
 use wpp_grammar::{Algorithm, TraceCompressor};
 
 /// The environment variable that chooses the compressor.
@@ -165,8 +166,11 @@ impl Plan {
             .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
             .allow_truncated(true);
         let program = reader.program().clone();
-        let (threads, chunk) = (self.threads, self.chunk_events);
-        let mut c = TraceCompressor::with_threads(self.algorithm, None, program, threads, chunk)
+        let how = Parallelism {
+            chunk_events: self.chunk_events,
+            ..Parallelism::threads(self.threads)
+        };
+        let mut c = TraceCompressor::with_threads(self.algorithm, None, program, how)
             .map_err(|e| error(e.to_string()))?;
         while let Some(run) = reader
             .next_batch()

@@ -32,6 +32,8 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
+use wpp_grammar::join::Seams;
+use wpp_grammar::parallel::Parallelism;
 use wpp_grammar::{Algorithm, TraceCompressor};
 use wpp_query::matching::partition::index_section;
 use wpp_trace::file::{TraceReader, Truncation};
@@ -86,6 +88,10 @@ pub struct Args {
     #[arg(long, default_value_t = wpp_grammar::parallel::DEFAULT_CHUNK_EVENTS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     chunk_events: u64,
+    /// With several threads: join the chunk grammars without compressing their concatenated
+    /// start rules again (a little faster, larger).
+    #[arg(long)]
+    keep_seams: bool,
     /// zstd level of the `.wpp`'s compressed streams (19: smallest; 3: many times faster to
     /// write, a few percent larger; the recording runtime uses 3).
     #[arg(long, default_value_t = wpp_grammar::file::DEFAULT_ZSTD_LEVEL,
@@ -138,8 +144,7 @@ struct Run {
 /// How to compress: the options of `wpp compress` that every algorithm shares.
 struct Settings {
     window: Option<u64>,
-    threads: usize,
-    chunk_events: usize,
+    parallelism: Parallelism,
     index: bool,
     zstd_level: i32,
 }
@@ -150,8 +155,15 @@ impl Settings {
         let threads = args.threads.map_or(cores, |t| t as usize);
         Settings {
             window: args.window,
-            threads: if args.window.is_some() { 1 } else { threads },
-            chunk_events: usize::try_from(args.chunk_events).unwrap_or(usize::MAX),
+            parallelism: Parallelism {
+                threads: if args.window.is_some() { 1 } else { threads },
+                chunk_events: usize::try_from(args.chunk_events).unwrap_or(usize::MAX),
+                seams: if args.keep_seams {
+                    Seams::Kept
+                } else {
+                    Seams::Compressed
+                },
+            },
             index: args.index,
             zstd_level: args.zstd_level,
         }
@@ -162,11 +174,11 @@ impl Settings {
 fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> anyhow::Result<Run> {
     let Settings {
         window,
-        threads: workers,
-        chunk_events,
+        parallelism,
         index,
         zstd_level,
     } = *settings;
+    let workers = parallelism.threads;
     let base = heap::start();
     let cpu0 = cpu_seconds(workers);
     let t0 = Instant::now();
@@ -174,8 +186,8 @@ fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> any
     let win = window.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
     let fail = || format!("cannot compress {} with {algorithm}", input.display());
     let program = source.program().clone();
-    let mut c = TraceCompressor::with_threads(algorithm, win, program, workers, chunk_events)
-        .with_context(fail)?;
+    let mut c =
+        TraceCompressor::with_threads(algorithm, win, program, parallelism).with_context(fail)?;
     let bar = event_counter(format!("compressing with {algorithm}"));
     let truncation = source.feed(input, &mut c, &bar).with_context(fail)?;
     let (events, threads) = (c.events(), c.num_threads());
