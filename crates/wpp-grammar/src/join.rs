@@ -220,10 +220,8 @@ fn compress_starts(rules: Rules, starts: Rules, num_terminals: u32) -> (Rules, R
     let is_start: FxHashSet<RuleId> = top.starts().iter().map(|s| s.rule).collect();
     let mut new_id = vec![0u32; top.num_rules()];
     let mut rules = rules;
-    let mut next = n as u32;
-    for r in top.rules().filter(|r| !is_start.contains(r)) {
-        new_id[r.index()] = next;
-        next += 1;
+    for (id, r) in (n as u32..).zip(top.rules().filter(|r| !is_start.contains(r))) {
+        new_id[r.index()] = id;
     }
     let translate = |s: Symbol| match s.kind() {
         SymbolKind::Rule(r) => Symbol::rule(RuleId(new_id[r.index()])),
