@@ -5,7 +5,7 @@
 # thread count, and the speed-up and size ratio of each thread count against one thread.
 #
 #   bench/parallel.sh [--threads "1 2"] [--algorithms "sequitur frequency"] [--wpp PATH]
-#                     [--chunk-events N] [--keep-seams] TRACE...
+#                     [--chunk-events N] [--compress-seams] TRACE...
 #
 # High-entropy synthetic traces: bench/entropy-trace.py EVENTS SEED > t.txt, then
 # `wpp trace convert t.txt --to binary -o t.trace`.
@@ -23,7 +23,7 @@ while (($#)); do
     --algorithms) ALGORITHMS=$2; shift 2 ;;
     --wpp) WPP_BIN=$2; shift 2 ;;
     --chunk-events) EXTRA+=(--chunk-events "$2"); shift 2 ;;
-    --keep-seams) EXTRA+=(--keep-seams); shift ;;
+    --compress-seams) EXTRA+=(--compress-seams); shift ;;
     -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) TRACES+=("$1"); shift ;;
     esac

@@ -39,7 +39,7 @@ pub struct Parallelism {
 }
 
 impl Parallelism {
-    /// `threads` workers with the default chunk size and seam compression.
+    /// `threads` workers with the default chunk size, seams kept.
     pub fn threads(threads: usize) -> Parallelism {
         Parallelism {
             threads,

@@ -17,7 +17,7 @@ use wpp_trace::synth::{SynthProgram, TraceKind};
 use wpp_trace::{split_threads, BlockId, Event, ProgramDb, Terminal, ThreadId};
 
 fn compress(events: &[Event], algorithm: Algorithm, threads: usize, chunk: usize) -> WppFile {
-    compress_seams(events, algorithm, threads, chunk, Seams::Compressed)
+    compress_seams(events, algorithm, threads, chunk, Seams::Kept)
 }
 
 fn compress_seams(
@@ -73,6 +73,10 @@ fn assert_sound(events: &[Event], chunk: usize) {
             wpp,
             "{what}: 3 workers"
         );
+        let seams = compress_seams(events, algorithm, 2, chunk, Seams::Compressed);
+        assert_eq!(expand(&seams), want, "{what}, seams compressed");
+        check_rule_utility(&seams.grammar).unwrap_or_else(|v| panic!("{what}, seams: {v}"));
+        WppFile::from_bytes(&seams.to_bytes().unwrap()).unwrap();
     }
 }
 
@@ -152,8 +156,6 @@ fn rules_shared_by_chunks_are_kept_once() {
             .map(|c| compress(c, algorithm, 1, 1).grammar.num_symbols())
             .sum();
         let joined = wpp.grammar.num_symbols();
-        let serial = compress(&events, algorithm, 1, 1).grammar.num_symbols();
-        eprintln!("{algorithm}: joined {joined}, separate {separate}, serial {serial}");
         assert!(joined < separate, "{algorithm}: {joined} vs {separate}");
     }
 }
@@ -193,7 +195,6 @@ fn merged_rules_keep_rule_utility() {
     );
     let other = grammar(vec![vec![t(4)], vec![t(5), t(5)]], &[(7, 0), (0, 1)]);
     let mut j = Joiner::default();
-    j.set_seams(Seams::Kept);
     j.add(
         2,
         &Grammar::new(8, Vec::<Vec<Symbol>>::new(), Vec::new()).unwrap(),
