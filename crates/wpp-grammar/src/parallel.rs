@@ -124,7 +124,6 @@ pub(crate) struct Parallel {
     first: Option<Box<(u64, Grammar)>>,
     /// Chunk grammars added to the joiner.
     joined: usize,
-    error: Option<TraceCompressError>,
 }
 
 impl Parallel {
@@ -158,7 +157,6 @@ impl Parallel {
             joiner,
             first: None,
             joined: 0,
-            error: None,
         })
     }
 
@@ -222,12 +220,7 @@ impl Parallel {
         };
         self.in_flight -= 1;
         let (number, grammar) = outcome;
-        match grammar {
-            Ok(g) => self.join(number, g),
-            Err(e) => {
-                self.error.get_or_insert(e);
-            }
-        }
+        self.join(number, grammar?);
         Ok(true)
     }
 
@@ -262,9 +255,6 @@ impl Parallel {
         self.jobs = None;
         for w in self.workers.drain(..) {
             w.join().map_err(|_| TraceCompressError::WorkerLost)?;
-        }
-        if let Some(e) = self.error.take() {
-            return Err(e);
         }
         match self.first.take() {
             Some(first) => Ok(first.1),

@@ -11,7 +11,7 @@ use wpp_grammar::check::check_rule_utility;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
 use wpp_grammar::join::{Joiner, Seams};
-use wpp_grammar::parallel::Parallelism;
+use wpp_grammar::parallel::{self, Parallelism};
 use wpp_grammar::{Algorithm, Grammar, RuleId, StartRule, Symbol, TraceCompressor};
 use wpp_trace::synth::{SynthProgram, TraceKind};
 use wpp_trace::{split_threads, BlockId, Event, ProgramDb, Terminal, ThreadId};
@@ -213,4 +213,22 @@ fn merged_rules_keep_rule_utility() {
     assert_eq!(expand(1), [4]);
     let bodies: Vec<_> = g.rules().map(|r| g.body(r).to_vec()).collect();
     assert_eq!(g.num_rules(), 3, "R(t1 t2 t3), two start rules: {bodies:?}");
+}
+
+/// A chunk its compressor rejects (phrase terminals must be below 2^30; SEQUITUR's below 2^31)
+/// is an error, not a hang or a panic, whichever chunk it is.
+#[test]
+fn a_rejected_chunk_is_an_error() {
+    let mut ts = vec![Terminal(1); 20];
+    for bad in [0, 9, 19] {
+        ts[bad] = Terminal(1 << 30);
+        let how = Parallelism {
+            chunk_events: 3,
+            ..Parallelism::threads(2)
+        };
+        let streams = [(ThreadId(0), &ts[..])];
+        assert!(parallel::compress_threads(Algorithm::Phrase, &streams, how).is_err());
+        assert!(parallel::compress_threads(Algorithm::Sequitur, &streams, how).is_ok());
+        ts[bad] = Terminal(1);
+    }
 }
