@@ -219,7 +219,7 @@ fn merged_rules_keep_rule_utility() {
 /// is an error, not a hang or a panic, whichever chunk it is.
 #[test]
 fn a_rejected_chunk_is_an_error() {
-    let mut ts = vec![Terminal(1); 20];
+    let mut ts = [Terminal(1); 20];
     for bad in [0, 9, 19] {
         ts[bad] = Terminal(1 << 30);
         let how = Parallelism {
