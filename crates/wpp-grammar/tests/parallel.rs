@@ -157,6 +157,15 @@ fn rules_shared_by_chunks_are_kept_once() {
             .sum();
         let joined = wpp.grammar.num_symbols();
         assert!(joined < separate, "{algorithm}: {joined} vs {separate}");
+        // The rule streams compressed on several threads are the same bytes.
+        let bytes = wpp.to_bytes().unwrap();
+        for n in 2..=5 {
+            assert_eq!(
+                wpp.to_bytes_on(19, n).unwrap(),
+                bytes,
+                "{algorithm}, {n} threads"
+            );
+        }
     }
 }
 

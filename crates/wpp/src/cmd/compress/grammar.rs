@@ -198,7 +198,7 @@ fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> any
         let section = index_section(&wpp.grammar, &wpp.alphabet).with_context(fail)?;
         wpp.extra.push(section);
     }
-    let bytes = wpp.to_bytes_with_level(zstd_level).with_context(fail)?;
+    let bytes = wpp.to_bytes_on(zstd_level, workers).with_context(fail)?;
     let seconds = t0.elapsed().as_secs_f64();
     let cpu_seconds = cpu_seconds(workers).zip(cpu0).map(|(b, a)| b - a);
     bar.finish_and_clear();
