@@ -44,7 +44,7 @@ pub struct Grammar {
 }
 
 /// Why a set of rule bodies is not a valid bottom-up grammar.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GrammarError {
     /// A body refers to a rule that is not strictly below it (a cycle or a forward reference).

@@ -14,6 +14,8 @@
 //! * [`expand`] — streaming and random-access expansion back to terminals.
 //! * [`mod@file`] — the `.wpp` file format.
 //! * [`trace`] — [`TraceCompressor`]: a trace's events, routed by thread, into a `.wpp` file.
+//! * [`parallel`] and [`join`] — compression on several cores: chunk grammars built in
+//!   parallel and joined into one grammar.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -23,6 +25,8 @@ pub mod check;
 pub mod expand;
 pub mod file;
 pub mod grammar;
+pub mod join;
+pub mod parallel;
 pub mod phrase;
 pub mod repair;
 pub mod sequitur;

@@ -46,6 +46,7 @@ use wpp_trace::{Alphabet, Event, ProgramDb, Terminal, ThreadDemux, ThreadId};
 
 use crate::algorithm::{Algorithm, CompressError};
 use crate::file::WppFile;
+use crate::parallel::{Parallel, Parallelism};
 use crate::phrase::{PhraseCompressor, PhraseError, PhraseStream};
 use crate::repair::{RePair, RePairError, WindowStream, Windowed};
 use crate::sequitur::{Sequitur, SequiturError, StreamId, Variant};
@@ -60,6 +61,15 @@ pub enum TraceCompressError {
     /// The compressor rejected the input (too long, too many threads, …).
     #[error(transparent)]
     Compress(#[from] CompressError),
+    /// The joined grammar of a parallel compression is too large for 32-bit ids.
+    #[error(transparent)]
+    Join(#[from] crate::grammar::GrammarError),
+    /// A worker thread of a parallel compression could not be started.
+    #[error("cannot start a compression thread: {0}")]
+    Threads(String),
+    /// A worker thread of a parallel compression stopped without its result.
+    #[error("a compression thread stopped unexpectedly")]
+    WorkerLost,
 }
 
 impl From<AlphabetFull> for TraceCompressError {
@@ -86,9 +96,9 @@ impl From<RePairError> for TraceCompressError {
     }
 }
 
-/// The compressor behind a [`TraceCompressor`], with its per-thread stream handles (indexed
-/// by the compressor-independent stream number).
-enum Engine {
+/// The compressor behind a [`TraceCompressor`] (or behind one chunk of a parallel one), with
+/// its per-thread stream handles (indexed by the compressor-independent stream number).
+pub(crate) enum Engine {
     /// SEQUITUR or SEQUITUR(1), online.
     Sequitur { s: Sequitur, ids: Vec<StreamId> },
     /// Frequency-ordered, offline: each stream's terminals, buffered.
@@ -104,7 +114,7 @@ enum Engine {
 }
 
 impl Engine {
-    fn new(algorithm: Algorithm, window: Option<usize>) -> Engine {
+    pub(crate) fn new(algorithm: Algorithm, window: Option<usize>) -> Engine {
         let variant = match (algorithm, window) {
             (Algorithm::Sequitur, _) => Variant::Sequitur,
             (Algorithm::Sequitur1, _) => Variant::Sequitur1,
@@ -127,7 +137,7 @@ impl Engine {
     }
 
     /// Opens the stream of `thread`; streams are numbered in order of opening.
-    fn open(&mut self, thread: ThreadId) -> Result<(), TraceCompressError> {
+    pub(crate) fn open(&mut self, thread: ThreadId) -> Result<(), TraceCompressError> {
         match self {
             Engine::Sequitur { s, ids } => ids.push(s.add_stream(thread)?),
             Engine::Offline { streams } => streams.push((thread, Buffer::U8(Vec::new()))),
@@ -148,6 +158,20 @@ impl Engine {
         Ok(())
     }
 
+    /// Appends a run of terminals to `stream`, as repeated [`push`](Self::push).
+    pub(crate) fn push_slice(
+        &mut self,
+        stream: usize,
+        ts: &[Terminal],
+    ) -> Result<(), TraceCompressError> {
+        match self {
+            Engine::Sequitur { s, ids } => s.push_slice(ids[stream], ts)?,
+            Engine::Phrase { p, ids } => p.push_slice(ids[stream], ts)?,
+            _ => ts.iter().try_for_each(|&t| self.push(stream, t))?,
+        }
+        Ok(())
+    }
+
     fn heap_bytes(&self) -> Option<usize> {
         match self {
             Engine::Sequitur { s, .. } => Some(s.heap_bytes()),
@@ -157,7 +181,7 @@ impl Engine {
         }
     }
 
-    fn finish(self, num_terminals: u32) -> Result<crate::Grammar, TraceCompressError> {
+    pub(crate) fn finish(self, num_terminals: u32) -> Result<crate::Grammar, TraceCompressError> {
         Ok(match self {
             Engine::Sequitur { mut s, .. } => {
                 s.reserve_terminals(num_terminals);
@@ -187,7 +211,7 @@ impl Engine {
 /// block and path alphabets), then 4. The engine needs 12 bytes per event when the buffer is
 /// handed over, so a 4-byte buffer would add a third to the peak (measured: 13.7 instead of
 /// 18.7 bytes per event on a 10^7-event synthetic trace).
-enum Buffer {
+pub(crate) enum Buffer {
     U8(Vec<u8>),
     U16(Vec<u16>),
     U32(Vec<u32>),
@@ -307,8 +331,16 @@ pub struct TraceCompressor {
     streams: FxHashMap<ThreadId, usize>,
     /// The current thread's stream, once it has one.
     current: Option<usize>,
-    engine: Engine,
+    backend: Backend,
     events: u64,
+}
+
+/// Where a [`TraceCompressor`]'s terminals go.
+enum Backend {
+    /// One compressor on the caller's thread.
+    Serial(Engine),
+    /// Chunks compressed on worker threads, then joined ([`crate::parallel`]).
+    Parallel(Parallel),
 }
 
 impl TraceCompressor {
@@ -323,9 +355,28 @@ impl TraceCompressor {
             demux: ThreadDemux::new(),
             streams: FxHashMap::default(),
             current: None,
-            engine: Engine::new(algorithm, window),
+            backend: Backend::Serial(Engine::new(algorithm, window)),
             events: 0,
         }
+    }
+
+    /// A compressor as [`new`](Self::new) makes, running on `how.threads` worker threads: the
+    /// trace is cut into chunks of `how.chunk_events` events, compressed in parallel and joined
+    /// ([`crate::parallel`], [`crate::join`]). With one thread or a `window` this is
+    /// [`new`](Self::new)'s compressor, whose grammar is the same bit for bit; so is the grammar
+    /// of a trace that fits in one chunk.
+    pub fn with_threads(
+        algorithm: Algorithm,
+        window: Option<usize>,
+        program: ProgramDb,
+        how: Parallelism,
+    ) -> Result<Self, TraceCompressError> {
+        let mut c = TraceCompressor::new(algorithm, window, program);
+        if how.threads > 1 && window.is_none() {
+            let p = Parallel::new(algorithm, how)?;
+            c.backend = Backend::Parallel(p);
+        }
+        Ok(c)
     }
 
     /// Appends one event of the trace.
@@ -341,7 +392,10 @@ impl TraceCompressor {
             None => self.open(thread)?,
         };
         let t = self.interner.intern(event)?;
-        self.engine.push(stream, t)
+        match &mut self.backend {
+            Backend::Serial(engine) => engine.push(stream, t),
+            Backend::Parallel(p) => p.push(thread, t, self.interner.alphabet.len() as u32),
+        }
     }
 
     /// Appends events of `thread`, as `Thread(thread)` followed by `events` would, except that
@@ -368,7 +422,9 @@ impl TraceCompressor {
     /// Opens the stream of `thread` and makes it current.
     fn open(&mut self, thread: ThreadId) -> Result<usize, TraceCompressError> {
         let stream = self.streams.len();
-        self.engine.open(thread)?;
+        if let Backend::Serial(engine) = &mut self.backend {
+            engine.open(thread)?;
+        }
         self.streams.insert(thread, stream);
         self.current = Some(stream);
         Ok(stream)
@@ -390,15 +446,27 @@ impl TraceCompressor {
     }
 
     /// Heap bytes held by the compressor's own tables where it can say (SEQUITUR's arena and
-    /// digram index; the offline form's buffers), `None` for the windowed form.
+    /// digram index; the offline form's buffers), `None` for the windowed and parallel forms.
     pub fn compressor_heap_bytes(&self) -> Option<usize> {
-        self.engine.heap_bytes()
+        match &self.backend {
+            Backend::Serial(engine) => engine.heap_bytes(),
+            Backend::Parallel(_) => None,
+        }
     }
 
     /// Finishes compression and returns the `.wpp` contents (without extra sections).
     pub fn finish(self) -> Result<WppFile, TraceCompressError> {
         let num_terminals = self.interner.alphabet.len() as u32;
-        let grammar = self.engine.finish(num_terminals)?;
+        let grammar = match self.backend {
+            Backend::Serial(engine) => engine.finish(num_terminals)?,
+            Backend::Parallel(p) => {
+                let mut threads: Vec<(usize, ThreadId)> =
+                    self.streams.iter().map(|(&t, &s)| (s, t)).collect();
+                threads.sort_unstable();
+                let threads: Vec<ThreadId> = threads.into_iter().map(|(_, t)| t).collect();
+                p.finish(num_terminals, &threads)?
+            }
+        };
         Ok(WppFile {
             program: self.program,
             alphabet: self.interner.alphabet,

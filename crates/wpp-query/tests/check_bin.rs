@@ -41,10 +41,14 @@ fn passes_on_a_two_thread_trace() {
     ]);
     assert_eq!(code, 0, "{out}");
     let passed: Vec<&str> = out.lines().filter(|l| l.starts_with("PASS  ")).collect();
-    assert_eq!(passed.len(), 5, "{out}");
+    assert_eq!(passed.len(), 9, "{out}");
     assert!(passed[0].contains("2 threads"), "{out}");
-    for alg in ["sequitur:", "sequitur1:", "frequency:", "phrase:"] {
-        assert!(out.contains(&format!("PASS  query synth {alg}")), "{out}");
+    for alg in ["sequitur", "sequitur1", "frequency", "phrase"] {
+        assert!(out.contains(&format!("PASS  query synth {alg}:")), "{out}");
+        assert!(
+            out.contains(&format!("PASS  query synth {alg} parallel:")),
+            "{out}"
+        );
     }
 }
 

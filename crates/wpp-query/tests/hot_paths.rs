@@ -197,8 +197,10 @@ fn blocks_of_different_functions_are_not_merged() {
             })
             .collect();
         // Figure 7 sees a flat grammar's windows once each, never hot; a compressor's rule for
-        // the repeated pair is hot once per function.
-        if name != "flat" {
+        // the repeated pair is hot once per function. A parallel grammar of 7-event chunks
+        // has the pair in rules of its own chunks, where Figure 7 (not exhaustive) may find
+        // only one of the two; what it finds is exact all the same.
+        if name != "flat" && !name.contains("parallel") {
             assert_eq!(b01.len(), 2, "{name}: {:?}", found.paths);
         }
         assert!(b01.iter().all(|p| p.count == 50), "{name}: {b01:?}");

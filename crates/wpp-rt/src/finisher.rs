@@ -30,15 +30,24 @@
 //!
 //! Compression streams the spool through [`TraceCompressor`], the code behind `wpp compress`,
 //! so memory is bounded by the grammar, not by the run's length, and `wpp verify` of the `.wpp`
-//! against a raw recording of the same run is exact.
+//! against a raw recording of the same run is exact. It runs on every core
+//! ([`THREADS_VAR`], default the available cores): the spool is cut into chunks of
+//! [`DEFAULT_CHUNK_EVENTS`](wpp_grammar::parallel::DEFAULT_CHUNK_EVENTS) events compressed in
+//! parallel and joined into one grammar ([`wpp_grammar::parallel`]); a recording shorter than
+//! one chunk gets the single-threaded grammar.
 
 use crate::sink::SinkError;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use wpp_grammar::parallel::Parallelism;
 use wpp_grammar::{Algorithm, TraceCompressor};
 
 /// The environment variable that chooses the compressor.
 pub const COMPRESS_VAR: &str = "WPP_COMPRESS";
+
+/// The environment variable that sets the finisher's compression threads (a positive number;
+/// unset or empty: the available cores; `1`: the single-threaded compressor).
+pub const THREADS_VAR: &str = "WPP_COMPRESS_THREADS";
 
 /// The environment variable that chooses how the finisher runs (`detach` or `wait`).
 pub const FINISH_VAR: &str = "WPP_FINISH";
@@ -69,6 +78,10 @@ pub struct Plan {
     pub wpp: PathBuf,
     /// The compressor.
     pub algorithm: Algorithm,
+    /// Compression threads ([`TraceCompressor::with_threads`]).
+    pub threads: usize,
+    /// Events per chunk when `threads > 1`.
+    pub chunk_events: usize,
     /// Detached or synchronous.
     pub mode: Mode,
 }
@@ -87,6 +100,17 @@ impl Plan {
                 .map_err(|e| error(format!("{COMPRESS_VAR}={v}: {e}")))?,
             _ => DEFAULT_ALGORITHM,
         };
+        let threads = match std::env::var(THREADS_VAR) {
+            Ok(v) if !v.is_empty() => match v.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(error(format!(
+                        "{THREADS_VAR}={v}: expected a positive number of threads"
+                    )))
+                }
+            },
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
         let mode = match std::env::var(FINISH_VAR).as_deref() {
             Ok("wait") => Mode::Wait,
             Ok("detach") | Ok("") | Err(_) => Mode::Detach,
@@ -100,6 +124,8 @@ impl Plan {
             spool: spool_path(&wpp),
             wpp,
             algorithm,
+            threads,
+            chunk_events: wpp_grammar::parallel::DEFAULT_CHUNK_EVENTS,
             mode,
         })
     }
@@ -139,7 +165,13 @@ impl Plan {
         let mut reader = wpp_trace::file::open(&self.spool)
             .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
             .allow_truncated(true);
-        let mut c = TraceCompressor::new(self.algorithm, None, reader.program().clone());
+        let program = reader.program().clone();
+        let how = Parallelism {
+            chunk_events: self.chunk_events,
+            ..Parallelism::threads(self.threads)
+        };
+        let mut c = TraceCompressor::with_threads(self.algorithm, None, program, how)
+            .map_err(|e| error(e.to_string()))?;
         while let Some(run) = reader
             .next_batch()
             .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
@@ -259,8 +291,8 @@ mod tests {
 
     /// The finisher turns a spool (whole, or cut short before its end marker as a kill leaves
     /// it) into a `.wpp` that expands to exactly the spool's events, thread by thread (the
-    /// oracle: splitting the events by thread directly); the spool and the temporary file are
-    /// gone afterwards.
+    /// oracle: splitting the events by thread directly), on one thread and on two (chunks of 7
+    /// events joined); the spool and the temporary file are gone afterwards.
     #[test]
     fn compress_round_trips_whole_and_truncated_spools() {
         let dir = tempfile::tempdir().unwrap();
@@ -268,11 +300,13 @@ mod tests {
         for name in ["f", "g", "h"] {
             db.intern(name);
         }
-        for whole in [true, false] {
+        for (whole, threads) in [(true, 1), (false, 1), (true, 2), (false, 2)] {
             let plan = Plan {
                 spool: dir.path().join("p.trace"),
                 wpp: dir.path().join("p.wpp"),
                 algorithm: DEFAULT_ALGORITHM,
+                threads,
+                chunk_events: 7,
                 mode: Mode::Wait,
             };
             let mut w = TraceWriter::new(std::fs::File::create(&plan.spool).unwrap(), &db).unwrap();

@@ -55,7 +55,8 @@
 //! child a `WPP_OUT` without `%p` gets `.PID` before its extension). `WPP_QUIET=1` says
 //! nothing on stderr but errors; by default one line names the output; `WPP_QUIET=0` prints
 //! a summary (events, spool bytes, the finisher's report). `WPP_COMPRESS` chooses the
-//! finisher's compressor (`phrase` by default, `sequitur`, … see [`finisher`]), `WPP_FINISH`
+//! finisher's compressor (`phrase` by default, `sequitur`, … see [`finisher`]),
+//! `WPP_COMPRESS_THREADS` its threads (default: the available cores), `WPP_FINISH`
 //! how it runs (`detach`, `wait`), `WPP_FLUSH_SECONDS` the flush interval, `WPP_ZSTD_LEVEL`
 //! the raw chunks' zstd level (default 1, `0` stores them plain; see [`sink`]). Output errors
 //! are reported when recording starts (the file is created then) with the path and the OS

@@ -104,6 +104,67 @@ fn every_algorithm_round_trips_binary_and_text_traces() {
     }
 }
 
+/// `--threads 2` with small chunks: every algorithm's joined grammar verifies against a
+/// three-thread trace, and the questions whose answers do not depend on the grammar's shape
+/// (functions, subpath frequency, path matching, decompression) answer as on the
+/// single-threaded `.wpp`. (Hot subpaths are found through the grammar's rules, Larus
+/// Figure 7, so each grammar finds its own sound set; `wpp-query-check` checks those.)
+#[test]
+fn parallel_compression_verifies_and_answers_as_one_thread() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "40000", "--threads", "3"]);
+    let questions: [&[&str]; 3] = [
+        &["functions"],
+        &["subpath", "--terminals", "3,4,7"],
+        &["match", "--function", "sort_18", "--path", "0,1", "--count"],
+    ];
+    for alg in ALGORITHMS {
+        let one = dir.path(&format!("{alg}-1.wpp"));
+        let two = dir.path(&format!("{alg}-2.wpp"));
+        ok(&[
+            "compress",
+            &trace,
+            "-o",
+            &one,
+            "--algorithm",
+            alg,
+            "--threads",
+            "1",
+        ]);
+        let report = ok(&[
+            "compress",
+            &trace,
+            "-o",
+            &two,
+            "--algorithm",
+            alg,
+            "--threads",
+            "2",
+            "--chunk-events",
+            "3001",
+            "--json",
+        ]);
+        let report: Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(report["runs"][0]["threads_used"], 2);
+        ok(&["verify", &two, &trace]);
+        assert_eq!(stats_json(&two)["threads"], 3, "{alg}");
+        for q in questions {
+            let ask = |file: &str| {
+                let mut args = vec![q[0], file];
+                args.extend_from_slice(&q[1..]);
+                ok(&args)
+            };
+            assert_eq!(ask(&one), ask(&two), "{alg}: {q:?}");
+        }
+        let text = |file: &str| {
+            let out = format!("{file}.txt");
+            ok(&["decompress", file, "-o", &out, "--text"]);
+            std::fs::read(out).unwrap()
+        };
+        assert_eq!(text(&one), text(&two), "{alg}: decompress");
+    }
+}
+
 #[test]
 fn windowed_frequency_round_trips() {
     let dir = Dir::new();

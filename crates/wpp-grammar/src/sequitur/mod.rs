@@ -46,7 +46,7 @@
 //!
 //! Amortized O(1) per input symbol (Nevill-Manning and Witten's linearity argument; the work
 //! stack changes the order of checks, not their number). Memory is 12 bytes per live node
-//! (grammar symbols plus one guard per rule; the arena grows by half, not by doubling), 8–16
+//! (grammar symbols plus one guard per rule; the arena grows by half, not by doubling), 11–21
 //! bytes per indexed digram, and 8 bytes per rule slot: on synthetic control-flow traces about
 //! 25–30 bytes per grammar symbol in all.
 //!

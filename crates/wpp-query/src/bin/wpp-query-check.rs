@@ -7,7 +7,8 @@
 //! ```
 //!
 //! For each trace, the first `N` events (default 10^6; every thread) are compressed with each
-//! algorithm (SEQUITUR, SEQUITUR(1), frequency), and on each grammar:
+//! algorithm (SEQUITUR, SEQUITUR(1), frequency, phrase), on one thread and in parallel (two
+//! threads, ~8 chunks joined: [`wpp_grammar::parallel`]), and on each grammar:
 //!
 //! * **round trip**: every thread's start rule expands to its stream;
 //! * **path matching** (Zhang–Gupta §4): schemes 1, 2 and 4 (partition index written, read back
@@ -38,6 +39,7 @@ use std::time::Instant;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use wpp_grammar::expand::expand_into;
+use wpp_grammar::parallel::{self, Parallelism};
 use wpp_grammar::{compress_threads, Algorithm, Grammar, RuleId};
 use wpp_query::dag::Subpaths;
 use wpp_query::expand::expand_range;
@@ -558,21 +560,43 @@ fn check_subpaths(
 }
 
 /// Every check on one grammar; prints its PASS/FAIL line.
+/// Compresses the streams with `alg`: on one thread, or with `parallel` on two, in about 8
+/// chunks (boundaries wherever they fall) joined into one grammar.
+fn build(
+    alg: Algorithm,
+    streams: &[Stream],
+    parallel: bool,
+) -> Result<Grammar, Box<dyn std::error::Error>> {
+    let refs: Vec<(ThreadId, &[Terminal])> =
+        streams.iter().map(|s| (s.thread, &s.terms[..])).collect();
+    if !parallel {
+        return Ok(compress_threads(alg, &refs)?);
+    }
+    let total: usize = streams.iter().map(|s| s.terms.len()).sum();
+    let how = Parallelism {
+        chunk_events: total / 7 + 1,
+        ..Parallelism::threads(2)
+    };
+    Ok(parallel::compress_threads(alg, &refs, how)?)
+}
+
 fn check_grammar(
     name: &str,
-    alg: Algorithm,
+    (alg, parallel): (Algorithm, bool),
     alphabet: &Alphabet,
     streams: &[Stream],
     expected: &[Expected],
     rng: &mut Rng,
 ) -> bool {
     let t = Instant::now();
-    let refs: Vec<(ThreadId, &[Terminal])> =
-        streams.iter().map(|s| (s.thread, &s.terms[..])).collect();
-    let g = match compress_threads(alg, &refs) {
+    let label = match parallel {
+        true => format!("{} parallel", alg.as_str()),
+        false => alg.as_str().to_owned(),
+    };
+    let g = match build(alg, streams, parallel) {
         Ok(g) => g,
         Err(e) => {
-            println!("FAIL  query {name} {}: cannot compress: {e}", alg.as_str());
+            println!("FAIL  query {name} {label}: cannot compress: {e}");
             return false;
         }
     };
@@ -606,7 +630,7 @@ fn check_grammar(
     let subs = check_subpaths(&g, streams, rng, &mut fails);
     let ts = t.elapsed().as_secs_f64();
     report(
-        &format!("query {name} {}", alg.as_str()),
+        &format!("query {name} {label}"),
         &format!(
             "{} rules, {} symbols; {} path queries × schemes 1, 2, 4 = oracle; {hot} hot subpaths and {exact} exact hot paths verified; {subs} subpath frequencies = oracle (compress {compressed:.1} s, match {tm:.1} s, hot {th:.1} s, subpaths {ts:.1} s)",
             g.num_rules(),
@@ -670,8 +694,11 @@ fn check_trace(path: &Path, name: &str, events: u64, seed: u64) -> Result<bool, 
         &fails,
     );
     drop(all);
-    for alg in Algorithm::ALL {
-        ok &= check_grammar(name, alg, &alphabet, &streams, &expected, &mut rng);
+    for parallel in [false, true] {
+        for alg in Algorithm::ALL {
+            let how = (alg, parallel);
+            ok &= check_grammar(name, how, &alphabet, &streams, &expected, &mut rng);
+        }
     }
     Ok(ok)
 }

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use wpp_grammar::join::Seams;
+use wpp_grammar::parallel::{self, Parallelism};
 use wpp_grammar::{compress, Algorithm, Grammar, StartRule, Symbol};
 use wpp_trace::{Alphabet, BlockId, Event, FunctionId, Terminal, ThreadId};
 
@@ -90,7 +92,9 @@ pub fn flat(num_terminals: u32, streams: &[Vec<Terminal>]) -> Grammar {
 }
 
 /// Structurally different grammars of the same streams: every compressor (SEQUITUR,
-/// SEQUITUR(1), frequency, phrase) and a flat grammar.
+/// SEQUITUR(1), frequency, phrase), a flat grammar, and then each compressor's parallel
+/// grammar (chunks of 7 terminals on two threads, joined; SEQUITUR's also with its seams
+/// compressed).
 pub fn grammars(a: &Alphabet, streams: &[Vec<Terminal>]) -> Vec<(&'static str, Grammar)> {
     let refs: Vec<&[Terminal]> = streams.iter().map(|s| &s[..]).collect();
     let n = a.len() as u32;
@@ -98,6 +102,32 @@ pub fn grammars(a: &Alphabet, streams: &[Vec<Terminal>]) -> Vec<(&'static str, G
     for alg in Algorithm::ALL {
         if let Ok(g) = compress(alg, &refs) {
             out.push((alg.as_str(), g));
+        }
+    }
+    let threads: Vec<(ThreadId, &[Terminal])> = refs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (ThreadId(i as u32), *s))
+        .collect();
+    let parallel = |seams| Parallelism {
+        threads: 2,
+        chunk_events: 7,
+        seams,
+    };
+    let runs = [
+        ("sequitur parallel", Algorithm::Sequitur, Seams::Kept),
+        ("sequitur1 parallel", Algorithm::Sequitur1, Seams::Kept),
+        ("frequency parallel", Algorithm::Frequency, Seams::Kept),
+        ("phrase parallel", Algorithm::Phrase, Seams::Kept),
+        (
+            "sequitur parallel, seams",
+            Algorithm::Sequitur,
+            Seams::Compressed,
+        ),
+    ];
+    for (name, alg, seams) in runs {
+        if let Ok(g) = parallel::compress_threads(alg, &threads, parallel(seams)) {
+            out.push((name, g));
         }
     }
     out

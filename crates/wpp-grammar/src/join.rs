@@ -1,0 +1,397 @@
+//! Joining the grammars of consecutive chunks of a trace into one [`Grammar`] (parallel
+//! compression, [`crate::trace`] with several threads).
+//!
+//! Each chunk of the trace is compressed on its own into a grammar with a start rule per thread
+//! that has events in the chunk. The joined grammar has one start rule per thread whose body is
+//! the concatenation, in chunk order, of that thread's chunk start-rule bodies; every other rule
+//! is kept once however many chunks built it:
+//!
+//! * **Hash-consing.** Chunk rules are visited bottom-up, their bodies translated to joined ids
+//!   and looked up by content in a hash table; a body already present is the same rule (its
+//!   children were deduplicated first, so equal bodies mean equal expansions).
+//! * **Rule utility** (Larus §3.1) survives: a rule used twice in its chunk is used at least
+//!   twice in the join. Only two rules with equal bodies inside one chunk (phrase grammars can
+//!   hold one: a phrase whose body is also a digram rule) can merge and leave a child used once;
+//!   [`Joiner::finish`] splices such rules into their user.
+//! * **Numbering** is depth-first post-order from the start rules, in thread order, as SEQUITUR
+//!   numbers its rules, so the `.wpp` writer stores each rule inline where it is first used and
+//!   the result does not depend on the order chunks were joined in.
+//!
+//! * **Seams.** What repeats across chunks at the top level — a thread's start-rule pieces are
+//!   built apart, so a stretch repeated in two chunks is spelled out in both — can be found by
+//!   one more SEQUITUR pass (Larus §3.1) over the joined start-rule bodies, their symbols taken
+//!   as terminals ([`Seams::Compressed`]); its rules go above the joined ones.
+//!
+//! Digram uniqueness still does not hold across chunks: a digram may repeat inside two rules
+//! built by different chunks that differ elsewhere. The grammar is therefore somewhat larger
+//! than a single-threaded one (BENCHMARKS.md has the measured ratios), and every query reads it
+//! as it reads any other.
+
+use hashbrown::HashTable;
+use rustc_hash::{FxHashSet, FxHasher};
+use std::hash::Hasher;
+use wpp_trace::{Terminal, ThreadId};
+
+use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
+use crate::sequitur::{Sequitur, Variant};
+use crate::symbol::{Symbol, SymbolKind};
+
+/// Joins chunk grammars, added in any order with their chunk number, into one grammar.
+///
+/// ```
+/// use wpp_grammar::join::Joiner;
+/// use wpp_grammar::{compress, Algorithm};
+/// use wpp_trace::{Terminal, ThreadId};
+///
+/// let ts = |s: &str| s.bytes().map(|b| Terminal(u32::from(b))).collect::<Vec<_>>();
+/// let (a, b) = (ts("abcabcabc"), ts("xabcabcy"));
+/// let mut j = Joiner::default();
+/// j.add(1, &compress(Algorithm::Sequitur, &[&b]).unwrap());
+/// j.add(0, &compress(Algorithm::Sequitur, &[&a]).unwrap());
+/// let g = j.finish(256, &[ThreadId(0)]).unwrap();
+/// assert_eq!(g.num_rules(), 2); // `abc` is one rule for both chunks
+/// ```
+#[derive(Default)]
+pub struct Joiner {
+    /// Bodies of the distinct non-start rules, in joined ids (bottom-up).
+    symbols: Vec<Symbol>,
+    offsets: Vec<usize>,
+    /// Joined rule ids, hashed by body.
+    table: HashTable<u32>,
+    /// Start-rule bodies of every chunk, in joined ids.
+    start_symbols: Vec<Symbol>,
+    pieces: Vec<Piece>,
+    /// Per chunk rule: its joined symbol (scratch, reused).
+    map: Vec<Symbol>,
+    /// A body being translated (scratch, reused).
+    body: Vec<Symbol>,
+    seams: Seams,
+}
+
+/// One chunk's start-rule body for one thread.
+struct Piece {
+    thread: ThreadId,
+    chunk: u64,
+    start: usize,
+    end: usize,
+}
+
+fn body_hash(body: &[Symbol]) -> u64 {
+    let mut h = FxHasher::default();
+    for s in body {
+        h.write_u32(s.to_bits());
+    }
+    h.finish()
+}
+
+impl Joiner {
+    /// Adds the grammar of chunk number `chunk` (chunks are concatenated in this order per
+    /// thread, whatever order they are added in).
+    pub fn add(&mut self, chunk: u64, g: &Grammar) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.map.clear();
+        self.map.resize(g.num_rules(), Symbol::from_bits(0));
+        let mut start_of = vec![None; g.num_rules()];
+        for s in g.starts() {
+            start_of[s.rule.index()] = Some(s.thread);
+        }
+        for r in g.rules() {
+            self.body.clear();
+            let map = &self.map;
+            self.body.extend(g.body(r).iter().map(|&s| match s.kind() {
+                SymbolKind::Terminal(_) => s,
+                SymbolKind::Rule(c) => map[c.index()],
+            }));
+            match start_of[r.index()] {
+                Some(thread) => self.add_piece(chunk, thread),
+                None => self.map[r.index()] = Symbol::rule(self.intern()),
+            }
+        }
+    }
+
+    /// Keeps the body just translated as `thread`'s part of chunk `chunk`.
+    fn add_piece(&mut self, chunk: u64, thread: ThreadId) {
+        let start = self.start_symbols.len();
+        self.start_symbols.extend_from_slice(&self.body);
+        self.pieces.push(Piece {
+            thread,
+            chunk,
+            start,
+            end: self.start_symbols.len(),
+        });
+    }
+
+    /// The joined rule whose body is the body just translated, added if new.
+    fn intern(&mut self) -> RuleId {
+        let (symbols, offsets) = (&self.symbols, &self.offsets);
+        let stored = |id: u32| &symbols[offsets[id as usize]..offsets[id as usize + 1]];
+        let hash = body_hash(&self.body);
+        if let Some(&id) = self.table.find(hash, |&id| stored(id) == self.body) {
+            return RuleId(id);
+        }
+        let id = (self.offsets.len() - 1) as u32;
+        self.symbols.extend_from_slice(&self.body);
+        self.offsets.push(self.symbols.len());
+        let (symbols, offsets) = (&self.symbols, &self.offsets);
+        self.table.insert_unique(hash, id, |&id| {
+            body_hash(&symbols[offsets[id as usize]..offsets[id as usize + 1]])
+        });
+        RuleId(id)
+    }
+
+    /// Number of distinct non-start rules so far.
+    pub fn num_rules(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// The joined grammar over `num_terminals` terminals, with one start rule per thread in
+    /// `threads` that had events (in that order; a thread not listed is dropped).
+    pub fn finish(
+        mut self,
+        num_terminals: u32,
+        threads: &[ThreadId],
+    ) -> Result<Grammar, GrammarError> {
+        drop(self.table);
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        let rules = Rules {
+            symbols: self.symbols,
+            offsets: self.offsets,
+        };
+        self.pieces.sort_by_key(|p| p.chunk);
+        let mut starts = Rules {
+            symbols: Vec::with_capacity(self.start_symbols.len()),
+            offsets: vec![0],
+        };
+        let mut start_threads = Vec::new();
+        for &thread in threads {
+            let before = starts.symbols.len();
+            for p in self.pieces.iter().filter(|p| p.thread == thread) {
+                starts
+                    .symbols
+                    .extend_from_slice(&self.start_symbols[p.start..p.end]);
+            }
+            if starts.symbols.len() > before {
+                starts.offsets.push(starts.symbols.len());
+                start_threads.push(thread);
+            }
+        }
+        drop(self.start_symbols);
+        let (rules, starts) = match self.seams {
+            Seams::Kept => (rules, starts),
+            Seams::Compressed => compress_starts(rules, starts, num_terminals),
+        };
+        Flat::new(&rules, &starts).renumber(num_terminals, &start_threads)
+    }
+
+    /// Whether [`finish`](Self::finish) compresses the joined start rules (by default not).
+    pub fn set_seams(&mut self, seams: Seams) {
+        self.seams = seams;
+    }
+}
+
+/// What [`Joiner::finish`] does with the repetition across chunks in the start rules.
+///
+/// Measured with chunks of 4 Mi events (BENCHMARKS.md), compressing the seams saved 0.02–0.1 %
+/// of the symbols and cost 15 % more CPU, all of it serial, so it is not the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Seams {
+    /// Runs SEQUITUR (Larus §3.1) over the joined start-rule bodies, their rule references
+    /// taken as terminals, so that stretches repeated across chunks become rules.
+    Compressed,
+    /// Keeps the start rules as the concatenation of the chunks'.
+    #[default]
+    Kept,
+}
+
+/// The joined grammar with its start rules compressed by SEQUITUR: each start body is a
+/// stream whose terminals are the body's symbols (terminal `t` as `t`, rule `r` as
+/// `num_terminals + r`); the resulting rules go above the joined ones. Left as it is when the
+/// symbols do not fit SEQUITUR's terminals or SEQUITUR refuses the input.
+fn compress_starts(rules: Rules, starts: Rules, num_terminals: u32) -> (Rules, Rules) {
+    let n = rules.len();
+    let fits = u64::from(num_terminals) + n as u64 <= u64::from(Terminal::LIMIT);
+    let top = fits
+        .then(|| sequitur_over(&starts, num_terminals))
+        .flatten();
+    let Some(top) = top else {
+        return (rules, starts);
+    };
+    let is_start: FxHashSet<RuleId> = top.starts().iter().map(|s| s.rule).collect();
+    let mut new_id = vec![0u32; top.num_rules()];
+    let mut rules = rules;
+    for (id, r) in (n as u32..).zip(top.rules().filter(|r| !is_start.contains(r))) {
+        new_id[r.index()] = id;
+    }
+    let translate = |s: Symbol| match s.kind() {
+        SymbolKind::Rule(r) => Symbol::rule(RuleId(new_id[r.index()])),
+        SymbolKind::Terminal(t) if t.0 < num_terminals => s,
+        SymbolKind::Terminal(t) => Symbol::rule(RuleId(t.0 - num_terminals)),
+    };
+    for r in top.rules().filter(|r| !is_start.contains(r)) {
+        rules
+            .symbols
+            .extend(top.body(r).iter().map(|&s| translate(s)));
+        rules.offsets.push(rules.symbols.len());
+    }
+    let mut out = Rules {
+        symbols: Vec::with_capacity(top.num_symbols()),
+        offsets: vec![0],
+    };
+    for s in top.starts() {
+        out.symbols
+            .extend(top.body(s.rule).iter().map(|&s| translate(s)));
+        out.offsets.push(out.symbols.len());
+    }
+    (rules, out)
+}
+
+/// SEQUITUR over each start body as a stream of terminals (see [`compress_starts`]).
+fn sequitur_over(starts: &Rules, num_terminals: u32) -> Option<Grammar> {
+    let mut seq = Sequitur::new(Variant::Sequitur);
+    let mut terminals = Vec::new();
+    for i in 0..starts.len() {
+        terminals.clear();
+        terminals.extend(starts.body(i).iter().map(|&s| match s.kind() {
+            SymbolKind::Terminal(t) => t,
+            SymbolKind::Rule(r) => Terminal(num_terminals + r.0),
+        }));
+        let stream = seq.add_stream(ThreadId(i as u32)).ok()?;
+        seq.push_slice(stream, &terminals).ok()?;
+    }
+    Some(seq.finish())
+}
+
+/// Rule bodies stored contiguously, bottom-up.
+struct Rules {
+    symbols: Vec<Symbol>,
+    offsets: Vec<usize>,
+}
+
+impl Rules {
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn body(&self, r: usize) -> &[Symbol] {
+        &self.symbols[self.offsets[r]..self.offsets[r + 1]]
+    }
+}
+
+/// The joined rules with every rule used fewer than twice spliced into its users (rule
+/// utility): `keep[r]` says whether rule `r` stays a rule.
+struct Flat {
+    rules: Rules,
+    starts: Rules,
+    keep: Vec<bool>,
+}
+
+impl Flat {
+    fn new(rules: &Rules, starts: &Rules) -> Flat {
+        let mut uses = vec![0u32; rules.len()];
+        for s in rules.symbols.iter().chain(&starts.symbols) {
+            if let SymbolKind::Rule(r) = s.kind() {
+                uses[r.index()] += 1;
+            }
+        }
+        let keep: Vec<bool> = uses.iter().map(|&n| n >= 2).collect();
+        let mut flat = Rules {
+            symbols: Vec::with_capacity(rules.symbols.len()),
+            offsets: vec![0],
+        };
+        for r in 0..rules.len() {
+            for &s in rules.body(r) {
+                match s.kind() {
+                    SymbolKind::Rule(c) if !keep[c.index()] => {
+                        let (a, b) = (flat.offsets[c.index()], flat.offsets[c.index() + 1]);
+                        flat.symbols.extend_from_within(a..b);
+                    }
+                    _ => flat.symbols.push(s),
+                }
+            }
+            flat.offsets.push(flat.symbols.len());
+        }
+        let mut flat_starts = Rules {
+            symbols: Vec::with_capacity(starts.symbols.len()),
+            offsets: vec![0],
+        };
+        for i in 0..starts.len() {
+            for &s in starts.body(i) {
+                match s.kind() {
+                    SymbolKind::Rule(c) if !keep[c.index()] => {
+                        flat_starts.symbols.extend_from_slice(flat.body(c.index()))
+                    }
+                    _ => flat_starts.symbols.push(s),
+                }
+            }
+            flat_starts.offsets.push(flat_starts.symbols.len());
+        }
+        Flat {
+            rules: flat,
+            starts: flat_starts,
+            keep,
+        }
+    }
+
+    /// The body of entity `e`: rule `e`, or start rule `e - rules` after the rules.
+    fn body(&self, e: usize) -> &[Symbol] {
+        match e.checked_sub(self.rules.len()) {
+            Some(i) => self.starts.body(i),
+            None => self.rules.body(e),
+        }
+    }
+
+    /// The kept rules and the start rules in depth-first post-order from the start rules.
+    fn post_order(&self) -> Vec<usize> {
+        let n = self.rules.len();
+        let mut visited = vec![false; n];
+        let mut order = Vec::with_capacity(self.keep.iter().filter(|&&k| k).count());
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for i in 0..self.starts.len() {
+            stack.push((n + i, 0));
+            while let Some(top) = stack.last_mut() {
+                let (e, pos) = *top;
+                let Some(&s) = self.body(e).get(pos) else {
+                    stack.pop();
+                    order.push(e);
+                    continue;
+                };
+                top.1 += 1;
+                if let SymbolKind::Rule(c) = s.kind() {
+                    if !std::mem::replace(&mut visited[c.index()], true) {
+                        stack.push((c.index(), 0));
+                    }
+                }
+            }
+        }
+        order
+    }
+
+    /// The grammar, numbered in [`post_order`](Self::post_order).
+    fn renumber(&self, num_terminals: u32, threads: &[ThreadId]) -> Result<Grammar, GrammarError> {
+        let order = self.post_order();
+        let mut new_id = vec![u32::MAX; self.rules.len() + self.starts.len()];
+        for (i, &e) in order.iter().enumerate() {
+            new_id[e] = i as u32;
+        }
+        let new_id = &new_id;
+        let bodies = order.iter().map(|&e| {
+            self.body(e).iter().map(move |&s| match s.kind() {
+                SymbolKind::Terminal(_) => s,
+                SymbolKind::Rule(c) => Symbol::rule(RuleId(new_id[c.index()])),
+            })
+        });
+        let starts = threads
+            .iter()
+            .enumerate()
+            .map(|(i, &thread)| StartRule {
+                thread,
+                rule: RuleId(new_id[self.rules.len() + i]),
+            })
+            .collect();
+        Grammar::new(num_terminals, bodies, starts)
+    }
+}
