@@ -47,6 +47,27 @@
 //!           count × (n, n × file)     per function: 0 or one file index (< nfiles) per block
 //! ```
 //!
+//! ## Implied-block table
+//!
+//! A block trace recorded with elision (`wpp cc`'s default in `trace-blocks`) leaves out the
+//! events of blocks the CFG implies: block `b` is not recorded when every predecessor `p` of
+//! `b` has `b` as its only successor and nothing between `p`'s event and the end of `p` can
+//! emit events or leave `p` another way (no call). Such a database names, per block `p`, the
+//! block `implied_next[p]` whose event follows `p`'s ([`Function::implied_next`]); readers put
+//! the events back (`file::TraceReader`), so no consumer ever sees an elided trace. The table
+//! follows the source table:
+//!
+//! ```text
+//! implied = "I" 1:u8                  tag and version of the implied-block table
+//!           count                     0 or the number of functions
+//!           count × (blocks, n, n × next)   per function: its block count, then the table of
+//!                                     blocks 0 .. n (n ≤ blocks): 0 for none, else next + 1
+//! ```
+//!
+//! Every `next` is below `blocks` (and, where the function has a CFG, its block count is the
+//! CFG's and `next` a successor); following `next` from any block must end, since a reader
+//! restoring a cycle of implied blocks would never stop.
+//!
 //! ## Memory table
 //!
 //! An eWPP (`wpp cc --mode ewpp`) adds, last, the memory instructions its checks name
@@ -86,6 +107,12 @@ pub struct Function {
     /// make every function record five words larger (issue 14, item 4).
     #[serde(skip)]
     pub cfg: Option<Box<FunctionCfg>>,
+    /// Per block (indexed by block id): the block whose event the recording left out because
+    /// this block's event implies it; empty when the recording elided nothing here. Only raw
+    /// traces carry it (the implied-block table, module docs): a `TraceReader` restores the
+    /// events and hands out its database without the table.
+    #[serde(skip)]
+    pub implied_next: Vec<Option<u32>>,
 }
 
 /// The control-flow graph of one function as a trace stores it: blocks by id, each block's
@@ -194,6 +221,11 @@ pub enum DbLayout {
 }
 
 impl ProgramDb {
+    /// Whether the recording elided the events of some blocks ([`Function::implied_next`]).
+    pub fn has_implied_blocks(&self) -> bool {
+        self.functions.iter().any(|f| !f.implied_next.is_empty())
+    }
+
     /// Whether any function has a CFG (so path ids can be decoded to blocks).
     pub fn has_cfgs(&self) -> bool {
         self.functions.iter().any(|f| f.cfg.is_some())
@@ -213,6 +245,9 @@ impl ProgramDb {
         }
         if !self.files.is_empty() {
             encode_sources(&mut out, self);
+        }
+        if self.has_implied_blocks() {
+            encode_implied(&mut out, self);
         }
         if !self.memory.is_empty() {
             out.extend_from_slice(&MEMORY_TAG);
@@ -250,6 +285,9 @@ impl ProgramDb {
             if next(&r) == Some(SOURCE_TAG[0]) {
                 read_sources(&mut r, &mut db)?;
             }
+            if next(&r) == Some(IMPLIED_TAG[0]) {
+                read_implied(&mut r, &mut db)?;
+            }
             if next(&r) == Some(MEMORY_TAG[0]) {
                 let at = r.offset();
                 let tag = [r.u8("memory table tag")?, r.u8("memory table version")?];
@@ -281,6 +319,148 @@ const MEMORY_TAG: [u8; 2] = [b'M', 1];
 
 /// The first bytes of the source table: its tag and version.
 const SOURCE_TAG: [u8; 2] = [b'S', 1];
+
+/// The first bytes of the implied-block table: its tag and version.
+const IMPLIED_TAG: [u8; 2] = [b'I', 1];
+
+fn encode_implied(out: &mut Vec<u8>, db: &ProgramDb) {
+    out.extend_from_slice(&IMPLIED_TAG);
+    write_varint(out, db.functions.len() as u64);
+    for f in &db.functions {
+        write_varint(out, f.implied_next.len() as u64);
+        let n = f
+            .implied_next
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1);
+        write_varint(out, n as u64);
+        for next in &f.implied_next[..n] {
+            write_varint(out, next.map_or(0, |b| u64::from(b) + 1));
+        }
+    }
+}
+
+fn read_implied(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    let at = r.offset();
+    let tag = [
+        r.u8("implied-block table tag")?,
+        r.u8("implied-block table version")?,
+    ];
+    if tag != IMPLIED_TAG {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "implied-block table version {} is not {}",
+                tag[1], IMPLIED_TAG[1]
+            ),
+        });
+    }
+    let at = r.offset();
+    let count = r.varint("implied-block table function count")?;
+    if count != 0 && count != db.functions.len() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "the implied-block table has {count} functions but the database {}",
+                db.functions.len()
+            ),
+        });
+    }
+    for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
+        f.implied_next = read_implied_function(r, f).map_err(|e| ProgramDbError {
+            offset: e.offset,
+            message: format!(
+                "implied blocks of function {i} (`{}`): {}",
+                f.name, e.message
+            ),
+        })?;
+    }
+    Ok(())
+}
+
+/// One function's entry of the implied-block table, checked: ids in range, successors where
+/// the function has a CFG, no cycle.
+fn read_implied_function(
+    r: &mut Reader<'_>,
+    f: &Function,
+) -> Result<Vec<Option<u32>>, ProgramDbError> {
+    let at = r.offset();
+    let blocks = r.varint_max(u64::from(u32::MAX), "block count")?;
+    if let Some(cfg) = f
+        .cfg
+        .as_deref()
+        .filter(|c| c.successors.len() as u64 != blocks)
+    {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!("{blocks} blocks, but its CFG has {}", cfg.successors.len()),
+        });
+    }
+    let at = r.offset();
+    // Each entry takes at least one byte, so the count never sizes more than the input.
+    let n = r.count(1, "implied-block entry count")?;
+    if n as u64 > blocks {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!("{n} entries for {blocks} blocks"),
+        });
+    }
+    let mut next = Vec::with_capacity(n);
+    for b in 0..n {
+        let at = r.offset();
+        let stored = r.varint_max(blocks, "implied block")?;
+        let implied = stored.checked_sub(1).map(|x| x as u32);
+        let successors = f.cfg.as_deref().map(|c| &c.successors[b]);
+        if let (Some(x), Some(succ)) = (implied, successors) {
+            if succ.is_empty() || succ.iter().any(|&s| s != x) {
+                return Err(ProgramDbError {
+                    offset: at,
+                    message: format!(
+                        "block {x} is implied by block {b}, whose successors are {succ:?}"
+                    ),
+                });
+            }
+        }
+        next.push(implied);
+    }
+    if let Some(b) = implied_cycle(&next) {
+        return Err(ProgramDbError {
+            offset: r.offset(),
+            message: format!(
+                "block {b} is on a cycle of implied blocks (restoring it would never end)"
+            ),
+        });
+    }
+    Ok(next)
+}
+
+/// A block on a cycle of `next` (each block's implied block), if there is one.
+fn implied_cycle(next: &[Option<u32>]) -> Option<u32> {
+    // 0: not visited, 1: on the walk in progress, 2: known to end.
+    let mut state = vec![0u8; next.len()];
+    for start in 0..next.len() {
+        let mut b = start;
+        while state.get(b) == Some(&0) {
+            state[b] = 1;
+            match next[b] {
+                Some(x) => b = x as usize,
+                None => break,
+            }
+        }
+        if state.get(b) == Some(&1) && next[b].is_some() {
+            return Some(b as u32);
+        }
+        let mut b = start;
+        while state.get(b) == Some(&1) {
+            state[b] = 2;
+            match next[b] {
+                Some(x) => b = x as usize,
+                None => break,
+            }
+        }
+    }
+    None
+}
 
 fn encode_sources(out: &mut Vec<u8>, db: &ProgramDb) {
     out.extend_from_slice(&SOURCE_TAG);
