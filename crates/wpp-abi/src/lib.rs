@@ -217,7 +217,7 @@ impl Mode {
 }
 
 /// Version of [`EmbeddedProgram`]'s layout.
-pub const EMBEDDED_VERSION: u32 = 2;
+pub const EMBEDDED_VERSION: u32 = 3;
 
 /// What an `ewpp` program's runtime needs for its dependence checks.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -244,6 +244,9 @@ pub struct EmbeddedProgram {
     pub cfgs: Vec<wpp_paths::Cfg>,
     /// `ewpp` mode: the tables of the dependence checks.
     pub ewpp: Option<EwppTables>,
+    /// Per function (by id): the blocks whose events are elided, as
+    /// [`wpp_trace::Function::implied_next`] (`trace-blocks`; empty when nothing is elided).
+    pub implied_next: Vec<Vec<Option<u32>>>,
 }
 
 impl EmbeddedProgram {
@@ -253,6 +256,22 @@ impl EmbeddedProgram {
     pub fn attach_cfgs(&mut self) {
         for (f, cfg) in self.program.functions.iter_mut().zip(&self.cfgs) {
             f.cfg = cfg.to_record().map(Box::new);
+        }
+    }
+}
+
+impl EmbeddedProgram {
+    /// Moves each function's implied-block table into [`program`](Self::program)'s
+    /// [`wpp_trace::Function::implied_next`], where the raw trace's header carries it (the
+    /// embedded encoding keeps it in [`implied_next`](Self::implied_next) only).
+    pub fn attach_implied(&mut self) {
+        for (f, next) in self
+            .program
+            .functions
+            .iter_mut()
+            .zip(&mut self.implied_next)
+        {
+            f.implied_next = std::mem::take(next);
         }
     }
 }

@@ -143,6 +143,10 @@ pub struct Options {
     /// program. `None`: no pair counts as exercised (every dependence is checked with the
     /// search and marked unexpected).
     pub exercised: Option<wpp_deps::filter::FilterReport>,
+    /// `trace-blocks` mode: leave out the events of blocks the CFG implies (see
+    /// [`blocks`]'s *Elided blocks*; readers restore them). On by default; off gives the
+    /// recording every block's probe, the oracle the elided one is checked against.
+    pub elide: bool,
 }
 
 impl Options {
@@ -154,6 +158,7 @@ impl Options {
             ppp_bl_array_max: abi::BL_ARRAY_MAX,
             atomic_counters: None,
             exercised: None,
+            elide: true,
         }
     }
 }
@@ -180,6 +185,8 @@ pub struct Report {
     pub atomic_counters: bool,
     /// Memory instructions given address probes (`trace-addr`).
     pub memory_instructions: usize,
+    /// Blocks whose events are elided, implied by their predecessors' (`trace-blocks`).
+    pub elided_blocks: usize,
 }
 
 /// Parses a bitcode file into `ctx`.
@@ -521,6 +528,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     // Collect every site before inserting anything.
     let mut all_sites = Vec::with_capacity(targets.len());
     let mut all_paths = Vec::new();
+    let mut implied_next = Vec::new();
+    let elide = opts.elide && opts.mode == Mode::TraceBlocks;
     let mut db = ProgramDb::default();
     let mut report = Report {
         atomic_counters: atomic,
@@ -549,8 +558,15 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             block_lines,
             block_files,
             cfg: None,
+            implied_next: Vec::new(),
         });
         report.blocks += sites.blocks.len();
+        if elide {
+            let next = blocks::implied_blocks(&sites);
+            report.elided_blocks += next.iter().flatten().count();
+            let any = next.iter().any(Option::is_some);
+            implied_next.push(if any { next } else { Vec::new() });
+        }
         if matches!(opts.mode, Mode::TracePaths | Mode::Bl | Mode::Ppp) {
             let model = paths::model(f, &sites)?;
             let (fp, plan) = paths::number(&model.cfg)?;
@@ -574,6 +590,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         program: db,
         cfgs,
         ewpp,
+        implied_next: implied_next.clone(),
     };
     let bytes = postcard::to_allocvec(&embedded).map_err(|e| Error::Encode(e.to_string()))?;
     report.program_db_bytes = bytes.len();
@@ -622,7 +639,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         match opts.mode {
             Mode::TracePaths => {
                 let (model, fp, plan) = &all_paths[fid];
-                let (saved, n) = blocks::instrument_entry(m, &h, fid as u32, sites, false);
+                let (saved, n) = blocks::instrument_entry(m, &h, fid as u32, sites, false, &[]);
                 let record = |b: &ir::Builder<'_>, v: ir::Value<'_>| {
                     b.call(h.record_ty, h.record, &[v]);
                 };
@@ -634,7 +651,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             Mode::EwppFilter => {}
             mode => {
                 let again = mode == Mode::Ewpp;
-                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again)
+                let next = implied_next.get(fid).map_or(&[][..], Vec::as_slice);
+                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again, next)
             }
         }
     }

@@ -243,6 +243,7 @@ fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
     match postcard::from_bytes::<EmbeddedProgram>(bytes) {
         Ok(mut p) if p.version == abi::EMBEDDED_VERSION => {
             p.attach_cfgs();
+            p.attach_implied();
             ewpp::attach(&mut p);
             Some(p)
         }

@@ -273,6 +273,7 @@ mod tests {
             },
             cfgs: Vec::new(),
             ewpp: None,
+            implied_next: Vec::new(),
         }
     }
 

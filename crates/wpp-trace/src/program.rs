@@ -434,8 +434,9 @@ fn read_implied_function(
     Ok(next)
 }
 
-/// A block on a cycle of `next` (each block's implied block), if there is one.
-fn implied_cycle(next: &[Option<u32>]) -> Option<u32> {
+/// A block on a cycle of `next` (each block's implied block, [`Function::implied_next`]), if
+/// there is one: a table a reader must refuse, and the instrumenter must never write.
+pub fn implied_cycle(next: &[Option<u32>]) -> Option<u32> {
     // 0: not visited, 1: on the walk in progress, 2: known to end.
     let mut state = vec![0u8; next.len()];
     for start in 0..next.len() {
