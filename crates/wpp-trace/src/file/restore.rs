@@ -116,6 +116,8 @@ impl Restorer {
                 }
             }
             Event::Path(_) => {}
+            // A switch to the running thread changes nothing.
+            Event::Thread(t) if t.0 == self.thread => {}
             Event::Thread(t) => {
                 let next = self.parked.remove(&t.0).unwrap_or_default();
                 let current = std::mem::replace(&mut self.stack, next);
