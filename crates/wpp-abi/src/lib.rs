@@ -217,7 +217,7 @@ impl Mode {
 }
 
 /// Version of [`EmbeddedProgram`]'s layout.
-pub const EMBEDDED_VERSION: u32 = 3;
+pub const EMBEDDED_VERSION: u32 = 2;
 
 /// What an `ewpp` program's runtime needs for its dependence checks.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -244,9 +244,6 @@ pub struct EmbeddedProgram {
     pub cfgs: Vec<wpp_paths::Cfg>,
     /// `ewpp` mode: the tables of the dependence checks.
     pub ewpp: Option<EwppTables>,
-    /// Per function (by id): the blocks whose events are elided, as
-    /// [`wpp_trace::Function::implied_next`] (`trace-blocks`; empty when nothing is elided).
-    pub implied_next: Vec<Vec<Option<u32>>>,
 }
 
 impl EmbeddedProgram {
@@ -260,20 +257,33 @@ impl EmbeddedProgram {
     }
 }
 
-impl EmbeddedProgram {
-    /// Moves each function's implied-block table into [`program`](Self::program)'s
-    /// [`wpp_trace::Function::implied_next`], where the raw trace's header carries it (the
-    /// embedded encoding keeps it in [`implied_next`](Self::implied_next) only).
-    pub fn attach_implied(&mut self) {
-        for (f, next) in self
-            .program
-            .functions
-            .iter_mut()
-            .zip(&mut self.implied_next)
-        {
-            f.implied_next = std::mem::take(next);
+/// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then, when some
+/// function has elided blocks (`trace-blocks`), the postcard encoding of `implied_next` (per
+/// function by id, [`wpp_trace::Function::implied_next`]). The table trails the
+/// [`EmbeddedProgram`] rather than being a field of it because profile files store that
+/// struct's encoding, which must not change.
+pub fn embedded_bytes(
+    program: &EmbeddedProgram,
+    implied_next: &[Vec<Option<u32>>],
+) -> Result<Vec<u8>, postcard::Error> {
+    let mut bytes = postcard::to_allocvec(program)?;
+    if implied_next.iter().any(|t| !t.is_empty()) {
+        bytes.extend(postcard::to_allocvec(implied_next)?);
+    }
+    Ok(bytes)
+}
+
+/// Reads the bytes [`embedded_bytes`] wrote, the implied-block table, if any, put in each
+/// function of the program database (where the raw trace's header carries it).
+pub fn read_embedded(bytes: &[u8]) -> Result<EmbeddedProgram, postcard::Error> {
+    let (mut program, rest) = postcard::take_from_bytes::<EmbeddedProgram>(bytes)?;
+    if !rest.is_empty() {
+        let tables: Vec<Vec<Option<u32>>> = postcard::from_bytes(rest)?;
+        for (f, next) in program.program.functions.iter_mut().zip(tables) {
+            f.implied_next = next;
         }
     }
+    Ok(program)
 }
 
 /// The largest path count per function (path ids must fit an event word beside the tag).
@@ -324,6 +334,32 @@ mod tests {
             Some(Event::Path(PathId(1 << 60)))
         );
         assert_eq!(decode_word(5), None);
+    }
+
+    /// The implied-block table trails the embedded program, whose own encoding (the one
+    /// profile files store) stays as it was.
+    #[test]
+    fn the_implied_block_table_trails_the_embedded_program() {
+        let mut program = wpp_trace::ProgramDb::default();
+        program.intern("main");
+        program.intern("leaf");
+        let embedded = EmbeddedProgram {
+            version: EMBEDDED_VERSION,
+            mode: Mode::TraceBlocks,
+            program,
+            cfgs: Vec::new(),
+            ewpp: None,
+        };
+        let plain = postcard::to_allocvec(&embedded).unwrap();
+        assert_eq!(embedded_bytes(&embedded, &[vec![], vec![]]).unwrap(), plain);
+        assert_eq!(read_embedded(&plain).unwrap(), embedded);
+        let tables = vec![vec![Some(2), None, None], vec![]];
+        let bytes = embedded_bytes(&embedded, &tables).unwrap();
+        assert_eq!(bytes[..plain.len()], plain[..]);
+        let back = read_embedded(&bytes).unwrap();
+        assert_eq!(back.program.functions[0].implied_next, tables[0]);
+        assert!(back.program.functions[1].implied_next.is_empty());
+        assert!(read_embedded(&bytes[..bytes.len() - 1]).is_err());
     }
 
     /// The raw sink writes event words as the trace format's varints: the two encodings must

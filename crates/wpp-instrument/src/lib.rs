@@ -590,9 +590,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         program: db,
         cfgs,
         ewpp,
-        implied_next: implied_next.clone(),
     };
-    let bytes = postcard::to_allocvec(&embedded).map_err(|e| Error::Encode(e.to_string()))?;
+    let bytes =
+        abi::embedded_bytes(&embedded, &implied_next).map_err(|e| Error::Encode(e.to_string()))?;
     report.program_db_bytes = bytes.len();
     let i8t = m.int(8);
     let i64t = m.int(64);

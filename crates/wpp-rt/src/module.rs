@@ -273,7 +273,6 @@ mod tests {
             },
             cfgs: Vec::new(),
             ewpp: None,
-            implied_next: Vec::new(),
         }
     }
 

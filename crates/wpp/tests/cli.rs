@@ -411,7 +411,6 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
             },
             cfgs: Vec::new(),
             ewpp: None,
-            implied_next: Vec::new(),
         },
         bl,
         ppp: None,
