@@ -278,4 +278,8 @@ fn main() {
     let mut names = ProgramDb::default();
     names.intern("main");
     dbs.put_mode(1, &postcard::to_allocvec(&names).unwrap());
+    // A recording that elided blocks: an implied-block table (a chain 0 -> 1 -> 2).
+    let mut elided = names.clone();
+    elided.functions[0].implied_next = vec![Some(1), Some(2), None];
+    dbs.put_mode(0, &elided.to_bytes().unwrap());
 }

@@ -60,13 +60,14 @@
 //! ```text
 //! implied = "I" 1:u8                  tag and version of the implied-block table
 //!           count                     0 or the number of functions
-//!           count × (blocks, n, n × next)   per function: its block count, then the table of
-//!                                     blocks 0 .. n (n ≤ blocks): 0 for none, else next + 1
+//!           count × (n, n × next)     per function: 0 when it elides nothing, else its block
+//!                                     count, then per block 0 for none, else its implied
+//!                                     block + 1
 //! ```
 //!
-//! Every `next` is below `blocks` (and, where the function has a CFG, its block count is the
-//! CFG's and `next` a successor); following `next` from any block must end, since a reader
-//! restoring a cycle of implied blocks would never stop.
+//! Every implied block is below `n` (and, where the function has a CFG, `n` is the CFG's block
+//! count and the implied block the block's only successor); following implied blocks from any
+//! block must end, since a reader restoring a cycle of implied blocks would never stop.
 //!
 //! ## Memory table
 //!
@@ -328,13 +329,7 @@ fn encode_implied(out: &mut Vec<u8>, db: &ProgramDb) {
     write_varint(out, db.functions.len() as u64);
     for f in &db.functions {
         write_varint(out, f.implied_next.len() as u64);
-        let n = f
-            .implied_next
-            .iter()
-            .rposition(Option::is_some)
-            .map_or(0, |i| i + 1);
-        write_varint(out, n as u64);
-        for next in &f.implied_next[..n] {
+        for next in &f.implied_next {
             write_varint(out, next.map_or(0, |b| u64::from(b) + 1));
         }
     }
@@ -378,38 +373,30 @@ fn read_implied(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbE
     Ok(())
 }
 
-/// One function's entry of the implied-block table, checked: ids in range, successors where
-/// the function has a CFG, no cycle.
+/// One function's entry of the implied-block table, checked: ids in range, only successors
+/// where the function has a CFG, no cycle.
 fn read_implied_function(
     r: &mut Reader<'_>,
     f: &Function,
 ) -> Result<Vec<Option<u32>>, ProgramDbError> {
     let at = r.offset();
-    let blocks = r.varint_max(u64::from(u32::MAX), "block count")?;
-    if let Some(cfg) = f
-        .cfg
-        .as_deref()
-        .filter(|c| c.successors.len() as u64 != blocks)
-    {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!("{blocks} blocks, but its CFG has {}", cfg.successors.len()),
-        });
-    }
-    let at = r.offset();
     // Each entry takes at least one byte, so the count never sizes more than the input.
-    let n = r.count(1, "implied-block entry count")?;
-    if n as u64 > blocks {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!("{n} entries for {blocks} blocks"),
-        });
+    let blocks = r.count(1, "implied-block count")?;
+    if let Some(cfg) = f.cfg.as_deref() {
+        if blocks != 0 && blocks != cfg.successors.len() {
+            return Err(ProgramDbError {
+                offset: at,
+                message: format!("{blocks} blocks, but its CFG has {}", cfg.successors.len()),
+            });
+        }
     }
-    let mut next = Vec::with_capacity(n);
-    for b in 0..n {
+    let mut next = Vec::with_capacity(blocks);
+    for b in 0..blocks {
         let at = r.offset();
-        let stored = r.varint_max(blocks, "implied block")?;
-        let implied = stored.checked_sub(1).map(|x| x as u32);
+        let implied = r
+            .varint_max(blocks as u64, "implied block")?
+            .checked_sub(1)
+            .map(|x| x as u32);
         let successors = f.cfg.as_deref().map(|c| &c.successors[b]);
         if let (Some(x), Some(succ)) = (implied, successors) {
             if succ.is_empty() || succ.iter().any(|&s| s != x) {

@@ -218,22 +218,26 @@ fn a_cycle_of_implied_blocks_is_refused() {
 fn implied_blocks_out_of_range_are_refused() {
     let db = chain_db();
     let mut bytes = db.to_bytes().unwrap();
-    // The table's end: "I" 1, 1 function, 3 blocks, 2 entries, 2, 3 (blocks 1 and 2 + 1).
+    // The table's end: "I" 1, 1 function, 3 blocks: 1 + 1, 2 + 1, none.
     let at = bytes.len() - 7;
-    assert_eq!(&bytes[at..], &[b'I', 1, 1, 3, 2, 2, 3]);
+    assert_eq!(&bytes[at..], &[b'I', 1, 1, 3, 2, 3, 0]);
     let last = bytes.len() - 1;
     bytes[last] = 9;
     let layout = wpp_trace::DbLayout::WithCfgs;
     let e = ProgramDb::from_bytes(&bytes, 0, layout).unwrap_err();
     assert!(e.message.contains("implied block"), "{e}");
     assert_eq!(e.offset, bytes.len() as u64 - 1, "{e}");
-    // More entries than blocks.
+    // More blocks than bytes.
     let with_table = |table: &[u8]| [&bytes[..at], table].concat();
-    let more = with_table(&[b'I', 1, 1, 3, 4, 2, 3, 0, 0]);
+    let more = with_table(&[b'I', 1, 1, 4, 2, 3, 0]);
     let e = ProgramDb::from_bytes(&more, 0, layout).unwrap_err();
-    assert!(e.message.contains("4 entries for 3 blocks"), "{e}");
+    assert!(
+        e.message
+            .contains("end of data while reading the implied block"),
+        "{e}"
+    );
     // Another function count.
-    let other = with_table(&[b'I', 1, 2, 3, 2, 2, 3]);
+    let other = with_table(&[b'I', 1, 2, 3, 2, 3, 0]);
     let e = ProgramDb::from_bytes(&other, 0, layout).unwrap_err();
     assert!(
         e.message.contains("has 2 functions but the database 1"),
