@@ -289,14 +289,15 @@ pub struct TraceReader {
     pending: Option<TraceError>,
     /// Per-function block bounds, where every function has a CFG.
     bounds: Option<bounds::BlockBounds>,
-    /// Puts back the events the recording elided, where it elided some.
-    restorer: Option<restore::Restorer>,
+    /// Puts back the events the recording elided, where it elided some (boxed: most traces
+    /// elide nothing, and readers are held in enums beside smaller inputs).
+    restorer: Option<Box<restore::Restorer>>,
 }
 
 impl TraceReader {
     fn new(mut program: ProgramDb, format: Format, decoder: Decoder) -> Self {
         TraceReader {
-            restorer: restore::Restorer::take(&mut program),
+            restorer: restore::Restorer::take(&mut program).map(Box::new),
             bounds: bounds::BlockBounds::of(&program),
             program,
             format,
@@ -369,9 +370,7 @@ impl TraceReader {
 
     /// How many elided events were put back so far (0 for a recording that elided none).
     pub fn restored_events(&self) -> u64 {
-        self.restorer
-            .as_ref()
-            .map_or(0, restore::Restorer::restored)
+        self.restorer.as_ref().map_or(0, |r| r.restored())
     }
 
     /// The next run of events (the rest of the current batch), or `None` at the end.
