@@ -15,10 +15,17 @@ use crate::ids::BlockId;
 use crate::program::ProgramDb;
 use rustc_hash::FxHashMap;
 
+/// No implied block, in [`Restorer::implied`].
+const NONE: u32 = u32::MAX;
+
 /// The restoring state of one trace reader.
 pub(crate) struct Restorer {
-    /// Per function, per block: the block its event implies.
-    implied: Vec<Vec<Option<u32>>>,
+    /// Every function's blocks' implied blocks back to back ([`NONE`]: none), function `f`'s
+    /// at `starts[f] .. starts[f + 1]`: one flat table, so a block event costs one lookup.
+    implied: Vec<u32>,
+    starts: Vec<usize>,
+    /// The running function's part of `implied` (empty outside any frame).
+    current: std::ops::Range<usize>,
     /// Open frames (function ids) of the current thread.
     stack: Vec<u32>,
     /// Open frames of the other threads.
@@ -27,8 +34,8 @@ pub(crate) struct Restorer {
     /// Recorded events not yet handed out, from `recorded[next]` on.
     recorded: Vec<Event>,
     next: usize,
-    /// The implied block to hand out next, and its function.
-    chain: Option<(u32, u32)>,
+    /// The implied block to hand out next, in the running function.
+    chain: Option<u32>,
     /// Events put back so far.
     restored: u64,
 }
@@ -39,13 +46,17 @@ impl Restorer {
         if !db.has_implied_blocks() {
             return None;
         }
-        let implied = db
-            .functions
-            .iter_mut()
-            .map(|f| std::mem::take(&mut f.implied_next))
-            .collect();
+        let mut implied = Vec::new();
+        let mut starts = vec![0];
+        for f in &mut db.functions {
+            let table = std::mem::take(&mut f.implied_next);
+            implied.extend(table.iter().map(|n| n.unwrap_or(NONE)));
+            starts.push(implied.len());
+        }
         Some(Restorer {
             implied,
+            starts,
+            current: 0..0,
             stack: Vec::new(),
             parked: FxHashMap::default(),
             thread: 0,
@@ -79,28 +90,38 @@ impl Restorer {
         self.restored
     }
 
-    /// The block implied by block `b` of function `f`, if any.
+    /// The block implied by block `b` of the running function, if any.
     #[inline]
-    fn implied_by(&self, f: u32, b: u32) -> Option<u32> {
-        *self.implied.get(f as usize)?.get(b as usize)?
+    fn implied_by(&self, b: u32) -> Option<u32> {
+        let at = self.current.start + b as usize;
+        if at < self.current.end && self.implied[at] != NONE {
+            Some(self.implied[at])
+        } else {
+            None
+        }
     }
 
     /// Appends the waiting events, recorded and restored in trace order, to `out` until it
-    /// holds `cap` events.
+    /// holds `cap` events. Recorded events are copied in runs, up to one that starts a chain.
     pub(crate) fn restore(&mut self, out: &mut Vec<Event>, cap: usize) {
         while out.len() < cap {
-            if let Some((f, b)) = self.chain {
+            if let Some(b) = self.chain {
                 out.push(Event::Block(BlockId(b)));
                 self.restored += 1;
-                self.chain = self.implied_by(f, b).map(|n| (f, n));
+                self.chain = self.implied_by(b);
                 continue;
             }
-            let Some(&e) = self.recorded.get(self.next) else {
+            let start = self.next;
+            let end = self.recorded.len().min(start + (cap - out.len()));
+            if start == end {
                 break;
-            };
-            self.next += 1;
-            out.push(e);
-            self.track(e);
+            }
+            while self.next < end && self.chain.is_none() {
+                let e = self.recorded[self.next];
+                self.next += 1;
+                self.track(e);
+            }
+            out.extend_from_slice(&self.recorded[start..self.next]);
         }
     }
 
@@ -108,12 +129,14 @@ impl Restorer {
     #[inline]
     fn track(&mut self, e: Event) {
         match e {
-            Event::Enter(f) => self.stack.push(f.0),
-            Event::Leave => drop(self.stack.pop()),
-            Event::Block(b) => {
-                if let Some(&f) = self.stack.last() {
-                    self.chain = self.implied_by(f, b.0).map(|n| (f, n));
-                }
+            Event::Block(b) => self.chain = self.implied_by(b.0),
+            Event::Enter(f) => {
+                self.stack.push(f.0);
+                self.enter_top();
+            }
+            Event::Leave => {
+                self.stack.pop();
+                self.enter_top();
             }
             Event::Path(_) => {}
             // A switch to the running thread changes nothing.
@@ -123,8 +146,19 @@ impl Restorer {
                 let current = std::mem::replace(&mut self.stack, next);
                 self.parked.insert(self.thread, current);
                 self.thread = t.0;
+                self.enter_top();
             }
         }
+    }
+
+    /// Makes the innermost open frame's function the running one.
+    fn enter_top(&mut self) {
+        self.current = match self.stack.last() {
+            Some(&f) if (f as usize) + 1 < self.starts.len() => {
+                self.starts[f as usize]..self.starts[f as usize + 1]
+            }
+            _ => 0..0,
+        };
     }
 }
 
