@@ -26,6 +26,12 @@
 //! database names each `p`'s implied block (`wpp_trace::Function::implied_next`) and every
 //! trace reader puts the events back. The entry block is never elided: its event follows the
 //! `Enter` probe, but a forked child's stream starts with `Enter`s of frames already open.
+//!
+//! What only asynchronous events can tell apart: a restored event comes right after the one
+//! implying it, so a signal handler that records events while `p` runs is restored as having
+//! run after `b`'s event, and a process that dies inside `p` (a fault, a kill, another thread's
+//! `exit`) has `b`'s event restored before its closing `Leave`s — each the trace of a run
+//! interrupted a few instructions later.
 
 use crate::helpers::Helpers;
 use crate::ir::{Block, Mod, Opcode, Value};
