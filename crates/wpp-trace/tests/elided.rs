@@ -301,3 +301,37 @@ fn long_chains_cross_batches() {
     assert_eq!(events[1..events.len() - 1], blocks[..]);
     assert_eq!(events.last(), Some(&Event::Leave));
 }
+
+/// A recording cut short reads up to its last whole chunk, restored, and the truncation counts
+/// the events handed out.
+#[test]
+fn a_truncation_counts_the_restored_events() {
+    let db = chain_db();
+    let mut recorded = vec![Event::Enter(FunctionId(0))];
+    recorded.extend((0..200).map(|_| Event::Block(BlockId(0))));
+    let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &db, 16).unwrap();
+    recorded.iter().try_for_each(|&e| w.push(e)).unwrap();
+    let bytes = w.finish().unwrap();
+    let cut = bytes[..bytes.len() / 2].to_vec();
+    let mut events = 0u64;
+    let mut error = None;
+    for item in TraceReader::from_bytes(cut.clone()).unwrap() {
+        match item {
+            Ok(_) => events += 1,
+            Err(e) => error = Some(e),
+        }
+    }
+    match error {
+        Some(TraceError::Truncated { events: n, .. }) => assert_eq!(n, events),
+        e => panic!("expected a truncation, got {e:?}"),
+    }
+    let mut r = TraceReader::from_bytes(cut).unwrap().allow_truncated(true);
+    let mut read = 0;
+    r.for_each_batch(|b| read += b.len() as u64).unwrap();
+    assert_eq!(read, events);
+    assert_eq!(r.truncation().map(|t| t.events), Some(events));
+    assert!(
+        r.restored_events() > 0 && events % 3 == 1,
+        "each B 0 brings B 1 and B 2"
+    );
+}

@@ -409,7 +409,7 @@ impl TraceReader {
             return self.deliver(Ok(true));
         }
         if let Some(e) = self.pending.take() {
-            return Err(e);
+            return Err(self.counting_restored(e));
         }
         if self.done {
             return Ok(false);
@@ -460,9 +460,20 @@ impl TraceReader {
                     self.pending = Some(e);
                     Ok(true)
                 } else {
-                    Err(e)
+                    Err(self.counting_restored(e))
                 }
             }
+        }
+    }
+
+    /// `e`, a truncation counting the restored events among those before it.
+    fn counting_restored(&self, e: TraceError) -> TraceError {
+        match e {
+            TraceError::Truncated { offset, events } => TraceError::Truncated {
+                offset,
+                events: events + self.restored_events(),
+            },
+            e => e,
         }
     }
 }
