@@ -257,29 +257,38 @@ impl EmbeddedProgram {
     }
 }
 
+/// One function's elided blocks as the embedded table stores them:
+/// [`wpp_trace::Function::entry_implied`] and [`wpp_trace::Function::implied_next`].
+type ImpliedBlocks = (bool, Vec<Option<u32>>);
+
 /// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then, when some
-/// function has elided blocks (`trace-blocks`), the postcard encoding of `implied_next` (per
-/// function by id, [`wpp_trace::Function::implied_next`]). The table trails the
-/// [`EmbeddedProgram`] rather than being a field of it because profile files store that
-/// struct's encoding, which must not change.
-pub fn embedded_bytes(
-    program: &EmbeddedProgram,
-    implied_next: &[Vec<Option<u32>>],
-) -> Result<Vec<u8>, postcard::Error> {
+/// function has elided blocks (`trace-blocks`), the postcard encoding of every function's
+/// elided blocks (by id: whether `Enter` implies its entry,
+/// [`wpp_trace::Function::implied_next`]), which the program database's own encoding leaves
+/// out. The table trails the [`EmbeddedProgram`] rather than being a field of it because
+/// profile files store that struct's encoding, which must not change.
+pub fn embedded_bytes(program: &EmbeddedProgram) -> Result<Vec<u8>, postcard::Error> {
     let mut bytes = postcard::to_allocvec(program)?;
-    if implied_next.iter().any(|t| !t.is_empty()) {
-        bytes.extend(postcard::to_allocvec(implied_next)?);
+    if program.program.has_implied_blocks() {
+        let tables: Vec<ImpliedBlocks> = program
+            .program
+            .functions
+            .iter()
+            .map(|f| (f.entry_implied, f.implied_next.clone()))
+            .collect();
+        bytes.extend(postcard::to_allocvec(&tables)?);
     }
     Ok(bytes)
 }
 
-/// Reads the bytes [`embedded_bytes`] wrote, the implied-block table, if any, put in each
-/// function of the program database (where the raw trace's header carries it).
+/// Reads the bytes [`embedded_bytes`] wrote, each function's elided blocks back in its
+/// program database entry (where the raw trace's header carries them).
 pub fn read_embedded(bytes: &[u8]) -> Result<EmbeddedProgram, postcard::Error> {
     let (mut program, rest) = postcard::take_from_bytes::<EmbeddedProgram>(bytes)?;
     if !rest.is_empty() {
-        let tables: Vec<Vec<Option<u32>>> = postcard::from_bytes(rest)?;
-        for (f, next) in program.program.functions.iter_mut().zip(tables) {
+        let tables: Vec<ImpliedBlocks> = postcard::from_bytes(rest)?;
+        for (f, (entry, next)) in program.program.functions.iter_mut().zip(tables) {
+            f.entry_implied = entry;
             f.implied_next = next;
         }
     }
@@ -351,14 +360,14 @@ mod tests {
             ewpp: None,
         };
         let plain = postcard::to_allocvec(&embedded).unwrap();
-        assert_eq!(embedded_bytes(&embedded, &[vec![], vec![]]).unwrap(), plain);
+        assert_eq!(embedded_bytes(&embedded).unwrap(), plain);
         assert_eq!(read_embedded(&plain).unwrap(), embedded);
-        let tables = vec![vec![Some(2), None, None], vec![]];
-        let bytes = embedded_bytes(&embedded, &tables).unwrap();
+        let mut elided = embedded.clone();
+        elided.program.functions[0].implied_next = vec![Some(2), None, None];
+        elided.program.functions[1].entry_implied = true;
+        let bytes = embedded_bytes(&elided).unwrap();
         assert_eq!(bytes[..plain.len()], plain[..]);
-        let back = read_embedded(&bytes).unwrap();
-        assert_eq!(back.program.functions[0].implied_next, tables[0]);
-        assert!(back.program.functions[1].implied_next.is_empty());
+        assert_eq!(read_embedded(&bytes).unwrap(), elided);
         assert!(read_embedded(&bytes[..bytes.len() - 1]).is_err());
     }
 

@@ -24,8 +24,10 @@
 //! successor and no call (which could record events of its own, `longjmp`, throw or exit)
 //! runs in `p` after `p`'s probe, so `b`'s event always comes right after `p`'s. The program
 //! database names each `p`'s implied block (`wpp_trace::Function::implied_next`) and every
-//! trace reader puts the events back. The entry block is never elided: its event follows the
-//! `Enter` probe, but a forked child's stream starts with `Enter`s of frames already open.
+//! trace reader puts the events back. The entry block's event always follows the `Enter`
+//! probe, so it is elided too (`wpp_trace::Function::entry_implied`) — but in programs that
+//! may fork (`module_may_fork`), whose children's streams start with `Enter`s of frames
+//! already open.
 //!
 //! What only asynchronous events can tell apart: a restored event comes right after the one
 //! implying it, so a signal handler that records events while `p` runs is restored as having
@@ -225,10 +227,13 @@ pub(crate) fn instrument<'m>(
     fid: u32,
     sites: &Sites<'m>,
     block_again: bool,
-    implied_next: &[Option<u32>],
+    implied: &wpp_trace::Function,
 ) -> usize {
     let mut elided = vec![false; sites.blocks.len()];
-    for &b in implied_next.iter().flatten() {
+    if let Some(entry) = elided.first_mut() {
+        *entry = implied.entry_implied;
+    }
+    for &b in implied.implied_next.iter().flatten() {
         elided[b as usize] = true;
     }
     let (saved, probes) = instrument_entry(m, h, fid, sites, true, &elided);
@@ -255,7 +260,7 @@ pub(crate) fn instrument_entry<'m>(
         h.enter,
         &[m.const_int(i64t, abi::enter_word(fid))],
     );
-    if block_events {
+    if block_events && !elided.first().copied().unwrap_or(false) {
         b.call(h.emit_ty, h.emit, &[m.const_int(i64t, abi::block_word(0))]);
         probes += 1;
     }

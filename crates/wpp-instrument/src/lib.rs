@@ -400,6 +400,22 @@ pub fn module_may_run_threads(module: &Module<'_>) -> bool {
     })
 }
 
+/// Functions that fork a process which goes on running the program's code (`daemon` and
+/// `forkpty` fork inside libc).
+const FORKERS: [&str; 8] = [
+    "fork", "vfork", "_Fork", "__fork", "daemon", "forkpty", "clone", "clone3",
+];
+
+/// Whether the program may fork a child that records: the child's stream starts with an
+/// `Enter` per frame open at the fork, which must not imply the frame's entry block, so such
+/// programs record entry blocks.
+fn module_may_fork(module: &Module<'_>) -> bool {
+    Mod::new(module)
+        .functions()
+        .into_iter()
+        .any(|f| FORKERS.contains(&f.name().as_str()))
+}
+
 /// Whether a function gets probes.
 fn instrumentable(m: Mod<'_>, f: ir::Value<'_>) -> bool {
     !f.is_declaration()
@@ -528,8 +544,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     // Collect every site before inserting anything.
     let mut all_sites = Vec::with_capacity(targets.len());
     let mut all_paths = Vec::new();
-    let mut implied_next = Vec::new();
     let elide = opts.elide && opts.mode == Mode::TraceBlocks;
+    let entry_implied = elide && !module_may_fork(module);
     let mut db = ProgramDb::default();
     let mut report = Report {
         atomic_counters: atomic,
@@ -551,6 +567,15 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             None => (None, None),
         };
         let (block_lines, block_files) = block_locations(&mut db.files, &sites.blocks);
+        let implied_next = match elide {
+            true => blocks::implied_blocks(&sites),
+            false => Vec::new(),
+        };
+        let implied_next = match implied_next.iter().any(Option::is_some) {
+            true => implied_next,
+            false => Vec::new(),
+        };
+        report.elided_blocks += implied_next.iter().flatten().count() + usize::from(entry_implied);
         db.functions.push(Function {
             name: f.name(),
             file: file.or_else(|| module_file.clone()),
@@ -558,15 +583,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             block_lines,
             block_files,
             cfg: None,
-            implied_next: Vec::new(),
+            implied_next,
+            entry_implied,
         });
         report.blocks += sites.blocks.len();
-        if elide {
-            let next = blocks::implied_blocks(&sites);
-            report.elided_blocks += next.iter().flatten().count();
-            let any = next.iter().any(Option::is_some);
-            implied_next.push(if any { next } else { Vec::new() });
-        }
         if matches!(opts.mode, Mode::TracePaths | Mode::Bl | Mode::Ppp) {
             let model = paths::model(f, &sites)?;
             let (fp, plan) = paths::number(&model.cfg)?;
@@ -591,8 +611,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         cfgs,
         ewpp,
     };
-    let bytes =
-        abi::embedded_bytes(&embedded, &implied_next).map_err(|e| Error::Encode(e.to_string()))?;
+    let bytes = abi::embedded_bytes(&embedded).map_err(|e| Error::Encode(e.to_string()))?;
     report.program_db_bytes = bytes.len();
     let i8t = m.int(8);
     let i64t = m.int(64);
@@ -651,8 +670,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             Mode::EwppFilter => {}
             mode => {
                 let again = mode == Mode::Ewpp;
-                let next = implied_next.get(fid).map_or(&[][..], Vec::as_slice);
-                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again, next)
+                let elided = &embedded.program.functions[fid];
+                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again, elided)
             }
         }
     }

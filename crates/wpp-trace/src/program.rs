@@ -60,9 +60,10 @@
 //! ```text
 //! implied = "I" 1:u8                  tag and version of the implied-block table
 //!           count                     0 or the number of functions
-//!           count × (n, n × next)     per function: 0 when it elides nothing, else its block
-//!                                     count, then per block 0 for none, else its implied
-//!                                     block + 1
+//!           count × (2n + e, n × next)  per function: n is 0 when no block implies another,
+//!                                     else its block count, then per block 0 for none, else
+//!                                     its implied block + 1; e is 1 when the event of block 0
+//!                                     (the entry) is implied by the function's `Enter`
 //! ```
 //!
 //! Every implied block is below `n` (and, where the function has a CFG, `n` is the CFG's block
@@ -114,6 +115,10 @@ pub struct Function {
     /// events and hands out its database without the table.
     #[serde(skip)]
     pub implied_next: Vec<Option<u32>>,
+    /// Whether the event of block 0, the entry, was left out because it always follows the
+    /// function's `Enter` (restored like [`implied_next`](Self::implied_next), then its chain).
+    #[serde(skip)]
+    pub entry_implied: bool,
 }
 
 /// The control-flow graph of one function as a trace stores it: blocks by id, each block's
@@ -224,7 +229,9 @@ pub enum DbLayout {
 impl ProgramDb {
     /// Whether the recording elided the events of some blocks ([`Function::implied_next`]).
     pub fn has_implied_blocks(&self) -> bool {
-        self.functions.iter().any(|f| !f.implied_next.is_empty())
+        self.functions
+            .iter()
+            .any(|f| f.entry_implied || !f.implied_next.is_empty())
     }
 
     /// Whether any function has a CFG (so path ids can be decoded to blocks).
@@ -328,7 +335,10 @@ fn encode_implied(out: &mut Vec<u8>, db: &ProgramDb) {
     out.extend_from_slice(&IMPLIED_TAG);
     write_varint(out, db.functions.len() as u64);
     for f in &db.functions {
-        write_varint(out, f.implied_next.len() as u64);
+        write_varint(
+            out,
+            2 * f.implied_next.len() as u64 + u64::from(f.entry_implied),
+        );
         for next in &f.implied_next {
             write_varint(out, next.map_or(0, |b| u64::from(b) + 1));
         }
@@ -362,26 +372,38 @@ fn read_implied(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbE
         });
     }
     for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
-        f.implied_next = read_implied_function(r, f).map_err(|e| ProgramDbError {
-            offset: e.offset,
-            message: format!(
-                "implied blocks of function {i} (`{}`): {}",
-                f.name, e.message
-            ),
-        })?;
+        (f.implied_next, f.entry_implied) =
+            read_implied_function(r, f).map_err(|e| ProgramDbError {
+                offset: e.offset,
+                message: format!(
+                    "implied blocks of function {i} (`{}`): {}",
+                    f.name, e.message
+                ),
+            })?;
     }
     Ok(())
 }
 
 /// One function's entry of the implied-block table, checked: ids in range, only successors
-/// where the function has a CFG, no cycle.
+/// where the function has a CFG, no cycle; and whether `Enter` implies the entry block.
 fn read_implied_function(
     r: &mut Reader<'_>,
     f: &Function,
-) -> Result<Vec<Option<u32>>, ProgramDbError> {
+) -> Result<(Vec<Option<u32>>, bool), ProgramDbError> {
     let at = r.offset();
+    let head = r.varint("implied-block count")?;
+    let (blocks, entry_implied) = (head >> 1, head & 1 == 1);
     // Each entry takes at least one byte, so the count never sizes more than the input.
-    let blocks = r.count(1, "implied-block count")?;
+    if blocks > r.remaining() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "{blocks} blocks, but only {} bytes are left for them",
+                r.remaining()
+            ),
+        });
+    }
+    let blocks = blocks as usize;
     if let Some(cfg) = f.cfg.as_deref() {
         if blocks != 0 && blocks != cfg.successors.len() {
             return Err(ProgramDbError {
@@ -418,7 +440,7 @@ fn read_implied_function(
             ),
         });
     }
-    Ok(next)
+    Ok((next, entry_implied))
 }
 
 /// A block on a cycle of `next` (each block's implied block, [`Function::implied_next`]), if

@@ -17,6 +17,8 @@ use wpp_trace::{split_threads, BlockId, Event, FunctionCfg, FunctionId, ProgramD
 struct Func {
     successors: Vec<Vec<u32>>,
     calls: Vec<Option<u32>>,
+    /// Whether `Enter` implies the entry block.
+    entry_implied: bool,
 }
 
 fn arb_func(functions: u32) -> impl Strategy<Value = Func> {
@@ -31,8 +33,13 @@ fn arb_func(functions: u32) -> impl Strategy<Value = Func> {
         (
             prop::collection::vec(block, n),
             prop::collection::vec(call, n),
+            any::<bool>(),
         )
-            .prop_map(|(successors, calls)| Func { successors, calls })
+            .prop_map(|(successors, calls, entry_implied)| Func {
+                successors,
+                calls,
+                entry_implied,
+            })
     })
 }
 
@@ -78,13 +85,14 @@ fn walk(
     choices: &mut impl Iterator<Item = u32>,
     budget: &mut usize,
     depth: u32,
-    out: &mut Vec<(u32, Event)>,
+    out: &mut Vec<(u32, Event, bool)>,
 ) {
-    out.push((u32::MAX, Event::Enter(FunctionId(f))));
+    out.push((u32::MAX, Event::Enter(FunctionId(f)), false));
     let func = &funcs[f as usize];
     let mut b = 0u32;
+    let mut entry = true;
     loop {
-        out.push((f, Event::Block(BlockId(b))));
+        out.push((f, Event::Block(BlockId(b)), std::mem::take(&mut entry)));
         *budget = budget.saturating_sub(1);
         if let Some(g) = func.calls[b as usize].filter(|_| depth < 6 && *budget > 0) {
             walk(funcs, tables, g, choices, budget, depth + 1, out);
@@ -95,7 +103,7 @@ fn walk(
         }
         b = succ[choices.next().unwrap_or(0) as usize % succ.len()];
     }
-    out.push((u32::MAX, Event::Leave));
+    out.push((u32::MAX, Event::Leave, false));
 }
 
 /// The program database of `funcs` with their implied blocks, optionally with CFGs.
@@ -105,6 +113,7 @@ fn database(funcs: &[Func], cfgs: bool) -> ProgramDb {
         db.intern(&format!("f{i}"));
         let func = &mut db.functions[i];
         func.implied_next = implied(f);
+        func.entry_implied = f.entry_implied;
         if cfgs {
             func.cfg = Some(Box::new(FunctionCfg {
                 successors: f.successors.clone(),
@@ -129,7 +138,8 @@ fn traces(funcs: &[Func], choices: &[u32], switches: &[usize]) -> (Vec<Event>, V
         walk(funcs, &tables, f, &mut it, &mut 300, 0, &mut out);
         streams.push(out);
     }
-    let elided = |(f, e): &(u32, Event)| match e {
+    let elided = |(f, e, entry): &(u32, Event, bool)| match e {
+        Event::Block(_) if *entry => funcs[*f as usize].entry_implied,
         Event::Block(b) => tables
             .get(*f as usize)
             .is_some_and(|t| t.iter().flatten().any(|&x| x == b.0)),
@@ -218,9 +228,10 @@ fn a_cycle_of_implied_blocks_is_refused() {
 fn implied_blocks_out_of_range_are_refused() {
     let db = chain_db();
     let mut bytes = db.to_bytes().unwrap();
-    // The table's end: "I" 1, 1 function, 3 blocks: 1 + 1, 2 + 1, none.
+    // The table's end: "I" 1, 1 function, 3 blocks (2 × 3 + 0: no entry implied by `Enter`):
+    // 1 + 1, 2 + 1, none.
     let at = bytes.len() - 7;
-    assert_eq!(&bytes[at..], &[b'I', 1, 1, 3, 2, 3, 0]);
+    assert_eq!(&bytes[at..], &[b'I', 1, 1, 6, 2, 3, 0]);
     let last = bytes.len() - 1;
     bytes[last] = 9;
     let layout = wpp_trace::DbLayout::WithCfgs;
@@ -229,15 +240,19 @@ fn implied_blocks_out_of_range_are_refused() {
     assert_eq!(e.offset, bytes.len() as u64 - 1, "{e}");
     // More blocks than bytes.
     let with_table = |table: &[u8]| [&bytes[..at], table].concat();
-    let more = with_table(&[b'I', 1, 1, 4, 2, 3, 0]);
+    let more = with_table(&[b'I', 1, 1, 8, 2, 3, 0]);
     let e = ProgramDb::from_bytes(&more, 0, layout).unwrap_err();
     assert!(
-        e.message
-            .contains("end of data while reading the implied block"),
+        e.message.contains("4 blocks, but only 3 bytes are left"),
         "{e}"
     );
+    // The entry implied by `Enter` reads back.
+    let entry = with_table(&[b'I', 1, 1, 7, 2, 3, 0]);
+    let back = ProgramDb::from_bytes(&entry, 0, layout).unwrap();
+    assert!(back.functions[0].entry_implied);
+    assert_eq!(back.to_bytes().unwrap(), entry);
     // Another function count.
-    let other = with_table(&[b'I', 1, 2, 3, 2, 3, 0]);
+    let other = with_table(&[b'I', 1, 2, 6, 2, 3, 0]);
     let e = ProgramDb::from_bytes(&other, 0, layout).unwrap_err();
     assert!(
         e.message.contains("has 2 functions but the database 1"),

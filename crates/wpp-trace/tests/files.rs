@@ -46,6 +46,7 @@ fn db(names: &[&str]) -> ProgramDb {
                 cut_edges: vec![1],
             })),
             implied_next: Vec::new(),
+            entry_implied: false,
         });
     }
     db

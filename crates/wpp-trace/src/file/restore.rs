@@ -24,6 +24,8 @@ pub(crate) struct Restorer {
     /// at `starts[f] .. starts[f + 1]`: one flat table, so a block event costs one lookup.
     implied: Vec<u32>,
     starts: Vec<usize>,
+    /// Per function: whether its `Enter` implies its entry block, block 0.
+    entry_implied: Vec<bool>,
     /// The running function's part of `implied` (empty outside any frame).
     current: std::ops::Range<usize>,
     /// Open frames (function ids) of the current thread.
@@ -48,7 +50,9 @@ impl Restorer {
         }
         let mut implied = Vec::new();
         let mut starts = vec![0];
+        let mut entry_implied = Vec::with_capacity(db.functions.len());
         for f in &mut db.functions {
+            entry_implied.push(std::mem::take(&mut f.entry_implied));
             let table = std::mem::take(&mut f.implied_next);
             implied.extend(table.iter().map(|n| n.unwrap_or(NONE)));
             starts.push(implied.len());
@@ -56,6 +60,7 @@ impl Restorer {
         Some(Restorer {
             implied,
             starts,
+            entry_implied,
             current: 0..0,
             stack: Vec::new(),
             parked: FxHashMap::default(),
@@ -133,6 +138,9 @@ impl Restorer {
             Event::Enter(f) => {
                 self.stack.push(f.0);
                 self.enter_top();
+                if self.entry_implied.get(f.0 as usize) == Some(&true) {
+                    self.chain = Some(0);
+                }
             }
             Event::Leave => {
                 self.stack.pop();
@@ -254,6 +262,28 @@ mod tests {
         let recorded = [b(0), F0, b(7), b(0), Event::Leave, Event::Leave, b(0)];
         let want = [b(0), F0, b(7), b(0), b(1), Event::Leave, Event::Leave, b(0)];
         assert_eq!(restore_all(&mut r, &recorded, 3), want);
+    }
+
+    #[test]
+    fn an_enter_implies_its_entry_block_and_its_chain() {
+        let mut d = db(&[&[Some(1), None], &[]]);
+        d.functions[0].entry_implied = true;
+        d.functions[1].entry_implied = true;
+        let mut r = Restorer::take(&mut d).unwrap();
+        assert!(!d.has_implied_blocks());
+        let recorded = [F0, F1, Event::Leave, b(0), Event::Leave];
+        let want = [
+            F0,
+            b(0),
+            b(1),
+            F1,
+            b(0),
+            Event::Leave,
+            b(0),
+            b(1),
+            Event::Leave,
+        ];
+        assert_eq!(restore_all(&mut r, &recorded, 2), want);
     }
 
     #[test]
