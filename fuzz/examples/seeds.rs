@@ -120,6 +120,28 @@ fn main() {
         bin.put_mode(3, &packed[..packed.len() / 2]);
     }
     bin.put_mode(0, b"WPPT");
+    // A recording that elided blocks 1 and 2 of `main` (implied by 0 and 1): read restored.
+    let mut elided = ProgramDb::default();
+    elided.intern("main");
+    elided.functions[0].implied_next = vec![Some(1), Some(2), None];
+    let (main, b0) = (
+        Event::Enter(wpp_trace::FunctionId(0)),
+        Event::Block(wpp_trace::BlockId(0)),
+    );
+    let events = [
+        main,
+        b0,
+        b0,
+        Event::Thread(ThreadId(1)),
+        main,
+        b0,
+        Event::Leave,
+    ];
+    let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &elided, 2).unwrap();
+    events.iter().for_each(|&e| w.push(e).unwrap());
+    let small = w.finish().unwrap();
+    bin.put_mode(1, &small);
+    bin.put_mode(3, &small[..small.len() - 30]);
 
     // trace_text.
     let mut text = Out::new(&root, "trace_text");
@@ -278,4 +300,8 @@ fn main() {
     let mut names = ProgramDb::default();
     names.intern("main");
     dbs.put_mode(1, &postcard::to_allocvec(&names).unwrap());
+    // A recording that elided blocks: an implied-block table (a chain 0 -> 1 -> 2).
+    let mut elided = names.clone();
+    elided.functions[0].implied_next = vec![Some(1), Some(2), None];
+    dbs.put_mode(0, &elided.to_bytes().unwrap());
 }

@@ -257,6 +257,44 @@ impl EmbeddedProgram {
     }
 }
 
+/// One function's elided blocks as the embedded table stores them:
+/// [`wpp_trace::Function::entry_implied`] and [`wpp_trace::Function::implied_next`].
+type ImpliedBlocks = (bool, Vec<Option<u32>>);
+
+/// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then, when some
+/// function has elided blocks (`trace-blocks`), the postcard encoding of every function's
+/// elided blocks (by id: whether `Enter` implies its entry,
+/// [`wpp_trace::Function::implied_next`]), which the program database's own encoding leaves
+/// out. The table trails the [`EmbeddedProgram`] rather than being a field of it because
+/// profile files store that struct's encoding, which must not change.
+pub fn embedded_bytes(program: &EmbeddedProgram) -> Result<Vec<u8>, postcard::Error> {
+    let mut bytes = postcard::to_allocvec(program)?;
+    if program.program.has_implied_blocks() {
+        let tables: Vec<ImpliedBlocks> = program
+            .program
+            .functions
+            .iter()
+            .map(|f| (f.entry_implied, f.implied_next.clone()))
+            .collect();
+        bytes.extend(postcard::to_allocvec(&tables)?);
+    }
+    Ok(bytes)
+}
+
+/// Reads the bytes [`embedded_bytes`] wrote, each function's elided blocks back in its
+/// program database entry (where the raw trace's header carries them).
+pub fn read_embedded(bytes: &[u8]) -> Result<EmbeddedProgram, postcard::Error> {
+    let (mut program, rest) = postcard::take_from_bytes::<EmbeddedProgram>(bytes)?;
+    if !rest.is_empty() {
+        let tables: Vec<ImpliedBlocks> = postcard::from_bytes(rest)?;
+        for (f, (entry, next)) in program.program.functions.iter_mut().zip(tables) {
+            f.entry_implied = entry;
+            f.implied_next = next;
+        }
+    }
+    Ok(program)
+}
+
 /// The largest path count per function (path ids must fit an event word beside the tag).
 pub const PATH_LIMIT: u64 = (1 << 61) - 1;
 
@@ -305,6 +343,32 @@ mod tests {
             Some(Event::Path(PathId(1 << 60)))
         );
         assert_eq!(decode_word(5), None);
+    }
+
+    /// The implied-block table trails the embedded program, whose own encoding (the one
+    /// profile files store) stays as it was.
+    #[test]
+    fn the_implied_block_table_trails_the_embedded_program() {
+        let mut program = wpp_trace::ProgramDb::default();
+        program.intern("main");
+        program.intern("leaf");
+        let embedded = EmbeddedProgram {
+            version: EMBEDDED_VERSION,
+            mode: Mode::TraceBlocks,
+            program,
+            cfgs: Vec::new(),
+            ewpp: None,
+        };
+        let plain = postcard::to_allocvec(&embedded).unwrap();
+        assert_eq!(embedded_bytes(&embedded).unwrap(), plain);
+        assert_eq!(read_embedded(&plain).unwrap(), embedded);
+        let mut elided = embedded.clone();
+        elided.program.functions[0].implied_next = vec![Some(2), None, None];
+        elided.program.functions[1].entry_implied = true;
+        let bytes = embedded_bytes(&elided).unwrap();
+        assert_eq!(bytes[..plain.len()], plain[..]);
+        assert_eq!(read_embedded(&bytes).unwrap(), elided);
+        assert!(read_embedded(&bytes[..bytes.len() - 1]).is_err());
     }
 
     /// The raw sink writes event words as the trace format's varints: the two encodings must

@@ -698,17 +698,29 @@ fn decode_program(mut r: Reader<'_>, version: u32) -> Result<ProgramDb, WppError
     })?;
     finished(&r, PROG)?;
     // Inside a compressed stream, bytes have no file offset: errors name the stream's.
-    ProgramDb::from_bytes(&stream.data, stream.offset, DbLayout::WithCfgs).map_err(|e| {
-        let offset = if stream.compressed {
-            stream.offset
-        } else {
-            e.offset
-        };
-        WppError::ProgramDb {
-            offset,
-            message: e.message,
-        }
-    })
+    let db =
+        ProgramDb::from_bytes(&stream.data, stream.offset, DbLayout::WithCfgs).map_err(|e| {
+            let offset = if stream.compressed {
+                stream.offset
+            } else {
+                e.offset
+            };
+            WppError::ProgramDb {
+                offset,
+                message: e.message,
+            }
+        })?;
+    // A grammar is built from restored events: a table of elided blocks would have a trace
+    // written from it restore them a second time.
+    if db.has_implied_blocks() {
+        return Err(WppError::ProgramDb {
+            offset: stream.offset,
+            message: "the program database names elided blocks, which only a raw trace may \
+                      (a grammar holds every event)"
+                .into(),
+        });
+    }
+    Ok(db)
 }
 
 fn encode_alphabet(a: &Alphabet) -> Vec<u8> {
@@ -1036,6 +1048,15 @@ mod tests {
              45 4e 44 20 00 00 00 00 00"
         );
         assert_eq!(WppFile::from_bytes(&bytes).unwrap(), example());
+    }
+
+    /// A grammar's events are all there: a program database naming elided blocks is refused.
+    #[test]
+    fn a_table_of_elided_blocks_is_refused() {
+        let mut file = example();
+        file.program.functions[0].implied_next = vec![Some(1), None];
+        let e = WppFile::from_bytes(&file.to_bytes().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("names elided blocks"), "{e}");
     }
 
     /// The version 2 worked example (the same file without the CFG table) still reads.

@@ -241,7 +241,7 @@ unsafe fn hand_off(rt: &Runtime, t: u32, buf: *mut *mut u64, idx: *mut u32) {
 }
 
 fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
-    match postcard::from_bytes::<EmbeddedProgram>(bytes) {
+    match abi::read_embedded(bytes) {
         Ok(mut p) if p.version == abi::EMBEDDED_VERSION => {
             p.attach_cfgs();
             ewpp::attach(&mut p);

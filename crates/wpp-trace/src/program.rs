@@ -47,6 +47,29 @@
 //!           count × (n, n × file)     per function: 0 or one file index (< nfiles) per block
 //! ```
 //!
+//! ## Implied-block table
+//!
+//! A block trace recorded with elision (`wpp cc`'s default in `trace-blocks`) leaves out the
+//! events of blocks the CFG implies: block `b` is not recorded when every predecessor `p` of
+//! `b` has `b` as its only successor and nothing between `p`'s event and the end of `p` can
+//! emit events or leave `p` another way (no call). Such a database names, per block `p`, the
+//! block `implied_next[p]` whose event follows `p`'s ([`Function::implied_next`]); readers put
+//! the events back (`file::TraceReader`), so no consumer ever sees an elided trace. The table
+//! follows the source table:
+//!
+//! ```text
+//! implied = "I" 1:u8                  tag and version of the implied-block table
+//!           count                     0 or the number of functions
+//!           count × (2n + e, n × next)  per function: n is 0 when no block implies another,
+//!                                     else its block count, then per block 0 for none, else
+//!                                     its implied block + 1; e is 1 when the event of block 0
+//!                                     (the entry) is implied by the function's `Enter`
+//! ```
+//!
+//! Every implied block is below `n` (and, where the function has a CFG, `n` is the CFG's block
+//! count and the implied block the block's only successor); following implied blocks from any
+//! block must end, since a reader restoring a cycle of implied blocks would never stop.
+//!
 //! ## Memory table
 //!
 //! An eWPP (`wpp cc --mode ewpp`) adds, last, the memory instructions its checks name
@@ -86,6 +109,16 @@ pub struct Function {
     /// make every function record five words larger (issue 14, item 4).
     #[serde(skip)]
     pub cfg: Option<Box<FunctionCfg>>,
+    /// Per block (indexed by block id): the block whose event the recording left out because
+    /// this block's event implies it; empty when the recording elided nothing here. Only raw
+    /// traces carry it (the implied-block table, module docs): a `TraceReader` restores the
+    /// events and hands out its database without the table.
+    #[serde(skip)]
+    pub implied_next: Vec<Option<u32>>,
+    /// Whether the event of block 0, the entry, was left out because it always follows the
+    /// function's `Enter` (restored like [`implied_next`](Self::implied_next), then its chain).
+    #[serde(skip)]
+    pub entry_implied: bool,
 }
 
 /// The control-flow graph of one function as a trace stores it: blocks by id, each block's
@@ -194,6 +227,13 @@ pub enum DbLayout {
 }
 
 impl ProgramDb {
+    /// Whether the recording elided the events of some blocks ([`Function::implied_next`]).
+    pub fn has_implied_blocks(&self) -> bool {
+        self.functions
+            .iter()
+            .any(|f| f.entry_implied || !f.implied_next.is_empty())
+    }
+
     /// Whether any function has a CFG (so path ids can be decoded to blocks).
     pub fn has_cfgs(&self) -> bool {
         self.functions.iter().any(|f| f.cfg.is_some())
@@ -213,6 +253,9 @@ impl ProgramDb {
         }
         if !self.files.is_empty() {
             encode_sources(&mut out, self);
+        }
+        if self.has_implied_blocks() {
+            encode_implied(&mut out, self);
         }
         if !self.memory.is_empty() {
             out.extend_from_slice(&MEMORY_TAG);
@@ -250,6 +293,9 @@ impl ProgramDb {
             if next(&r) == Some(SOURCE_TAG[0]) {
                 read_sources(&mut r, &mut db)?;
             }
+            if next(&r) == Some(IMPLIED_TAG[0]) {
+                read_implied(&mut r, &mut db)?;
+            }
             if next(&r) == Some(MEMORY_TAG[0]) {
                 let at = r.offset();
                 let tag = [r.u8("memory table tag")?, r.u8("memory table version")?];
@@ -281,6 +327,150 @@ const MEMORY_TAG: [u8; 2] = [b'M', 1];
 
 /// The first bytes of the source table: its tag and version.
 const SOURCE_TAG: [u8; 2] = [b'S', 1];
+
+/// The first bytes of the implied-block table: its tag and version.
+const IMPLIED_TAG: [u8; 2] = [b'I', 1];
+
+fn encode_implied(out: &mut Vec<u8>, db: &ProgramDb) {
+    out.extend_from_slice(&IMPLIED_TAG);
+    write_varint(out, db.functions.len() as u64);
+    for f in &db.functions {
+        write_varint(
+            out,
+            2 * f.implied_next.len() as u64 + u64::from(f.entry_implied),
+        );
+        for next in &f.implied_next {
+            write_varint(out, next.map_or(0, |b| u64::from(b) + 1));
+        }
+    }
+}
+
+fn read_implied(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    let at = r.offset();
+    let tag = [
+        r.u8("implied-block table tag")?,
+        r.u8("implied-block table version")?,
+    ];
+    if tag != IMPLIED_TAG {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "implied-block table version {} is not {}",
+                tag[1], IMPLIED_TAG[1]
+            ),
+        });
+    }
+    let at = r.offset();
+    let count = r.varint("implied-block table function count")?;
+    if count != 0 && count != db.functions.len() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "the implied-block table has {count} functions but the database {}",
+                db.functions.len()
+            ),
+        });
+    }
+    for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
+        (f.implied_next, f.entry_implied) =
+            read_implied_function(r, f).map_err(|e| ProgramDbError {
+                offset: e.offset,
+                message: format!(
+                    "implied blocks of function {i} (`{}`): {}",
+                    f.name, e.message
+                ),
+            })?;
+    }
+    Ok(())
+}
+
+/// One function's entry of the implied-block table, checked: ids in range, only successors
+/// where the function has a CFG, no cycle; and whether `Enter` implies the entry block.
+fn read_implied_function(
+    r: &mut Reader<'_>,
+    f: &Function,
+) -> Result<(Vec<Option<u32>>, bool), ProgramDbError> {
+    let at = r.offset();
+    let head = r.varint("implied-block count")?;
+    let (blocks, entry_implied) = (head >> 1, head & 1 == 1);
+    // Each entry takes at least one byte, so the count never sizes more than the input.
+    if blocks > r.remaining() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "{blocks} blocks, but only {} bytes are left for them",
+                r.remaining()
+            ),
+        });
+    }
+    let blocks = blocks as usize;
+    if let Some(cfg) = f.cfg.as_deref() {
+        if blocks != 0 && blocks != cfg.successors.len() {
+            return Err(ProgramDbError {
+                offset: at,
+                message: format!("{blocks} blocks, but its CFG has {}", cfg.successors.len()),
+            });
+        }
+    }
+    let mut next = Vec::with_capacity(blocks);
+    for b in 0..blocks {
+        let at = r.offset();
+        let implied = r
+            .varint_max(blocks as u64, "implied block")?
+            .checked_sub(1)
+            .map(|x| x as u32);
+        let successors = f.cfg.as_deref().map(|c| &c.successors[b]);
+        if let (Some(x), Some(succ)) = (implied, successors) {
+            if succ.is_empty() || succ.iter().any(|&s| s != x) {
+                return Err(ProgramDbError {
+                    offset: at,
+                    message: format!(
+                        "block {x} is implied by block {b}, whose successors are {succ:?}"
+                    ),
+                });
+            }
+        }
+        next.push(implied);
+    }
+    if let Some(b) = implied_cycle(&next) {
+        return Err(ProgramDbError {
+            offset: r.offset(),
+            message: format!(
+                "block {b} is on a cycle of implied blocks (restoring it would never end)"
+            ),
+        });
+    }
+    Ok((next, entry_implied))
+}
+
+/// A block on a cycle of `next` (each block's implied block, [`Function::implied_next`]), if
+/// there is one: a table a reader must refuse, and the instrumenter must never write.
+pub fn implied_cycle(next: &[Option<u32>]) -> Option<u32> {
+    // 0: not visited, 1: on the walk in progress, 2: known to end.
+    let mut state = vec![0u8; next.len()];
+    for start in 0..next.len() {
+        let mut b = start;
+        while state.get(b) == Some(&0) {
+            state[b] = 1;
+            match next[b] {
+                Some(x) => b = x as usize,
+                None => break,
+            }
+        }
+        if state.get(b) == Some(&1) && next[b].is_some() {
+            return Some(b as u32);
+        }
+        let mut b = start;
+        while state.get(b) == Some(&1) {
+            state[b] = 2;
+            match next[b] {
+                Some(x) => b = x as usize,
+                None => break,
+            }
+        }
+    }
+    None
+}
 
 fn encode_sources(out: &mut Vec<u8>, db: &ProgramDb) {
     out.extend_from_slice(&SOURCE_TAG);

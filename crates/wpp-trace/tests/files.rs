@@ -45,6 +45,8 @@ fn db(names: &[&str]) -> ProgramDb {
                 cut_nodes: vec![0],
                 cut_edges: vec![1],
             })),
+            implied_next: Vec::new(),
+            entry_implied: false,
         });
     }
     db

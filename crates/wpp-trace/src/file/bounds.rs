@@ -68,6 +68,8 @@ impl BlockBounds {
                     }
                 }
                 Event::Path(_) => {}
+                // A switch to the running thread changes nothing (its stack is not parked).
+                Event::Thread(t) if t.0 == self.thread => {}
                 Event::Thread(t) => {
                     let next = self.stacks.remove(&t.0).unwrap_or_default();
                     self.stacks

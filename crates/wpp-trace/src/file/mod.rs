@@ -16,11 +16,17 @@
 //! bounds check per event and decoding runs in a tight loop. [`TraceReader::for_each_batch`]
 //! exposes the batches for bulk consumers.
 //!
+//! A recording that elided the events of blocks its CFG implies carries them in its program
+//! database; the reader puts them back ([`restore`]) before anything else sees the events, and
+//! hands out the database without that table, so every consumer — converters, compressors,
+//! `verify`, queries — reads the trace as if nothing had been elided.
+//!
 //! Traces hold several threads' events interleaved; [`threads`] splits them into per-thread
 //! streams, which is what compressors and equality are defined on.
 
 pub mod binary;
 mod bounds;
+mod restore;
 pub mod text;
 pub mod threads;
 
@@ -283,11 +289,15 @@ pub struct TraceReader {
     pending: Option<TraceError>,
     /// Per-function block bounds, where every function has a CFG.
     bounds: Option<bounds::BlockBounds>,
+    /// Puts back the events the recording elided, where it elided some (boxed: most traces
+    /// elide nothing, and readers are held in enums beside smaller inputs).
+    restorer: Option<Box<restore::Restorer>>,
 }
 
 impl TraceReader {
-    fn new(program: ProgramDb, format: Format, decoder: Decoder) -> Self {
+    fn new(mut program: ProgramDb, format: Format, decoder: Decoder) -> Self {
         TraceReader {
+            restorer: restore::Restorer::take(&mut program).map(Box::new),
             bounds: bounds::BlockBounds::of(&program),
             program,
             format,
@@ -331,7 +341,8 @@ impl TraceReader {
         Self::from_bytes(all)
     }
 
-    /// The program database from the file's header (binary) or its names (text).
+    /// The program database from the file's header (binary) or its names (text), without its
+    /// implied-block table: the events it describes are restored.
     pub fn program(&self) -> &ProgramDb {
         &self.program
     }
@@ -348,9 +359,18 @@ impl TraceReader {
         self
     }
 
-    /// Where the file was found truncated, if it was and truncation is allowed.
+    /// Where the file was found truncated, if it was and truncation is allowed; `events`
+    /// counts the restored events too.
     pub fn truncation(&self) -> Option<Truncation> {
-        self.truncation
+        self.truncation.map(|t| Truncation {
+            events: t.events + self.restored_events(),
+            ..t
+        })
+    }
+
+    /// How many elided events were put back so far (0 for a recording that elided none).
+    pub fn restored_events(&self) -> u64 {
+        self.restorer.as_ref().map_or(0, |r| r.restored())
     }
 
     /// The next run of events (the rest of the current batch), or `None` at the end.
@@ -381,45 +401,79 @@ impl TraceReader {
     /// Decodes the next batch. `Ok(false)` at the end (or after an error was returned).
     #[inline(never)]
     fn refill(&mut self) -> Result<bool, TraceError> {
+        self.batch.clear();
+        self.pos = 0;
+        if let Some(r) = self.restorer.as_mut().filter(|r| r.pending()) {
+            // Events decoded earlier come before a pending error or the end.
+            r.restore(&mut self.batch, binary::BATCH_EVENTS);
+            return self.deliver(Ok(true));
+        }
         if let Some(e) = self.pending.take() {
-            self.batch.clear();
-            self.pos = 0;
-            return Err(e);
+            return Err(self.counting_restored(e));
         }
         if self.done {
             return Ok(false);
         }
-        self.batch.clear();
-        self.pos = 0;
-        let mut more = match &mut self.decoder {
-            Decoder::Binary(d) => d.fill(&mut self.batch),
-            Decoder::Text(d) => d.fill(&mut self.batch),
+        let decoded = match &mut self.restorer {
+            Some(r) => {
+                let decoded = Self::decode(&mut self.decoder, r.recorded());
+                r.restore(&mut self.batch, binary::BATCH_EVENTS);
+                decoded
+            }
+            None => Self::decode(&mut self.decoder, &mut self.batch),
         };
+        self.deliver(decoded)
+    }
+
+    fn decode(decoder: &mut Decoder, out: &mut Vec<Event>) -> Result<bool, TraceError> {
+        match decoder {
+            Decoder::Binary(d) => d.fill(out),
+            Decoder::Text(d) => d.fill(out),
+        }
+    }
+
+    /// Checks the new batch and hands it out before the decoder's end or error `more`.
+    fn deliver(&mut self, mut more: Result<bool, TraceError>) -> Result<bool, TraceError> {
         if let Some(Err((at, e))) = self.bounds.as_mut().map(|b| b.check(&self.batch)) {
             self.batch.truncate(at);
+            if let Some(r) = &mut self.restorer {
+                r.stop();
+            }
             more = Err(e);
         }
+        let any = !self.batch.is_empty();
         match more {
             Ok(true) => Ok(true),
             Ok(false) => {
                 self.done = true;
-                Ok(false)
+                Ok(any)
             }
             Err(TraceError::Truncated { offset, events }) if self.allow_truncated => {
                 self.done = true;
                 self.truncation = Some(Truncation { offset, events });
-                Ok(false)
+                Ok(any)
             }
             Err(e) => {
                 self.done = true;
-                if self.batch.is_empty() {
-                    Err(e)
-                } else {
+                if any {
                     // Hand out the events decoded before the error first.
                     self.pending = Some(e);
                     Ok(true)
+                } else {
+                    Err(self.counting_restored(e))
                 }
             }
+        }
+    }
+
+    /// `e`, a truncation counting the restored events among those before it.
+    fn counting_restored(&self, e: TraceError) -> TraceError {
+        match e {
+            TraceError::Truncated { offset, events } => TraceError::Truncated {
+                offset,
+                events: events + self.restored_events(),
+            },
+            e => e,
         }
     }
 }

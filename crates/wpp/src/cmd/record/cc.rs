@@ -7,7 +7,8 @@
 //! wins): `--wpp-mode` / `WPP_MODE`, `--wpp-interesting` / `WPP_INTERESTING`,
 //! `--wpp-exercised` / `WPP_EXERCISED` (mode `ewpp`: the `wpp deps filter -o` report),
 //! `--wpp-counters` / `WPP_COUNTERS`, `--wpp-keep` / `WPP_KEEP`, `--wpp-verbose` /
-//! `WPP_VERBOSE`. The older form `wpp cc --mode M [--interesting P] … -- CLANG ARGS` still
+//! `WPP_VERBOSE`, `--wpp-no-elide` / `WPP_ELIDE=0` (`trace-blocks`: record every block's event
+//! instead of leaving out those the CFG implies, which readers restore). The older form `wpp cc --mode M [--interesting P] … -- CLANG ARGS` still
 //! works. A symlink to `wpp` named `wpp-cc` (or `wpp-c++`) behaves as `wpp cc` (`wpp c++`):
 //! `ln -s "$(command -v wpp)" /usr/local/bin/wpp-cc`.
 
@@ -29,6 +30,8 @@ pub struct CcOptions {
     pub keep: Option<PathBuf>,
     /// `--wpp-verbose`.
     pub verbose: bool,
+    /// `--wpp-no-elide`.
+    pub no_elide: bool,
     /// `--wpp-cxx` (or invoked as `c++`).
     pub cxx: bool,
 }
@@ -105,9 +108,11 @@ fn set(o: &mut CcOptions, key: &str, value: Option<String>) -> anyhow::Result<()
         "keep" => o.keep = Some(need(value)?.into()),
         "verbose" => o.verbose = true,
         "cxx" => o.cxx = true,
+        "no-elide" => o.no_elide = true,
         _ => anyhow::bail!(
             "unknown wpp option --wpp-{key} (known: --wpp-mode=, --wpp-interesting=, \
-             --wpp-exercised=, --wpp-counters=, --wpp-keep=, --wpp-verbose, --wpp-cxx)"
+             --wpp-exercised=, --wpp-counters=, --wpp-keep=, --wpp-verbose, --wpp-cxx, \
+             --wpp-no-elide)"
         ),
     }
     Ok(())
@@ -124,6 +129,7 @@ fn from_env(mut o: CcOptions) -> CcOptions {
     o.counters = o.counters.or_else(|| var("WPP_COUNTERS"));
     o.keep = o.keep.or_else(|| var("WPP_KEEP").map(Into::into));
     o.verbose |= var("WPP_VERBOSE").is_some();
+    o.no_elide |= var("WPP_ELIDE").is_some_and(|v| v == "0");
     o
 }
 
@@ -169,6 +175,7 @@ pub fn run(args: &[String], cxx: bool) -> anyhow::Result<()> {
     } = parse(args)?;
     let mut opts = wpp_instrument::Options::new(mode.to_rt());
     opts.atomic_counters = counters.atomic();
+    opts.elide = !o.no_elide;
     match (&o.interesting, mode) {
         (Some(p), Mode::Ppp) => opts.interesting = super::instrument::read_interesting(p)?,
         (None, Mode::Ppp) => anyhow::bail!(
@@ -230,6 +237,14 @@ mod tests {
         let (o, c) = split_args(&s(&["-O2", "--wpp-mode=bl", "x.c", "-o", "x"])).unwrap();
         assert_eq!(o.mode.as_deref(), Some("bl"));
         assert_eq!(c, s(&["-O2", "x.c", "-o", "x"]));
+    }
+
+    #[test]
+    fn elision_is_turned_off_by_an_option() {
+        let (o, c) = split_args(&s(&["--wpp-no-elide", "x.c"])).unwrap();
+        assert!(o.no_elide);
+        assert_eq!(c, s(&["x.c"]));
+        assert!(!split_args(&s(&["x.c"])).unwrap().0.no_elide);
     }
 
     #[test]

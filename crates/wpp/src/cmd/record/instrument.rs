@@ -77,6 +77,10 @@ pub struct Args {
     /// Print the instrumentation report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// `trace-blocks`: record every block's event instead of leaving out those the CFG
+    /// implies (which every reader restores).
+    #[arg(long)]
+    pub no_elide: bool,
 }
 
 /// The message for builds without LLVM.
@@ -131,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let mut opts = wpp_instrument::Options::new(args.mode.to_rt());
     opts.atomic_counters = args.counters.atomic();
+    opts.elide = !args.no_elide;
     if let Some(p) = &args.interesting {
         opts.interesting = read_interesting(p)?;
     } else if args.mode == Mode::Ppp {
