@@ -257,40 +257,60 @@ impl EmbeddedProgram {
     }
 }
 
-/// One function's elided blocks as the embedded table stores them:
-/// [`wpp_trace::Function::entry_implied`] and [`wpp_trace::Function::implied_next`].
-type ImpliedBlocks = (bool, Vec<Option<u32>>);
+/// What the program database's postcard encoding leaves out and [`SYM_PROGRAM_DB`] carries
+/// after the [`EmbeddedProgram`]: the source table (each block's file, for blocks inlined from
+/// headers) and the implied-block table (elided blocks, `trace-blocks`). It trails the
+/// program rather than being a field of it because profile files store that struct's
+/// encoding, which must not change.
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct Trailer {
+    /// [`wpp_trace::ProgramDb::files`].
+    files: Vec<String>,
+    /// Per function (by id): [`wpp_trace::Function::block_files`].
+    block_files: Vec<Vec<u32>>,
+    /// Per function (by id): [`wpp_trace::Function::entry_implied`] and
+    /// [`wpp_trace::Function::implied_next`]; empty when nothing is elided.
+    implied: Vec<(bool, Vec<Option<u32>>)>,
+}
 
-/// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then, when some
-/// function has elided blocks (`trace-blocks`), the postcard encoding of every function's
-/// elided blocks (by id: whether `Enter` implies its entry,
-/// [`wpp_trace::Function::implied_next`]), which the program database's own encoding leaves
-/// out. The table trails the [`EmbeddedProgram`] rather than being a field of it because
-/// profile files store that struct's encoding, which must not change.
+/// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then that of its
+/// [`Trailer`].
 pub fn embedded_bytes(program: &EmbeddedProgram) -> Result<Vec<u8>, postcard::Error> {
-    let mut bytes = postcard::to_allocvec(program)?;
-    if program.program.has_implied_blocks() {
-        let tables: Vec<ImpliedBlocks> = program
-            .program
-            .functions
+    let functions = &program.program.functions;
+    let implied = if program.program.has_implied_blocks() {
+        functions
             .iter()
             .map(|f| (f.entry_implied, f.implied_next.clone()))
-            .collect();
-        bytes.extend(postcard::to_allocvec(&tables)?);
-    }
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let trailer = Trailer {
+        files: program.program.files.clone(),
+        block_files: functions.iter().map(|f| f.block_files.clone()).collect(),
+        implied,
+    };
+    let mut bytes = postcard::to_allocvec(program)?;
+    bytes.extend(postcard::to_allocvec(&trailer)?);
     Ok(bytes)
 }
 
-/// Reads the bytes [`embedded_bytes`] wrote, each function's elided blocks back in its
-/// program database entry (where the raw trace's header carries them).
+/// Reads the bytes [`embedded_bytes`] wrote: the program, with its [`Trailer`]'s tables back
+/// in its program database (a program without a trailer has none).
 pub fn read_embedded(bytes: &[u8]) -> Result<EmbeddedProgram, postcard::Error> {
     let (mut program, rest) = postcard::take_from_bytes::<EmbeddedProgram>(bytes)?;
-    if !rest.is_empty() {
-        let tables: Vec<ImpliedBlocks> = postcard::from_bytes(rest)?;
-        for (f, (entry, next)) in program.program.functions.iter_mut().zip(tables) {
-            f.entry_implied = entry;
-            f.implied_next = next;
-        }
+    if rest.is_empty() {
+        return Ok(program);
+    }
+    let trailer: Trailer = postcard::from_bytes(rest)?;
+    let db = &mut program.program;
+    db.files = trailer.files;
+    for (f, files) in db.functions.iter_mut().zip(trailer.block_files) {
+        f.block_files = files;
+    }
+    for (f, (entry, next)) in db.functions.iter_mut().zip(trailer.implied) {
+        f.entry_implied = entry;
+        f.implied_next = next;
     }
     Ok(program)
 }
@@ -345,10 +365,10 @@ mod tests {
         assert_eq!(decode_word(5), None);
     }
 
-    /// The implied-block table trails the embedded program, whose own encoding (the one
-    /// profile files store) stays as it was.
+    /// The source and implied-block tables trail the embedded program, whose own encoding
+    /// (the one profile files store) stays as it was.
     #[test]
-    fn the_implied_block_table_trails_the_embedded_program() {
+    fn the_source_and_implied_block_tables_trail_the_embedded_program() {
         let mut program = wpp_trace::ProgramDb::default();
         program.intern("main");
         program.intern("leaf");
@@ -360,14 +380,15 @@ mod tests {
             ewpp: None,
         };
         let plain = postcard::to_allocvec(&embedded).unwrap();
-        assert_eq!(embedded_bytes(&embedded).unwrap(), plain);
         assert_eq!(read_embedded(&plain).unwrap(), embedded);
-        let mut elided = embedded.clone();
-        elided.program.functions[0].implied_next = vec![Some(2), None, None];
-        elided.program.functions[1].entry_implied = true;
-        let bytes = embedded_bytes(&elided).unwrap();
+        let mut full = embedded.clone();
+        full.program.functions[0].implied_next = vec![Some(2), None, None];
+        full.program.functions[1].entry_implied = true;
+        full.program.files = vec!["m.c".into(), "h.h".into()];
+        full.program.functions[0].block_files = vec![0, 1, 0];
+        let bytes = embedded_bytes(&full).unwrap();
         assert_eq!(bytes[..plain.len()], plain[..]);
-        assert_eq!(read_embedded(&bytes).unwrap(), elided);
+        assert_eq!(read_embedded(&bytes).unwrap(), full);
         assert!(read_embedded(&bytes[..bytes.len() - 1]).is_err());
     }
 

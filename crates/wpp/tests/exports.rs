@@ -466,3 +466,65 @@ fn report_loads_in_headless_chromium_with_every_part() {
         "the flame graph is embedded"
     );
 }
+
+/// A function inlined from a header is annotated in the header: the program database the
+/// instrumented program embeds keeps each block's file (it once kept only the function's, so
+/// the header's line 4 was shown as line 4 of `m.c`). The count is known by hand: the header's
+/// loop body runs once per character of the arguments (the program's path, `hello`, `world`).
+#[test]
+fn blocks_inlined_from_a_header_are_annotated_in_the_header() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let header = "static inline int count_odd(const char *s) {\n  int r = 0;\n  while (*s) {\n    \
+                  if (*s & 1)\n      r++;\n    s++;\n  }\n  return r;\n}\n";
+    let main = "#include <stdio.h>\n#include \"h.h\"\nint main(int argc, char **argv) {\n  \
+                int s = 0;\n  for (int i = 0; i < argc; i++)\n    s += count_odd(argv[i]);\n  \
+                printf(\"%d\\n\", s);\n  return 0;\n}\n";
+    std::fs::write(dir.join("h.h"), header).unwrap();
+    std::fs::write(dir.join("m.c"), main).unwrap();
+    wpp(
+        dir,
+        &[
+            "cc",
+            "--mode",
+            "trace-blocks",
+            "--",
+            "-O1",
+            "-g",
+            "m.c",
+            "-o",
+            "m",
+        ],
+    );
+    let run = Command::new(dir.join("m"))
+        .current_dir(dir)
+        .args(["hello", "world"])
+        .env("WPP_OUT", "m.wpp")
+        .env("WPP_FINISH", "wait")
+        .env("WPP_QUIET", "1")
+        .output()
+        .unwrap();
+    let args = format!("{}helloworld", dir.join("m").display());
+    let odd = args.bytes().filter(|b| b & 1 == 1).count();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), format!("{odd}\n"));
+    let lcov =
+        String::from_utf8(wpp(dir, &["annotate", "m.wpp", "--format", "lcov"]).stdout).unwrap();
+    let section = |suffix: &str| -> String {
+        lcov.split("end_of_record")
+            .find(|r| {
+                r.lines()
+                    .any(|l| l.starts_with("SF:") && l.ends_with(suffix))
+            })
+            .unwrap_or_else(|| panic!("no SF:…{suffix} in {lcov}"))
+            .to_owned()
+    };
+    let chars = args.len();
+    assert!(
+        section("h.h").contains(&format!("DA:4,{chars}\n")),
+        "{lcov}"
+    );
+    assert!(
+        !section("m.c").contains(&format!("DA:4,{chars}\n")),
+        "{lcov}"
+    );
+}
