@@ -15,6 +15,7 @@ use std::hash::Hasher as _;
 
 use twox_hash::XxHash64;
 use wpp_abi::profile::ProfileFile;
+use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
 use wpp_paths::dag::DagNodeKind;
 use wpp_paths::{BallLarus, Cfg, Dag, PathId};
@@ -216,6 +217,7 @@ pub struct Ingest<'a> {
     programs_stored: HashSet<String>,
     paths_stored: HashSet<PathKey>,
     programs: HashMap<String, Program>,
+    last_build: Option<(EmbeddedProgram, String, String)>,
     pending: Vec<Vec<RecordBatch>>,
     pending_runs: Vec<String>,
     report: Report,
@@ -259,6 +261,7 @@ impl<'a> Ingest<'a> {
             programs_stored,
             paths_stored,
             programs: HashMap::new(),
+            last_build: None,
             pending: vec![Vec::new(); TABLES.len()],
             pending_runs: Vec::new(),
             report: Report::default(),
@@ -368,11 +371,7 @@ impl<'a> Ingest<'a> {
     ) -> Result<(String, String, String, u64), String> {
         let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
         let file = ProfileFile::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        let build_hash =
-            hash_hex(&postcard::to_allocvec(&file.program).map_err(|e| e.to_string())?);
-        let mut embedded = file.program.clone();
-        embedded.attach_cfgs();
-        let program_id = self.program(&embedded.program, rows)?;
+        let (program_id, build_hash) = self.embedded_ids(&file.program, rows)?;
         let program = &self.programs[&program_id];
         let counts = file.path_counts();
         let mut events = 0u64;
@@ -488,6 +487,27 @@ impl<'a> Ingest<'a> {
             "trace-paths"
         };
         Ok((program_id.clone(), program_id, mode.into(), run.events))
+    }
+
+    /// The program id and build hash of a profile's embedded program. The profiles of one
+    /// build carry equal programs, so the last one's ids are kept and reused when it is equal
+    /// (a comparison instead of an encoding and a hash of the whole program database).
+    fn embedded_ids(
+        &mut self,
+        embedded: &EmbeddedProgram,
+        rows: &mut RunRows,
+    ) -> Result<(String, String), String> {
+        if let Some((last, program_id, build_hash)) = &self.last_build {
+            if last == embedded && self.programs_stored.contains(program_id) {
+                return Ok((program_id.clone(), build_hash.clone()));
+            }
+        }
+        let build_hash = hash_hex(&postcard::to_allocvec(embedded).map_err(|e| e.to_string())?);
+        let mut with_cfgs = embedded.clone();
+        with_cfgs.attach_cfgs();
+        let program_id = self.program(&with_cfgs.program, rows)?;
+        self.last_build = Some((embedded.clone(), program_id.clone(), build_hash.clone()));
+        Ok((program_id, build_hash))
     }
 
     /// The id of the program of `db` (a hash of its database), adding its `functions`,

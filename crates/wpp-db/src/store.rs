@@ -66,11 +66,6 @@ impl Store {
         Ok(store)
     }
 
-    /// The store's folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The committed batch ids, in commit order.
     pub fn batches(&self) -> Result<Vec<String>, DbError> {
         let path = self.dir.join(MANIFEST);
