@@ -197,7 +197,7 @@ fn a_killed_ingest_leaves_whole_batches() {
         .iter()
         .map(PathBuf::from)
         .collect();
-    let whole = landed.len() % 7 == 0 || landed.len() == files.len();
+    let whole = landed.len().is_multiple_of(7) || landed.len() == files.len();
     assert!(whole, "{} runs: not whole batches", landed.len());
     assert_eq!(counts(&db, "path_counts"), profile_counts(&landed));
     // Adding again completes the store.
