@@ -75,6 +75,11 @@ enum Command {
     Export(cmd::show::export::Args),
     /// A self-contained HTML report of a recording or profile.
     Report(cmd::show::report::Args),
+    /// Many runs in a Parquet store: `wpp db add FILES… --db DIR`, `wpp db compact --db DIR`
+    /// (runs the `wpp-db` binary).
+    Db(cmd::db::Args),
+    /// SQL on a store of runs: `wpp sql --db DIR "SELECT …"` (runs `wpp-db sql`).
+    Sql(cmd::db::Args),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -100,6 +105,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Annotate(a) => cmd::show::annotate::run(a),
         Command::Export(a) => cmd::show::export::run(a),
         Command::Report(a) => cmd::show::report::run(a),
+        Command::Db(a) => cmd::db::run(None, a),
+        Command::Sql(a) => cmd::db::run(Some("sql"), a),
     }
 }
 
@@ -124,7 +131,7 @@ const GROUPS: [(&str, &[&str]); 5] = [
             "deps",
         ],
     ),
-    ("Profiles", &["profile"]),
+    ("Profiles", &["profile", "db", "sql"]),
     ("Show", &["annotate", "export", "report"]),
 ];
 

@@ -10,8 +10,10 @@
 //! | [`query`] | `stats`, `functions`, `cfg`, `hot`, `subpath`, `match`, `diff`, `paths`, `ppp`: questions on a recording |
 //! | [`profile`] | `profile show|merge|diff`: bl/ppp path profiles |
 //! | [`show`] | views of a whole run for other tools |
+//! | [`db`] | `db …`, `sql …`: run the `wpp-db` binary (many runs in SQL) |
 
 pub mod compress;
+pub mod db;
 pub mod profile;
 pub mod query;
 pub mod record;

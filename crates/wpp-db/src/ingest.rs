@@ -1,0 +1,652 @@
+//! `wpp db add`: reads profiles and recordings into rows and commits them in batches.
+//!
+//! Files are read one at a time through the libraries that `wpp profile show` and `wpp
+//! functions`/`wpp annotate` use ([`ProfileFile::path_counts`] for profiles,
+//! [`wpp_show::Recording::walk`] for recordings), so memory is bounded by one file plus the
+//! rows of one batch (`batch_runs` runs), whatever the number of files. A file that cannot be
+//! read is reported with its name and skipped; the rows of the others land.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use datafusion::arrow::record_batch::RecordBatch;
+use std::hash::Hasher as _;
+
+use twox_hash::XxHash64;
+use wpp_abi::profile::ProfileFile;
+use wpp_abi::EmbeddedProgram;
+use wpp_grammar::file::WppFile;
+use wpp_paths::dag::DagNodeKind;
+use wpp_paths::{BallLarus, Cfg, Dag, PathId};
+use wpp_show::walk::ROOT;
+use wpp_show::Recording;
+use wpp_trace::ProgramDb;
+
+use crate::store::{int_column, text_column, Store};
+use crate::table::{self, Rows, Table, Value, TABLES};
+use crate::DbError;
+
+/// Functions with at most this many Ball–Larus paths have every path in `paths`
+/// (`functions.paths_listed`); the others have their executed paths only.
+pub const LIST_PATHS: u64 = 256;
+
+/// What `wpp db add` is told about the runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `runs.label` of every run added (e.g. a commit or a test suite's name).
+    pub label: Option<String>,
+    /// `runs.host` of every run added.
+    pub host: Option<String>,
+    /// Runs per batch: rows are committed (and memory freed) after this many runs.
+    pub batch_runs: usize,
+}
+
+/// What an ingest did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Runs added.
+    pub added: usize,
+    /// Files whose run was already in the store (the same content).
+    pub present: usize,
+    /// Files skipped, with why.
+    pub skipped: Vec<(PathBuf, String)>,
+    /// Rows written, all tables.
+    pub rows: u64,
+    /// Batches committed.
+    pub batches: usize,
+}
+
+/// The kinds of file ingested, by their magic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Profile,
+    Wpp,
+    Trace,
+}
+
+impl Kind {
+    fn of(head: &[u8]) -> Option<Kind> {
+        if head.starts_with(wpp_abi::profile::MAGIC) {
+            Some(Kind::Profile)
+        } else if head.starts_with(&wpp_grammar::file::MAGIC) {
+            Some(Kind::Wpp)
+        } else if head.starts_with(&wpp_trace::file::binary::MAGIC) {
+            Some(Kind::Trace)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Profile => "profile",
+            Kind::Wpp => "wpp",
+            Kind::Trace => "trace",
+        }
+    }
+}
+
+/// File names taken from folders (files named on the command line are taken whatever their
+/// name, by content).
+const EXTENSIONS: [&str; 4] = ["blprof", "pppprof", "wpp", "trace"];
+
+/// The files to ingest: each file named, and every file with a wpp extension under each
+/// folder named (recursively), sorted within a folder.
+pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, DbError> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            walk_dir(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DbError> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
+        .map_err(|e| DbError::io(dir, e))?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk_dir(&p, out)?;
+        } else if p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e))
+        {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// A program seen in this ingest: its functions by name and their numberings.
+struct Program {
+    by_name: HashMap<String, u32>,
+    numberings: Vec<Option<(Dag, BallLarus)>>,
+}
+
+impl Program {
+    fn new(db: &ProgramDb) -> Program {
+        let numberings = db
+            .functions
+            .iter()
+            .map(|f| {
+                let mut cfg = Cfg::from_record(&f.name, f.cfg.as_ref()?);
+                wpp_paths::number_with_limit(&mut cfg, wpp_abi::PATH_LIMIT).ok()
+            })
+            .collect();
+        let by_name = db
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i as u32))
+            .collect();
+        Program {
+            by_name,
+            numberings,
+        }
+    }
+
+    fn paths_total(&self, f: u32) -> Option<u64> {
+        let (_, bl) = self.numberings.get(f as usize)?.as_ref()?;
+        Some(bl.path_count())
+    }
+
+    fn listed(&self, f: u32) -> bool {
+        self.paths_total(f).is_some_and(|n| n <= LIST_PATHS)
+    }
+
+    /// The blocks of path `id` of function `f` as `wpp profile show` prints them: `b3` for a
+    /// block, `b3'` for the part of block 3 after a call (a path starting at a cut), `?` for an
+    /// id out of range.
+    fn blocks(&self, f: u32, id: u64) -> String {
+        let Some(Some((dag, bl))) = self.numberings.get(f as usize) else {
+            return String::new();
+        };
+        let Ok(p) = bl.decode(dag, PathId(id)) else {
+            return "?".into();
+        };
+        let names: Vec<String> = p
+            .edges
+            .iter()
+            .filter_map(|&e| match dag.node(dag.edge(e).dst) {
+                DagNodeKind::Block(b) => Some(format!("b{}", b.0)),
+                DagNodeKind::CutTail(b) => Some(format!("b{}'", b.0)),
+                _ => None,
+            })
+            .collect();
+        names.join(" ")
+    }
+}
+
+/// The rows of one run, kept apart until the whole file has been read.
+struct RunRows {
+    tables: Vec<Rows>,
+    new_paths: HashSet<PathKey>,
+    new_program: Option<String>,
+}
+
+/// A path listed in `paths`: program, function, path id.
+type PathKey = (String, u32, u64);
+
+impl RunRows {
+    fn new() -> RunRows {
+        RunRows {
+            tables: TABLES.iter().map(|&t| Rows::new(t)).collect(),
+            new_paths: HashSet::new(),
+            new_program: None,
+        }
+    }
+
+    fn push(&mut self, table: Table, row: Vec<Value>) {
+        let i = TABLES.iter().position(|t| *t == table).expect("a table");
+        self.tables[i].push(row);
+    }
+}
+
+/// An ingest in progress: what the store holds and the rows of the batch being filled.
+pub struct Ingest<'a> {
+    store: &'a Store,
+    options: Options,
+    runs: HashSet<String>,
+    programs_stored: HashSet<String>,
+    paths_stored: HashSet<PathKey>,
+    programs: HashMap<String, Program>,
+    last_build: Option<(EmbeddedProgram, String, String)>,
+    pending: Vec<Vec<RecordBatch>>,
+    pending_runs: Vec<String>,
+    report: Report,
+}
+
+impl<'a> Ingest<'a> {
+    /// Starts an ingest into `store`, reading which runs, programs and paths it holds.
+    pub fn new(store: &'a Store, options: Options) -> Result<Ingest<'a>, DbError> {
+        let mut runs = HashSet::new();
+        let mut programs_stored = HashSet::new();
+        for b in store.read(table::RUNS)? {
+            runs.extend(
+                text_column(&b, "run_id")
+                    .into_iter()
+                    .flatten()
+                    .map(String::from),
+            );
+            programs_stored.extend(
+                text_column(&b, "program_id")
+                    .into_iter()
+                    .flatten()
+                    .map(String::from),
+            );
+        }
+        let mut paths_stored = HashSet::new();
+        for b in store.read(table::PATHS)? {
+            let keys = text_column(&b, "program_id")
+                .into_iter()
+                .zip(int_column(&b, "function_id"))
+                .zip(int_column(&b, "path_id"));
+            for ((p, f), id) in keys {
+                if let (Some(p), Some(f), Some(id)) = (p, f, id) {
+                    paths_stored.insert((p.to_owned(), f as u32, id as u64));
+                }
+            }
+        }
+        Ok(Ingest {
+            store,
+            options,
+            runs,
+            programs_stored,
+            paths_stored,
+            programs: HashMap::new(),
+            last_build: None,
+            pending: vec![Vec::new(); TABLES.len()],
+            pending_runs: Vec::new(),
+            report: Report::default(),
+        })
+    }
+
+    /// Reads one file into the batch (committing the batch when full); a file that cannot be
+    /// read is recorded in the report as skipped, with why.
+    pub fn add(&mut self, path: &Path) -> Result<(), DbError> {
+        match self.read_run(path) {
+            Ok(Some(rows)) => self.accept(rows)?,
+            Ok(None) => self.report.present += 1,
+            Err(why) => self.report.skipped.push((path.to_owned(), why)),
+        }
+        if self.pending_runs.len() >= self.options.batch_runs.max(1) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Commits what is pending and returns the report.
+    pub fn finish(mut self) -> Result<Report, DbError> {
+        self.flush()?;
+        Ok(self.report)
+    }
+
+    fn accept(&mut self, run: (String, RunRows)) -> Result<(), DbError> {
+        let (run_id, mut rows) = run;
+        for (i, r) in rows.tables.iter_mut().enumerate() {
+            if !r.is_empty() {
+                self.report.rows += r.len() as u64;
+                let t = r.table().name;
+                self.pending[i].push(r.finish().map_err(|e| DbError::arrow(t, e))?);
+            }
+        }
+        self.paths_stored.extend(rows.new_paths);
+        self.programs_stored.extend(rows.new_program);
+        self.runs.insert(run_id.clone());
+        self.pending_runs.push(run_id);
+        self.report.added += 1;
+        Ok(())
+    }
+
+    /// Commits the pending rows as one batch, named by a hash of its run ids.
+    fn flush(&mut self) -> Result<(), DbError> {
+        if self.pending_runs.is_empty() {
+            return Ok(());
+        }
+        let id = hash_hex(self.pending_runs.join("\n").as_bytes());
+        let tables: Vec<(Table, Vec<RecordBatch>)> = TABLES
+            .iter()
+            .copied()
+            .zip(std::mem::replace(
+                &mut self.pending,
+                vec![Vec::new(); TABLES.len()],
+            ))
+            .collect();
+        self.store.commit(&id, &tables)?;
+        self.pending_runs.clear();
+        self.report.batches += 1;
+        Ok(())
+    }
+
+    /// The run of `path` and its rows; `None` if the store already has it.
+    fn read_run(&mut self, path: &Path) -> Result<Option<(String, RunRows)>, String> {
+        let (kind, run_id) = identify(path)?;
+        if self.runs.contains(&run_id) {
+            return Ok(None);
+        }
+        let mut rows = RunRows::new();
+        let (program_id, build_hash, mode, events) = match kind {
+            Kind::Profile => self.profile(path, &run_id, &mut rows)?,
+            Kind::Wpp | Kind::Trace => self.recording(path, kind, &run_id, &mut rows)?,
+        };
+        let time = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+        rows.push(
+            table::RUNS,
+            vec![
+                run_id.clone().into(),
+                program_id.into(),
+                build_hash.into(),
+                mode.into(),
+                kind.name().into(),
+                path.display().to_string().into(),
+                self.options.label.clone().into(),
+                self.options.host.clone().into(),
+                time.into(),
+                Value::Null,
+                Value::Null,
+                events.into(),
+            ],
+        );
+        Ok(Some((run_id, rows)))
+    }
+
+    /// A bl/ppp profile: its counts by Ball–Larus id (as `wpp profile show`) and its residual
+    /// paths (as `wpp profile residual`).
+    fn profile(
+        &mut self,
+        path: &Path,
+        run_id: &str,
+        rows: &mut RunRows,
+    ) -> Result<(String, String, String, u64), String> {
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        let file = ProfileFile::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        let (program_id, build_hash) = self.embedded_ids(&file.program, rows)?;
+        let program = &self.programs[&program_id];
+        let counts = file.path_counts();
+        let mut events = 0u64;
+        for (name, paths) in &counts.functions {
+            let f = function_id(program, name)?;
+            for (&id, &count) in paths {
+                events = events.saturating_add(count);
+                let row = count_row(run_id, &program_id, f, name, id, count);
+                rows.push(table::PATH_COUNTS, row);
+                self.note_path(&program_id, f, id, rows);
+            }
+        }
+        let program = &self.programs[&program_id];
+        for (name, fp) in file.ppp.iter().flat_map(|p| &p.functions) {
+            let f = function_id(program, name)?;
+            for (&id, &count) in &fp.uninteresting {
+                let row = count_row(run_id, &program_id, f, name, id, count);
+                rows.push(table::RESIDUAL_COUNTS, row);
+            }
+        }
+        Ok((
+            program_id,
+            build_hash,
+            file.program.mode.name().into(),
+            events,
+        ))
+    }
+
+    /// A `.wpp` or a trace: one walk (as `wpp annotate` and `wpp export`) for its calls,
+    /// per-function and per-line counts and, in path recordings, path counts.
+    fn recording(
+        &mut self,
+        path: &Path,
+        kind: Kind,
+        run_id: &str,
+        rows: &mut RunRows,
+    ) -> Result<(String, String, String, u64), String> {
+        let recording = match kind {
+            Kind::Wpp => Recording::Wpp(Box::new(WppFile::read(path).map_err(|e| e.to_string())?)),
+            _ => {
+                let reader = wpp_trace::file::open(path).map_err(|e| e.to_string())?;
+                Recording::Trace(Box::new(reader.allow_truncated(true)))
+            }
+        };
+        let (db, map, run) = recording.walk().map_err(|e| e.to_string())?;
+        let program_id = self.program(&db, rows)?;
+        let name = |f: u32| {
+            db.functions
+                .get(f as usize)
+                .map_or(format!("#{f}"), |x| x.name.clone())
+        };
+        let mut samples = vec![0u64; db.functions.len()];
+        let mut calls: HashMap<(Option<u32>, u32), u64> = HashMap::new();
+        for c in &run.contexts[1..] {
+            if let Some(s) = samples.get_mut(c.function as usize) {
+                *s += c.counts.iter().sum::<u64>();
+            }
+            let caller = run.contexts[c.parent as usize].function;
+            let caller = (caller != ROOT).then_some(caller);
+            *calls.entry((caller, c.function)).or_default() += c.calls;
+        }
+        for (f, (&n, s)) in run.calls().iter().zip(&samples).enumerate() {
+            if n > 0 || *s > 0 {
+                let f = f as u32;
+                let row = vec![
+                    run_id.into(),
+                    program_id.clone().into(),
+                    u64::from(f).into(),
+                    name(f).into(),
+                    n.into(),
+                    (*s).into(),
+                ];
+                rows.push(table::FUNCTION_EVENTS, row);
+            }
+        }
+        let mut calls: Vec<_> = calls.into_iter().collect();
+        calls.sort_unstable();
+        for ((caller, callee), n) in calls {
+            let row = vec![
+                run_id.into(),
+                program_id.clone().into(),
+                caller.map(u64::from).into(),
+                caller.map(name).into(),
+                u64::from(callee).into(),
+                name(callee).into(),
+                n.into(),
+            ];
+            rows.push(table::CALLS, row);
+        }
+        let lines =
+            wpp_show::annotate::line_counts(&db, &map, &run, None).map_err(|e| e.to_string())?;
+        for (loc, info) in lines {
+            let file = Some(map.file_name(loc.file)).filter(|f| !f.is_empty());
+            let row = vec![
+                run_id.into(),
+                program_id.clone().into(),
+                file.into(),
+                u64::from(loc.line).into(),
+                info.count.into(),
+            ];
+            rows.push(table::LINE_EVENTS, row);
+        }
+        let mut paths: Vec<_> = run.path_counts.iter().map(|(&k, &n)| (k, n)).collect();
+        paths.sort_unstable();
+        for ((f, id), count) in &paths {
+            let row = count_row(run_id, &program_id, *f, &name(*f), *id, *count);
+            rows.push(table::PATH_COUNTS, row);
+            self.note_path(&program_id, *f, *id, rows);
+        }
+        let mode = if paths.is_empty() {
+            "trace-blocks"
+        } else {
+            "trace-paths"
+        };
+        Ok((program_id.clone(), program_id, mode.into(), run.events))
+    }
+
+    /// The program id and build hash of a profile's embedded program. The profiles of one
+    /// build carry equal programs, so the last one's ids are kept and reused when it is equal
+    /// (a comparison instead of an encoding and a hash of the whole program database).
+    fn embedded_ids(
+        &mut self,
+        embedded: &EmbeddedProgram,
+        rows: &mut RunRows,
+    ) -> Result<(String, String), String> {
+        if let Some((last, program_id, build_hash)) = &self.last_build {
+            if last == embedded && self.programs_stored.contains(program_id) {
+                return Ok((program_id.clone(), build_hash.clone()));
+            }
+        }
+        let build_hash = hash_hex(&postcard::to_allocvec(embedded).map_err(|e| e.to_string())?);
+        let mut with_cfgs = embedded.clone();
+        with_cfgs.attach_cfgs();
+        let program_id = self.program(&with_cfgs.program, rows)?;
+        self.last_build = Some((embedded.clone(), program_id.clone(), build_hash.clone()));
+        Ok((program_id, build_hash))
+    }
+
+    /// The id of the program of `db` (a hash of its database), adding its `functions`,
+    /// `blocks` and listed `paths` rows to `rows` if the store does not have them.
+    fn program(&mut self, db: &ProgramDb, rows: &mut RunRows) -> Result<String, String> {
+        let encoded = postcard::to_allocvec(db).map_err(|e| e.to_string())?;
+        let id = hash_hex(&encoded);
+        let program = self
+            .programs
+            .entry(id.clone())
+            .or_insert_with(|| Program::new(db));
+        if !self.programs_stored.contains(&id) {
+            program_rows(&id, db, program, rows);
+            rows.new_program = Some(id.clone());
+        }
+        Ok(id)
+    }
+
+    /// Adds path `id` of `f` to `paths` unless it is there already.
+    fn note_path(&self, program_id: &str, f: u32, id: u64, rows: &mut RunRows) {
+        let program = &self.programs[program_id];
+        if program.listed(f) {
+            return;
+        }
+        let key = (program_id.to_owned(), f, id);
+        if self.paths_stored.contains(&key) || rows.new_paths.contains(&key) {
+            return;
+        }
+        let row = vec![
+            program_id.into(),
+            u64::from(f).into(),
+            id.into(),
+            program.blocks(f, id).into(),
+        ];
+        rows.push(table::PATHS, row);
+        rows.new_paths.insert(key);
+    }
+}
+
+/// Rows of `functions`, `blocks` and the `paths` of functions with at most [`LIST_PATHS`].
+fn program_rows(id: &str, db: &ProgramDb, program: &Program, rows: &mut RunRows) {
+    let map = wpp_show::SourceMap::new(db);
+    for (i, f) in db.functions.iter().enumerate() {
+        let fid = i as u32;
+        let blocks = wpp_show::walk::block_count(f);
+        let known_blocks = f.cfg.is_some() || !f.block_lines.is_empty();
+        rows.push(
+            table::FUNCTIONS,
+            vec![
+                id.into(),
+                u64::from(fid).into(),
+                f.name.clone().into(),
+                f.file.clone().into(),
+                f.line.map(u64::from).into(),
+                known_blocks.then_some(blocks as u64).into(),
+                program.paths_total(fid).into(),
+                program.listed(fid).into(),
+            ],
+        );
+        for b in 0..blocks as u32 {
+            let loc = map.block_loc(fid, b);
+            let file = Some(map.file_name(loc.file)).filter(|f| !f.is_empty());
+            let line = (loc.line > 0).then_some(u64::from(loc.line));
+            let row = vec![
+                id.into(),
+                u64::from(fid).into(),
+                u64::from(b).into(),
+                file.into(),
+                line.into(),
+            ];
+            rows.push(table::BLOCKS, row);
+        }
+        if program.listed(fid) {
+            for p in 0..program.paths_total(fid).unwrap_or(0) {
+                let row = vec![
+                    id.into(),
+                    u64::from(fid).into(),
+                    p.into(),
+                    program.blocks(fid, p).into(),
+                ];
+                rows.push(table::PATHS, row);
+            }
+        }
+    }
+}
+
+/// A row of `path_counts` or `residual_counts`.
+fn count_row(run: &str, program: &str, f: u32, name: &str, id: u64, count: u64) -> Vec<Value> {
+    vec![
+        run.into(),
+        program.into(),
+        u64::from(f).into(),
+        name.into(),
+        id.into(),
+        count.into(),
+    ]
+}
+
+fn function_id(program: &Program, name: &str) -> Result<u32, String> {
+    program.by_name.get(name).copied().ok_or_else(|| {
+        format!("counts for function `{name}`, which the program database does not have")
+    })
+}
+
+/// The kind of the file at `path` and its run id: the content hash of the whole file.
+fn identify(path: &Path) -> Result<(Kind, String), String> {
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut hashers = HASH_SEEDS.map(XxHash64::with_seed);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut head = Vec::new();
+    loop {
+        let n = file.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        if head.len() < 8 {
+            head.extend_from_slice(&buf[..n.min(8)]);
+        }
+        hashers.iter_mut().for_each(|h| h.write(&buf[..n]));
+    }
+    if head.is_empty() {
+        return Err("empty file (a recording cut short before it wrote anything?)".into());
+    }
+    let kind = Kind::of(&head).ok_or_else(|| {
+        format!(
+            "not a wpp profile, .wpp or binary trace (it starts with {:?})",
+            String::from_utf8_lossy(&head[..head.len().min(8)])
+        )
+    })?;
+    let [a, b] = hashers.map(|h| h.finish());
+    Ok((kind, format!("{a:016x}{b:016x}")))
+}
+
+/// The seeds of the two XXH64 hashes of an id.
+const HASH_SEEDS: [u64; 2] = [0, 0x9e37_79b9_7f4a_7c15];
+
+/// A 128-bit content id of `bytes` in hex: two XXH64 hashes with different seeds (run,
+/// program, build and batch ids; [`identify`] computes the same while streaming a file).
+pub fn hash_hex(bytes: &[u8]) -> String {
+    let [a, b] = HASH_SEEDS.map(|seed| XxHash64::oneshot(seed, bytes));
+    format!("{a:016x}{b:016x}")
+}

@@ -1,0 +1,107 @@
+//! Many runs in SQL: a columnar store (Parquet) of the path profiles and recordings of a test
+//! suite or a fleet, queried with SQL on embedded Apache DataFusion (`wpp db add`, `wpp sql`).
+//!
+//! This is the only crate of the workspace that depends on DataFusion (and through it Arrow and
+//! Parquet); `wpp db` and `wpp sql` run its `wpp-db` binary, so the core crates and `wpp` build
+//! without it.
+//!
+//! # The store
+//!
+//! A folder with one subfolder of Parquet files per table and a `manifest` of committed batches
+//! ([`store`] says how ingest stays append-only and crash-safe). Every column is `Int64`, `Utf8`
+//! or `Boolean` (no unsigned types, so Spark reads the files unchanged); counts saturate at
+//! `i64::MAX`. Ids are 128-bit hex content hashes (two XXH64 with different seeds):
+//!
+//! - a **run id** hashes the run's file, so adding a file again changes nothing;
+//! - a **program id** hashes the program database (names, source lines, CFGs), so runs of one
+//!   build share it, different builds differ, and the `bl` and `ppp` builds of one program (the
+//!   same CFGs, so the same Ball–Larus ids) share it;
+//! - a **build hash** hashes a profile's whole embedded program (mode and all; the program id
+//!   for recordings).
+//!
+//! | table | one row per | columns |
+//! |---|---|---|
+//! | `runs` | ingested file | `run_id`, `program_id`, `build_hash`, `mode` (`bl`, `ppp`, `trace-paths`, `trace-blocks`), `kind` (`profile`, `wpp`, `trace`), `file` (as given), `label` and `host` (`db add --label/--host`), `time` (the file's modification time, Unix seconds), `command_line` and `exit_status` (null: no wpp file records them yet), `events` (a profile's path executions; a recording's events) |
+//! | `functions` | function of a program | `program_id`, `function_id` (its index in the program database), `function`, `file`, `line`, `blocks`, `paths_total` (Ball–Larus paths, null without a CFG), `paths_listed` (whether `paths` lists all of them: at most [`ingest::LIST_PATHS`]) |
+//! | `blocks` | block of a function | `program_id`, `function_id`, `block_id`, `file`, `line` |
+//! | `paths` | Ball–Larus path | `program_id`, `function_id`, `path_id`, `blocks` (as `wpp profile show` prints them: `b0 b2 b3'`); all paths of listed functions, the executed ones of the others |
+//! | `path_counts` | (run, path) executed | `run_id`, `program_id`, `function_id`, `function`, `path_id`, `count`: a profile's counts by Ball–Larus id (a `ppp` run's interesting and uninteresting executions together, as `wpp profile show`); a path recording's |
+//! | `residual_counts` | (ppp run, uninteresting path) | as `path_counts`: the paths outside the build's interesting set, PPP §1's residual paths (as `wpp profile residual`) |
+//! | `calls` | (recording, caller, callee) | `run_id`, `program_id`, `caller_id`, `caller` (null: called from outside any function), `callee_id`, `callee`, `count` |
+//! | `function_events` | (recording, function) | `run_id`, `program_id`, `function_id`, `function`, `calls` (entries, as `wpp functions`), `samples` (block and path events run in it) |
+//! | `line_events` | (recording, source line) | `run_id`, `program_id`, `file`, `line`, `count` (as `wpp annotate`/lcov) |
+//!
+//! The [`views`] answer the common questions: path coverage, untaken paths, residual paths and
+//! the runs that took them, path share changes between labels, functions by path diversity.
+//!
+//! # Build cost
+//!
+//! DataFusion is built with the `parquet`, `sql`, `string_expressions` and `math_expressions` features only
+//! (no crypto, regex, nested or datetime functions, no compression codecs for CSV/JSON sources;
+//! Parquet keeps its default codecs, which DataFusion turns on). The store's files are zstd.
+
+#![deny(missing_docs)]
+
+pub mod ingest;
+pub mod query;
+pub mod store;
+pub mod table;
+pub mod views;
+
+use std::path::{Path, PathBuf};
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DbError {
+    /// A file of the store could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A Parquet file of the store could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: datafusion::parquet::errors::ParquetError,
+    },
+    /// Rows of a table could not be assembled.
+    #[error("{what}: {source}")]
+    Arrow {
+        /// The table or result.
+        what: String,
+        /// Why.
+        source: datafusion::arrow::error::ArrowError,
+    },
+    /// A query failed (its message says why, with DataFusion's words).
+    #[error("{0}")]
+    Query(String),
+}
+
+impl DbError {
+    fn io(path: &Path, source: std::io::Error) -> DbError {
+        DbError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    fn parquet(path: &Path, source: datafusion::parquet::errors::ParquetError) -> DbError {
+        DbError::Parquet {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    fn arrow(what: &str, source: datafusion::arrow::error::ArrowError) -> DbError {
+        DbError::Arrow {
+            what: what.to_owned(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The `wpp-db` command (also run as `wpp db …` and `wpp sql …`): ingest runs into a Parquet
+//! store, compact it, query it with SQL. See the `wpp_db` crate docs for the schema.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use wpp_db::ingest::{self, Ingest, Options};
+use wpp_db::query::{self, Format};
+use wpp_db::store::Store;
+use wpp_db::views::VIEWS;
+
+/// Many runs' path profiles and recordings in a Parquet store, queried with SQL.
+#[derive(Parser)]
+#[command(name = "wpp-db", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Add bl/ppp profiles and recordings (`.wpp`, binary traces) to the store; folders are
+    /// searched for `*.blprof`, `*.pppprof`, `*.wpp`, `*.trace`. Files already in the store are
+    /// left as they are; unreadable files are named and skipped (exit status 1).
+    Add {
+        /// Files and folders.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// The store (a folder, created if missing).
+        #[arg(long)]
+        db: PathBuf,
+        /// `runs.label` of these runs (e.g. a commit, or `test` and `field`).
+        #[arg(long)]
+        label: Option<String>,
+        /// `runs.host` of these runs.
+        #[arg(long)]
+        host: Option<String>,
+        /// Runs per committed batch (bounds memory).
+        #[arg(long, default_value_t = 1000)]
+        batch_runs: usize,
+    },
+    /// Merge the store's files into one file per table.
+    Compact {
+        /// The store.
+        #[arg(long)]
+        db: PathBuf,
+    },
+    /// Run a SQL query on the store's tables and views.
+    Sql {
+        /// The query.
+        query: String,
+        /// The store.
+        #[arg(long)]
+        db: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write here instead of standard output (required for parquet).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// List the views with their queries.
+    Views,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse().command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("wpp-db: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Add {
+            inputs,
+            db,
+            label,
+            host,
+            batch_runs,
+        } => add(
+            &inputs,
+            &db,
+            Options {
+                label,
+                host,
+                batch_runs,
+            },
+        ),
+        Command::Compact { db } => {
+            let store = Store::open_for_writing(&db)?;
+            let batch = format!(
+                "compact-{}",
+                ingest::hash_hex(store.batches()?.join("\n").as_bytes())
+            );
+            let merged = store.compact(&batch)?;
+            eprintln!("{}: {merged} batches merged", db.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sql {
+            query,
+            db,
+            format,
+            output,
+        } => sql(&query, &db, format, output),
+        Command::Views => {
+            for v in VIEWS {
+                println!(
+                    "-- {}: {}\nCREATE VIEW {} AS\n{};\n",
+                    v.name, v.about, v.name, v.sql
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `wpp db add`: every file, with a progress bar on a terminal.
+fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Result<ExitCode> {
+    let files = ingest::expand(inputs)?;
+    let store = Store::open_for_writing(db)?;
+    let mut ingest = Ingest::new(&store, options)?;
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(files.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} files {per_sec} {eta}")
+            .context("progress template")?,
+    );
+    for f in &files {
+        ingest.add(f)?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = ingest.finish()?;
+    for (path, why) in &report.skipped {
+        eprintln!("wpp-db: skipped {}: {why}", path.display());
+    }
+    eprintln!(
+        "{}: {} runs added, {} already present, {} skipped ({} rows, {} batches)",
+        db.display(),
+        report.added,
+        report.present,
+        report.skipped.len(),
+        report.rows,
+        report.batches
+    );
+    Ok(if report.skipped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `wpp sql`.
+fn sql(
+    text: &str,
+    db: &std::path::Path,
+    format: Format,
+    output: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    if !db.join("manifest").exists() && !db.is_dir() {
+        anyhow::bail!(
+            "{} is not a wpp store (create one with `wpp db add FILES --db {0}`)",
+            db.display()
+        );
+    }
+    let store = Store::open(db);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .context("cannot start the query runtime")?;
+    let batches = runtime.block_on(query::run(&store, text))?;
+    match (format, output) {
+        (Format::Parquet, Some(path)) => query::write_parquet(&batches, &path)?,
+        (_, Some(path)) => {
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(&path)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            );
+            query::write(&batches, format, &mut f)?;
+        }
+        (_, None) => query::write(&batches, format, &mut std::io::stdout().lock())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

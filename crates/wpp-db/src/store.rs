@@ -1,0 +1,234 @@
+//! The store on disk: a folder per table holding Parquet files, one per ingest batch, and the
+//! manifest that says which batches are committed.
+//!
+//! ```text
+//! DIR/manifest                     committed batch ids, one per line
+//! DIR/runs/BATCH.parquet           one file per table per batch (tables without rows have none)
+//! DIR/path_counts/BATCH.parquet
+//! DIR/…/.BATCH.parquet.tmp         being written; never read
+//! ```
+//!
+//! A batch is committed in three steps, each of which leaves a readable store if the process is
+//! killed there: its files are written under temporary names and synced, renamed into place
+//! (not yet listed, so invisible), then the manifest is rewritten under a temporary name and
+//! renamed over the old one. Readers take the files of the listed batches only, so a killed
+//! ingest leaves the store as it was, or with whole batches added. The next writer removes
+//! temporary and unlisted files. Compaction writes the merged batch the same way, swaps the
+//! manifest (the old batches out, the merged one in) and only then deletes the old files.
+//!
+//! One writer at a time (`add` or `compact`); any number of readers.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::Int64Type;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::properties::WriterProperties;
+
+use crate::table::{Table, TABLES};
+use crate::DbError;
+
+/// The manifest's file name.
+const MANIFEST: &str = "manifest";
+
+/// A store folder.
+#[derive(Clone, Debug)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// The record batches of one table in one ingest batch.
+pub type TableBatches = Vec<RecordBatch>;
+
+impl Store {
+    /// Opens the store at `dir` for reading; a missing folder is an empty store.
+    pub fn open(dir: &Path) -> Store {
+        Store {
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// Opens the store at `dir` for writing: creates it if needed and removes what a killed
+    /// writer left (temporary files and files of unlisted batches).
+    pub fn open_for_writing(dir: &Path) -> Result<Store, DbError> {
+        let store = Store::open(dir);
+        for t in TABLES {
+            let folder = store.dir.join(t.name);
+            std::fs::create_dir_all(&folder).map_err(|e| DbError::io(&folder, e))?;
+        }
+        store.collect_garbage()?;
+        Ok(store)
+    }
+
+    /// The committed batch ids, in commit order.
+    pub fn batches(&self) -> Result<Vec<String>, DbError> {
+        let path = self.dir.join(MANIFEST);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(text
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(DbError::io(&path, e)),
+        }
+    }
+
+    /// The committed Parquet files of `table`, in commit order.
+    pub fn files(&self, table: Table) -> Result<Vec<PathBuf>, DbError> {
+        Ok(self
+            .batches()?
+            .iter()
+            .map(|b| self.file(table, b))
+            .filter(|p| p.exists())
+            .collect())
+    }
+
+    fn file(&self, table: Table, batch: &str) -> PathBuf {
+        self.dir.join(table.name).join(format!("{batch}.parquet"))
+    }
+
+    fn temp_file(&self, table: Table, batch: &str) -> PathBuf {
+        self.dir
+            .join(table.name)
+            .join(format!(".{batch}.parquet.tmp"))
+    }
+
+    /// Writes one batch, `(table, its record batches)` per table, and commits it as `batch`
+    /// (module docs).
+    pub fn commit(&self, batch: &str, tables: &[(Table, TableBatches)]) -> Result<(), DbError> {
+        for (table, batches) in tables
+            .iter()
+            .filter(|(_, b)| b.iter().any(|b| b.num_rows() > 0))
+        {
+            let tmp = self.temp_file(*table, batch);
+            write_parquet(&tmp, *table, batches)?;
+            let dest = self.file(*table, batch);
+            std::fs::rename(&tmp, &dest).map_err(|e| DbError::io(&dest, e))?;
+            sync_dir(&self.dir.join(table.name))?;
+        }
+        let mut listed = self.batches()?;
+        listed.push(batch.to_owned());
+        self.write_manifest(&listed)
+    }
+
+    /// Rewrites the manifest atomically (write, sync, rename).
+    fn write_manifest(&self, batches: &[String]) -> Result<(), DbError> {
+        let tmp = self.dir.join(format!(".{MANIFEST}.tmp"));
+        let mut text = batches.join("\n");
+        text.push('\n');
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        };
+        write().map_err(|e| DbError::io(&tmp, e))?;
+        let path = self.dir.join(MANIFEST);
+        std::fs::rename(&tmp, &path).map_err(|e| DbError::io(&path, e))?;
+        sync_dir(&self.dir)
+    }
+
+    /// Removes temporary files and the files of batches the manifest does not list.
+    fn collect_garbage(&self) -> Result<(), DbError> {
+        let listed: BTreeSet<String> = self.batches()?.into_iter().collect();
+        let _ = std::fs::remove_file(self.dir.join(format!(".{MANIFEST}.tmp")));
+        for t in TABLES {
+            let folder = self.dir.join(t.name);
+            let entries = std::fs::read_dir(&folder).map_err(|e| DbError::io(&folder, e))?;
+            for entry in entries {
+                let path = entry.map_err(|e| DbError::io(&folder, e))?.path();
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let batch = name.strip_suffix(".parquet");
+                if batch.is_none_or(|b| !listed.contains(b)) {
+                    std::fs::remove_file(&path).map_err(|e| DbError::io(&path, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every committed row of `table`.
+    pub fn read(&self, table: Table) -> Result<Vec<RecordBatch>, DbError> {
+        let mut out = Vec::new();
+        for path in self.files(table)? {
+            let file = File::open(&path).map_err(|e| DbError::io(&path, e))?;
+            let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+                .and_then(|b| b.build())
+                .map_err(|e| DbError::parquet(&path, e))?;
+            for batch in reader {
+                out.push(batch.map_err(|e| DbError::arrow(&path.display().to_string(), e))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Merges every table's committed files into one file per table (module docs).
+    pub fn compact(&self, batch: &str) -> Result<usize, DbError> {
+        let old = self.batches()?;
+        if old.len() <= 1 {
+            return Ok(old.len());
+        }
+        let mut tables = Vec::new();
+        for t in TABLES {
+            tables.push((t, self.read(t)?));
+        }
+        for (table, batches) in tables.iter().filter(|(_, b)| !b.is_empty()) {
+            let tmp = self.temp_file(*table, batch);
+            write_parquet(&tmp, *table, batches)?;
+            let dest = self.file(*table, batch);
+            std::fs::rename(&tmp, &dest).map_err(|e| DbError::io(&dest, e))?;
+            sync_dir(&self.dir.join(table.name))?;
+        }
+        self.write_manifest(&[batch.to_owned()])?;
+        self.collect_garbage()?;
+        Ok(old.len())
+    }
+}
+
+/// The strings of column `name` of `batch` (a `Utf8` column of this crate's tables).
+pub fn text_column<'a>(batch: &'a RecordBatch, name: &str) -> Vec<Option<&'a str>> {
+    let col = batch.column_by_name(name).map(|c| c.as_string::<i32>());
+    let Some(col) = col else { return Vec::new() };
+    (0..col.len())
+        .map(|i| (!col.is_null(i)).then(|| col.value(i)))
+        .collect()
+}
+
+/// The integers of column `name` of `batch` (an `Int64` column of this crate's tables).
+pub fn int_column(batch: &RecordBatch, name: &str) -> Vec<Option<i64>> {
+    let col = batch
+        .column_by_name(name)
+        .map(|c| c.as_primitive::<Int64Type>());
+    let Some(col) = col else { return Vec::new() };
+    (0..col.len())
+        .map(|i| (!col.is_null(i)).then(|| col.value(i)))
+        .collect()
+}
+
+/// Writes `batches` to a new Parquet file at `path` (zstd, synced).
+fn write_parquet(path: &Path, table: Table, batches: &[RecordBatch]) -> Result<(), DbError> {
+    let file = File::create(path).map_err(|e| DbError::io(path, e))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .build();
+    let mut writer = ArrowWriter::try_new(file, table.schema(), Some(props))
+        .map_err(|e| DbError::parquet(path, e))?;
+    for b in batches {
+        writer.write(b).map_err(|e| DbError::parquet(path, e))?;
+    }
+    let file = writer.into_inner().map_err(|e| DbError::parquet(path, e))?;
+    file.sync_all().map_err(|e| DbError::io(path, e))
+}
+
+/// Syncs a folder, so the renames in it survive a crash.
+fn sync_dir(dir: &Path) -> Result<(), DbError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| DbError::io(dir, e))
+}

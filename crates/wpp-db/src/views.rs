@@ -1,0 +1,123 @@
+//! The views registered beside the tables: the questions users ask of many runs, each one SQL
+//! query over the tables (the same text runs on Spark; `bench/` and the tests run them there).
+
+/// A documented view: its name, what it answers and its query.
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    /// The view's name in SQL.
+    pub name: &'static str,
+    /// What it answers.
+    pub about: &'static str,
+    /// Its query.
+    pub sql: &'static str,
+}
+
+/// Path coverage of the runs, per function with a CFG: paths in the Ball–Larus numbering,
+/// paths some run took, and paths no run took.
+pub const COVERAGE: View = View {
+    name: "coverage",
+    about: "per function: Ball-Larus paths, paths some run took, paths no run took",
+    sql: "SELECT f.program_id, f.function_id, f.function, f.paths_total,
+       COUNT(t.path_id) AS paths_taken,
+       f.paths_total - COUNT(t.path_id) AS paths_not_taken
+FROM functions f
+LEFT JOIN (SELECT DISTINCT program_id, function_id, path_id FROM path_counts) t
+  ON t.program_id = f.program_id AND t.function_id = f.function_id
+WHERE f.paths_total IS NOT NULL
+GROUP BY f.program_id, f.function_id, f.function, f.paths_total",
+};
+
+/// The paths no run took, with their blocks, of the functions whose paths are all listed
+/// (`functions.paths_listed`; the others have only counts, in [`COVERAGE`]).
+pub const UNTAKEN_PATHS: View = View {
+    name: "untaken_paths",
+    about: "paths no run took, with their blocks (functions with at most 256 paths)",
+    sql: "SELECT p.program_id, p.function_id, f.function, p.path_id, p.blocks
+FROM paths p
+JOIN functions f ON f.program_id = p.program_id AND f.function_id = p.function_id
+LEFT JOIN (SELECT DISTINCT program_id, function_id, path_id FROM path_counts) t
+  ON t.program_id = p.program_id AND t.function_id = p.function_id AND t.path_id = p.path_id
+WHERE f.paths_listed AND t.path_id IS NULL",
+};
+
+/// Residual paths across runs (PPP §1: paths a deployed program ran that testing, the
+/// interesting set of its `ppp` build, did not): per path, how many runs took it and how often.
+pub const RESIDUAL_PATHS: View = View {
+    name: "residual_paths",
+    about: "residual paths of ppp runs (PPP section 1): runs that took each, executions",
+    sql: "SELECT rc.program_id, rc.function_id, rc.function, rc.path_id, p.blocks,
+       COUNT(DISTINCT rc.run_id) AS runs, SUM(rc.count) AS executions
+FROM residual_counts rc
+LEFT JOIN paths p
+  ON p.program_id = rc.program_id AND p.function_id = rc.function_id AND p.path_id = rc.path_id
+GROUP BY rc.program_id, rc.function_id, rc.function, rc.path_id, p.blocks",
+};
+
+/// The runs that took each residual path, with their file and label.
+pub const RESIDUAL_RUNS: View = View {
+    name: "residual_runs",
+    about: "each residual path with each run that took it (file, label, count)",
+    sql: "SELECT rc.program_id, rc.function, rc.path_id, rc.run_id, r.file, r.label, rc.count
+FROM residual_counts rc
+JOIN runs r ON r.run_id = rc.run_id",
+};
+
+/// Every path's share of its label's executions (runs without a label are left out).
+pub const LABEL_SHARES: View = View {
+    name: "label_shares",
+    about: "per label (db add --label) and path: executions and share of the label's executions",
+    sql: "SELECT per.label, per.function, per.path_id, per.executions,
+       CAST(per.executions AS DOUBLE) / CAST(tot.total AS DOUBLE) AS share
+FROM (SELECT r.label, pc.function, pc.path_id, SUM(pc.count) AS executions
+      FROM path_counts pc JOIN runs r ON r.run_id = pc.run_id
+      WHERE r.label IS NOT NULL
+      GROUP BY r.label, pc.function, pc.path_id) per
+JOIN (SELECT r.label, SUM(pc.count) AS total
+      FROM path_counts pc JOIN runs r ON r.run_id = pc.run_id
+      WHERE r.label IS NOT NULL
+      GROUP BY r.label) tot
+  ON per.label = tot.label",
+};
+
+/// Between every two labels `label_a < label_b` (e.g. two commits' test runs), each path's
+/// share in both and the change: `WHERE label_a = 'v1' AND label_b = 'v2' ORDER BY
+/// abs(change) DESC`. Paths are matched by function name and Ball–Larus id, which mean the same
+/// path only while the function's CFG is unchanged.
+pub const PATH_CHANGES: View = View {
+    name: "path_changes",
+    about: "per pair of labels and path: shares in each and the change (label_a < label_b)",
+    sql: "SELECT la.label AS label_a, lb.label AS label_b, k.function, k.path_id,
+       COALESCE(a.share, 0.0) AS share_a, COALESCE(b.share, 0.0) AS share_b,
+       COALESCE(b.share, 0.0) - COALESCE(a.share, 0.0) AS change
+FROM (SELECT DISTINCT label FROM label_shares) la
+JOIN (SELECT DISTINCT label FROM label_shares) lb ON la.label < lb.label
+CROSS JOIN (SELECT DISTINCT function, path_id FROM label_shares) k
+LEFT JOIN label_shares a
+  ON a.label = la.label AND a.function = k.function AND a.path_id = k.path_id
+LEFT JOIN label_shares b
+  ON b.label = lb.label AND b.function = k.function AND b.path_id = k.path_id
+WHERE a.share IS NOT NULL OR b.share IS NOT NULL",
+};
+
+/// Functions by path diversity: distinct paths taken over all runs, against the paths there
+/// are.
+pub const FUNCTION_DIVERSITY: View = View {
+    name: "function_diversity",
+    about: "per function: distinct paths taken over all runs, runs, executions, paths there are",
+    sql: "SELECT pc.program_id, pc.function, COUNT(DISTINCT pc.path_id) AS distinct_paths,
+       COUNT(DISTINCT pc.run_id) AS runs, SUM(pc.count) AS executions, f.paths_total
+FROM path_counts pc
+JOIN functions f ON f.program_id = pc.program_id AND f.function_id = pc.function_id
+GROUP BY pc.program_id, pc.function, f.paths_total",
+};
+
+/// Every view, in the order they are created (a view may use the ones before it).
+pub const VIEWS: [View; 7] = [
+    COVERAGE,
+    UNTAKEN_PATHS,
+    RESIDUAL_PATHS,
+    RESIDUAL_RUNS,
+    LABEL_SHARES,
+    PATH_CHANGES,
+    FUNCTION_DIVERSITY,
+];
