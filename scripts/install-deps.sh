@@ -31,6 +31,10 @@ fi
 # node) install speedscope's schema and the validator the export test runs.
 command -v npm >/dev/null 2>&1 || apt_install npm
 python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install --quiet jsonschema
+# wpp-db's distributed route (crates/wpp-db/tests/spark.rs): PySpark in local-cluster mode on a
+# Java 17 runtime reads the store's Parquet files and must answer every view as DataFusion does.
+command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
+python3 -c "import pyspark" 2>/dev/null || python3 -m pip install --quiet pyspark==4.3.0
 # speedscope's JSON schema ships in its npm package.
 if ! [ -f "$(npm root -g)/speedscope/dist/release/file-format-schema.json" ]; then
     echo "install-deps: installing speedscope (npm) for its file-format schema" >&2
