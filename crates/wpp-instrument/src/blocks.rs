@@ -59,6 +59,19 @@ pub(crate) struct Sites<'m> {
     pub restores: Vec<(Value<'m>, u32)>,
 }
 
+impl Sites<'_> {
+    /// Each block's id (its index in [`blocks`](Self::blocks)), by its LLVM handle.
+    pub fn ids(
+        &self,
+    ) -> std::collections::HashMap<inkwell::llvm_sys::prelude::LLVMBasicBlockRef, usize> {
+        self.blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.raw(), i))
+            .collect()
+    }
+}
+
 /// Whether a call or invoke targets a `returns_twice` function (`setjmp` and friends).
 pub(crate) fn is_returns_twice(m: Mod<'_>, call: Value<'_>) -> bool {
     if m.call_has_attr(call, "returns_twice") {
@@ -113,11 +126,7 @@ fn runs_quietly(b: Block<'_>) -> bool {
 /// recorded.
 pub(crate) fn implied_blocks(sites: &Sites<'_>) -> Vec<Option<u32>> {
     let blocks = &sites.blocks;
-    let index: std::collections::HashMap<_, _> = blocks
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.raw(), i))
-        .collect();
+    let index = sites.ids();
     let mut only_successor = vec![None; blocks.len()];
     let mut preds = vec![Vec::new(); blocks.len()];
     for (i, &b) in blocks.iter().enumerate() {

@@ -69,11 +69,7 @@ fn block_index(blocks: &[Block<'_>], b: Block<'_>) -> Option<usize> {
 /// Builds the CFG model of a function from its probe sites.
 pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Error> {
     let blocks = &sites.blocks;
-    let index: std::collections::HashMap<_, _> = blocks
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.raw(), i))
-        .collect();
+    let index = sites.ids();
     let mut cfg = Cfg {
         name: f.name(),
         nodes: (0..blocks.len()).map(|i| format!("b{i}")).collect(),

@@ -30,7 +30,7 @@ use wpp_paths::trace::PathDecoder;
 use wpp_trace::{Event, FunctionId, PathId, ProgramDb, Terminal, ThreadId};
 
 use crate::source::SourceMap;
-use crate::walk::{Context, Run, ROOT};
+use crate::walk::{Run, ROOT};
 
 /// The key slot of a rule that sets or pops its top frame's slot before reading it.
 const ANY_SLOT: u32 = u32::MAX;
@@ -374,21 +374,9 @@ impl RuleWalk<'_> {
         if self.run.contexts.len() >= MAX_CONTEXTS {
             return None;
         }
-        let next = self.run.contexts.len() as u32;
-        let ctx = *self
-            .children
-            .entry((state.ctx, state.slot, f))
-            .or_insert(next);
-        if ctx == next {
-            self.run.contexts.push(Context {
-                function: f,
-                parent: state.ctx,
-                call_slot: state.slot,
-                calls: 0,
-                returns: 0,
-                counts: vec![0; self.map.slots(f)],
-            });
-        }
+        let ctx = self
+            .run
+            .child(&mut self.children, self.map, (state.ctx, state.slot, f));
         Some(ctx)
     }
 
@@ -435,7 +423,7 @@ impl RuleWalk<'_> {
     fn charge_block(&mut self, ctx: u32, b: u32, n: u64) {
         self.run.samples += n;
         let f = self.run.contexts[ctx as usize].function;
-        self.count_block(f, b, n);
+        self.run.count_block(f, b, n);
         self.charge_slot(ctx, self.map.slot(f, b), n);
     }
 
@@ -463,16 +451,5 @@ impl RuleWalk<'_> {
             }
         }
         Some(first)
-    }
-
-    fn count_block(&mut self, f: u32, b: u32, n: u64) {
-        if let Some(c) = self
-            .run
-            .block_counts
-            .get_mut(f as usize)
-            .and_then(|v| v.get_mut(b as usize))
-        {
-            *c += n;
-        }
     }
 }

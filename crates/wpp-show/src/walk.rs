@@ -82,6 +82,41 @@ impl Run {
         }
     }
 
+    /// The context `f` is entered in from slot `slot` of context `parent`, created on first
+    /// use; `children` indexes the contexts by those three.
+    pub(crate) fn child(
+        &mut self,
+        children: &mut FxHashMap<(u32, u32, u32), u32>,
+        map: &SourceMap,
+        (parent, slot, f): (u32, u32, u32),
+    ) -> u32 {
+        let next = self.contexts.len() as u32;
+        let ctx = *children.entry((parent, slot, f)).or_insert(next);
+        if ctx == next {
+            self.contexts.push(Context {
+                function: f,
+                parent,
+                call_slot: slot,
+                calls: 0,
+                returns: 0,
+                counts: vec![0; map.slots(f)],
+            });
+        }
+        ctx
+    }
+
+    /// Counts `n` executions of block `b` of function `f` (blocks the database does not know
+    /// are not counted).
+    pub(crate) fn count_block(&mut self, f: u32, b: u32, n: u64) {
+        if let Some(c) = self
+            .block_counts
+            .get_mut(f as usize)
+            .and_then(|v| v.get_mut(b as usize))
+        {
+            *c += n;
+        }
+    }
+
     /// Inclusive samples of every context: its own plus its descendants' (contexts come after
     /// their parents, so one backward sweep adds each into its parent).
     pub fn inclusive(&self) -> Vec<u64> {
@@ -223,7 +258,7 @@ impl<'a> Walker<'a> {
                 let f = self.run.contexts[top.ctx as usize].function;
                 let slot = self.map.slot(f, b.0);
                 self.charge(top.ctx, slot);
-                self.count_block(f, b.0, 1);
+                self.run.count_block(f, b.0, 1);
                 self.set_slot(slot);
             }
             Event::Path(p) => self.path(p, at)?,
@@ -263,18 +298,6 @@ impl<'a> Walker<'a> {
         }
     }
 
-    #[inline]
-    fn count_block(&mut self, f: u32, b: u32, n: u64) {
-        if let Some(c) = self
-            .run
-            .block_counts
-            .get_mut(f as usize)
-            .and_then(|v| v.get_mut(b as usize))
-        {
-            *c += n;
-        }
-    }
-
     fn switch(&mut self, t: ThreadId) {
         if t != self.thread {
             let old =
@@ -287,21 +310,9 @@ impl<'a> Walker<'a> {
 
     fn enter(&mut self, f: u32) {
         let parent = self.top();
-        let next = self.run.contexts.len() as u32;
-        let ctx = *self
-            .children
-            .entry((parent.ctx, parent.slot, f))
-            .or_insert(next);
-        if ctx == next {
-            self.run.contexts.push(Context {
-                function: f,
-                parent: parent.ctx,
-                call_slot: parent.slot,
-                calls: 0,
-                returns: 0,
-                counts: vec![0; self.map.slots(f)],
-            });
-        }
+        let ctx = self
+            .run
+            .child(&mut self.children, self.map, (parent.ctx, parent.slot, f));
         self.run.contexts[ctx as usize].calls += 1;
         self.stack.push(Frame { ctx, slot: 0 });
     }
