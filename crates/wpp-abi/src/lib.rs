@@ -273,44 +273,60 @@ struct Trailer {
     implied: Vec<(bool, Vec<Option<u32>>)>,
 }
 
+impl Trailer {
+    /// The tables of `db` its postcard encoding leaves out.
+    fn of(db: &wpp_trace::ProgramDb) -> Trailer {
+        let functions = &db.functions;
+        let implied = if db.has_implied_blocks() {
+            functions
+                .iter()
+                .map(|f| (f.entry_implied, f.implied_next.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Trailer {
+            files: db.files.clone(),
+            block_files: functions.iter().map(|f| f.block_files.clone()).collect(),
+            implied,
+        }
+    }
+
+    /// Puts the tables back into `db`.
+    fn apply(self, db: &mut wpp_trace::ProgramDb) {
+        db.files = self.files;
+        for (f, files) in db.functions.iter_mut().zip(self.block_files) {
+            f.block_files = files;
+        }
+        for (f, (entry, next)) in db.functions.iter_mut().zip(self.implied) {
+            f.entry_implied = entry;
+            f.implied_next = next;
+        }
+    }
+
+    /// `value`'s postcard encoding, then that of the trailer of its program database `db`.
+    fn append_to<T: serde::Serialize>(
+        value: &T,
+        db: &wpp_trace::ProgramDb,
+    ) -> Result<Vec<u8>, postcard::Error> {
+        let mut bytes = postcard::to_allocvec(value)?;
+        bytes.extend(postcard::to_allocvec(&Trailer::of(db))?);
+        Ok(bytes)
+    }
+}
+
 /// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then that of its
 /// [`Trailer`].
 pub fn embedded_bytes(program: &EmbeddedProgram) -> Result<Vec<u8>, postcard::Error> {
-    let functions = &program.program.functions;
-    let implied = if program.program.has_implied_blocks() {
-        functions
-            .iter()
-            .map(|f| (f.entry_implied, f.implied_next.clone()))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let trailer = Trailer {
-        files: program.program.files.clone(),
-        block_files: functions.iter().map(|f| f.block_files.clone()).collect(),
-        implied,
-    };
-    let mut bytes = postcard::to_allocvec(program)?;
-    bytes.extend(postcard::to_allocvec(&trailer)?);
-    Ok(bytes)
+    Trailer::append_to(program, &program.program)
 }
 
 /// Reads the bytes [`embedded_bytes`] wrote: the program, with its [`Trailer`]'s tables back
 /// in its program database (a program without a trailer has none).
 pub fn read_embedded(bytes: &[u8]) -> Result<EmbeddedProgram, postcard::Error> {
     let (mut program, rest) = postcard::take_from_bytes::<EmbeddedProgram>(bytes)?;
-    if rest.is_empty() {
-        return Ok(program);
-    }
-    let trailer: Trailer = postcard::from_bytes(rest)?;
-    let db = &mut program.program;
-    db.files = trailer.files;
-    for (f, files) in db.functions.iter_mut().zip(trailer.block_files) {
-        f.block_files = files;
-    }
-    for (f, (entry, next)) in db.functions.iter_mut().zip(trailer.implied) {
-        f.entry_implied = entry;
-        f.implied_next = next;
+    if !rest.is_empty() {
+        postcard::from_bytes::<Trailer>(rest)?.apply(&mut program.program);
     }
     Ok(program)
 }

@@ -5,10 +5,11 @@
 //!
 //! ```text
 //!  0  8  magic "WPPRPROF"
-//!  8  1  version (u8) = 2
+//!  8  1  version (u8) = 3
 //!  9  8  body_len (u64, little-endian)
 //! 17  4  body_crc (u32, little-endian): CRC-32 of the body
-//! 21  body_len bytes: postcard of ProfileFile; the file ends here
+//! 21  body_len bytes: postcard of ProfileFile, then of the program database's trailer
+//!     (its source table: each block's file); the file ends here
 //! ```
 //!
 //! The body is the embedded program (names, CFGs with their cut points) and the Ball–Larus
@@ -18,8 +19,9 @@
 //! itself read as the first copy): a flipped bit fails the checksum, a cut file is reported as
 //! truncated with the bytes expected, and anything after the body is refused.
 //!
-//! Version 1 (the version byte, then the postcard body directly, with no length or checksum)
-//! still reads; bytes after its body are refused too.
+//! Version 2 (the same without the trailer, so blocks inlined from a header were shown in the
+//! function's own file) and version 1 (the version byte, then the postcard body directly, with
+//! no length or checksum) still read; bytes after a body are refused in every version.
 
 use crate::EmbeddedProgram;
 use wpp_paths::{BlProfile, PathId, PppProfile};
@@ -27,8 +29,8 @@ use wpp_paths::{BlProfile, PathId, PppProfile};
 /// The magic of a run-time profile file.
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
 /// The layout version.
-pub const VERSION: u8 = 2;
-/// Bytes before the body in version 2: magic, version, body length, body checksum.
+pub const VERSION: u8 = 3;
+/// Bytes before the body in versions 2 and 3: magic, version, body length, body checksum.
 pub const HEADER_LEN: usize = 21;
 
 /// A profile written by an instrumented program.
@@ -92,7 +94,7 @@ pub enum ProfileError {
 impl ProfileFile {
     /// Encodes the file in the current version.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let body = postcard::to_allocvec(self).expect("serializable");
+        let body = crate::Trailer::append_to(self, &self.program.program).expect("serializable");
         let mut out = MAGIC.to_vec();
         out.push(VERSION);
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -108,8 +110,8 @@ impl ProfileFile {
             return Err(ProfileError::BadMagic);
         }
         match bytes[8] {
-            1 => decode_body(bytes, 9),
-            VERSION => {
+            1 => decode_body(bytes, 9, false),
+            v @ (2 | VERSION) => {
                 let truncated = |expected: u64| ProfileError::Truncated {
                     offset: bytes.len() as u64,
                     expected,
@@ -134,7 +136,7 @@ impl ProfileFile {
                 if crc32fast::hash(&bytes[HEADER_LEN..]) != crc {
                     return Err(ProfileError::Checksum);
                 }
-                decode_body(bytes, HEADER_LEN)
+                decode_body(bytes, HEADER_LEN, v == VERSION)
             }
             v => Err(ProfileError::Version(v)),
         }
@@ -200,14 +202,22 @@ impl ProfileFile {
     }
 }
 
-/// Decodes the body starting at `at`, which must end the file.
-fn decode_body(bytes: &[u8], at: usize) -> Result<ProfileFile, ProfileError> {
-    let (file, rest) = postcard::take_from_bytes::<ProfileFile>(&bytes[at..]).map_err(|e| {
-        ProfileError::Malformed {
-            offset: at as u64,
-            message: e.to_string(),
-        }
-    })?;
+/// Decodes the body starting at `at`, which must end the file (after the program database's
+/// trailer, if it `has_trailer`).
+fn decode_body(bytes: &[u8], at: usize, has_trailer: bool) -> Result<ProfileFile, ProfileError> {
+    let malformed = |offset: usize, e: postcard::Error| ProfileError::Malformed {
+        offset: offset as u64,
+        message: e.to_string(),
+    };
+    let (mut file, mut rest) =
+        postcard::take_from_bytes::<ProfileFile>(&bytes[at..]).map_err(|e| malformed(at, e))?;
+    if has_trailer {
+        let offset = bytes.len() - rest.len();
+        let (trailer, after) =
+            postcard::take_from_bytes::<crate::Trailer>(rest).map_err(|e| malformed(offset, e))?;
+        trailer.apply(&mut file.program.program);
+        rest = after;
+    }
     if !rest.is_empty() {
         return Err(ProfileError::Trailing {
             offset: (bytes.len() - rest.len()) as u64,
@@ -418,6 +428,28 @@ mod tests {
         assert_eq!(ProfileFile::from_bytes(&v1).unwrap(), file);
         let e = ProfileFile::from_bytes(&[&v1[..], &v1[..]].concat()).unwrap_err();
         assert!(matches!(e, ProfileError::Trailing { offset, .. } if offset == v1.len() as u64));
+    }
+
+    /// Version 3 keeps each block's source file (version 2 lost it); version 2 still reads.
+    #[test]
+    fn the_source_table_round_trips_and_version_2_still_reads() {
+        let mut file = bl_file(&[(0, 1, 7)]);
+        file.program.program.files = vec!["m.c".into(), "h.h".into()];
+        file.program.program.functions[0].block_files = vec![0, 1];
+        assert_eq!(ProfileFile::from_bytes(&file.to_bytes()).unwrap(), file);
+        let body = postcard::to_allocvec(&file).unwrap();
+        let v2 = [
+            &MAGIC[..],
+            &[2],
+            &(body.len() as u64).to_le_bytes(),
+            &crc32fast::hash(&body).to_le_bytes(),
+            &body,
+        ]
+        .concat();
+        let mut without = file.clone();
+        without.program.program.files.clear();
+        without.program.program.functions[0].block_files.clear();
+        assert_eq!(ProfileFile::from_bytes(&v2).unwrap(), without);
     }
 
     #[test]

@@ -121,7 +121,7 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
         first = true;
         // SAFETY: guaranteed by the caller.
         let bytes = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
-        let program = match postcard::from_bytes::<EmbeddedProgram>(bytes) {
+        let program = match abi::read_embedded(bytes) {
             Ok(p) if p.version == abi::EMBEDDED_VERSION => p,
             _ => {
                 eprintln!("wpp-rt: cannot decode the embedded program database; not profiling");

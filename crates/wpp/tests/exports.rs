@@ -504,7 +504,21 @@ fn blocks_inlined_from_a_header_are_annotated_in_the_header() {
         .env("WPP_QUIET", "1")
         .output()
         .unwrap();
+    // The same program as a bl profile: the profile file keeps the source table too.
+    wpp(
+        dir,
+        &["cc", "--mode", "bl", "--", "-O1", "-g", "m.c", "-o", "mbl"],
+    );
+    let bl = Command::new(dir.join("mbl"))
+        .current_dir(dir)
+        .args(["hello", "world"])
+        .env("WPP_OUT", "m.blprof")
+        .env("WPP_QUIET", "1")
+        .status()
+        .unwrap();
+    assert!(bl.success());
     let args = format!("{}helloworld", dir.join("m").display());
+    let args_bl = format!("{}helloworld", dir.join("mbl").display());
     let odd = args.bytes().filter(|b| b & 1 == 1).count();
     assert_eq!(String::from_utf8_lossy(&run.stdout), format!("{odd}\n"));
     let lcov =
@@ -526,5 +540,18 @@ fn blocks_inlined_from_a_header_are_annotated_in_the_header() {
     assert!(
         !section("m.c").contains(&format!("DA:4,{chars}\n")),
         "{lcov}"
+    );
+    let profile =
+        String::from_utf8(wpp(dir, &["annotate", "m.blprof", "--format", "lcov"]).stdout).unwrap();
+    let in_header = profile
+        .split("end_of_record")
+        .find(|r| {
+            r.lines()
+                .any(|l| l.starts_with("SF:") && l.ends_with("h.h"))
+        })
+        .unwrap_or_else(|| panic!("no SF:…h.h in {profile}"));
+    assert!(
+        in_header.contains(&format!("DA:4,{}\n", args_bl.len())),
+        "{profile}"
     );
 }
