@@ -440,11 +440,13 @@ mod tests {
         assert_eq!(read_all(&bytes).unwrap(), want);
     }
 
-    /// Every proper prefix is an error (never a panic or a silent short read), and so is every
-    /// single-byte corruption.
+    /// Every proper prefix is an error (never a panic or a silent short read), and every
+    /// single-byte corruption is an error or, where it only touches bits the deflate stream
+    /// does not use (its last byte's padding, with some encoders), reads back the same
+    /// accesses: never different ones.
     #[test]
     fn truncation_and_corruption_are_errors() {
-        let (bytes, _) = sample();
+        let (bytes, want) = sample();
         for cut in 0..bytes.len() {
             let e = read_all(&bytes[..cut]).unwrap_err().to_string();
             assert!(
@@ -455,7 +457,9 @@ mod tests {
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x41;
-            assert!(read_all(&b).is_err(), "corruption at {i} not detected");
+            if let Ok(got) = read_all(&b) {
+                assert_eq!(got, want, "corruption at {i} read as other accesses");
+            }
         }
     }
 
