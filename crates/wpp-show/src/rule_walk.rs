@@ -131,12 +131,8 @@ struct RuleWalk<'a> {
 pub(crate) fn walk(wpp: &WppFile, db: &ProgramDb, map: &SourceMap) -> Option<Run> {
     let events = wpp.alphabet.events();
     let grammar = &wpp.grammar;
-    let has = |pred: fn(&Event) -> bool| {
-        events
-            .iter()
-            .enumerate()
-            .any(|(t, e)| pred(e) && grammar.has_terminal(Terminal(t as u32)))
-    };
+    // The alphabet holds exactly the events the grammar uses.
+    let has = |pred: fn(&Event) -> bool| events.iter().any(pred);
     let decoder = PathDecoder::new(db).ok();
     if has(|e| matches!(e, Event::Thread(_)))
         || (decoder.is_none() && has(|e| matches!(e, Event::Path(_))))
