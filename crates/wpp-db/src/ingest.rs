@@ -17,7 +17,6 @@ use twox_hash::XxHash64;
 use wpp_abi::profile::ProfileFile;
 use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
-use wpp_paths::dag::DagNodeKind;
 use wpp_paths::{BallLarus, Cfg, Dag, PathId};
 use wpp_show::walk::ROOT;
 use wpp_show::Recording;
@@ -168,19 +167,8 @@ impl Program {
         let Some(Some((dag, bl))) = self.numberings.get(f as usize) else {
             return String::new();
         };
-        let Ok(p) = bl.decode(dag, PathId(id)) else {
-            return "?".into();
-        };
-        let names: Vec<String> = p
-            .edges
-            .iter()
-            .filter_map(|&e| match dag.node(dag.edge(e).dst) {
-                DagNodeKind::Block(b) => Some(format!("b{}", b.0)),
-                DagNodeKind::CutTail(b) => Some(format!("b{}'", b.0)),
-                _ => None,
-            })
-            .collect();
-        names.join(" ")
+        bl.block_names(dag, PathId(id))
+            .map_or_else(|_| "?".into(), |names| names.join(" "))
     }
 }
 

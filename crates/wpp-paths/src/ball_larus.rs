@@ -116,6 +116,21 @@ impl BallLarus {
         &self.val
     }
 
+    /// The blocks of path `id` as `wpp profile show` names them: `b3` for a block, `b3'` for
+    /// the part of block 3 after a call (a path starting at a cut).
+    pub fn block_names(&self, dag: &Dag, id: PathId) -> Result<Vec<String>> {
+        let path = self.decode(dag, id)?;
+        Ok(path
+            .edges
+            .iter()
+            .filter_map(|&e| match dag.node(dag.edge(e).dst) {
+                DagNodeKind::Block(b) => Some(format!("b{}", b.0)),
+                DagNodeKind::CutTail(b) => Some(format!("b{}'", b.0)),
+                _ => None,
+            })
+            .collect())
+    }
+
     /// The path with id `id`.
     pub fn decode(&self, dag: &Dag, id: PathId) -> Result<DagPath> {
         if id.0 >= self.path_count() {

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use wpp_abi::profile::ProfileFile;
-use wpp_paths::dag::DagNodeKind;
 use wpp_paths::{BallLarus, Dag, PathId};
 
 mod diff;
@@ -100,17 +99,8 @@ pub(super) fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
     let Some((dag, bl)) = n else {
         return Vec::new();
     };
-    let Ok(p) = bl.decode(dag, PathId(id)) else {
-        return vec!["?".into()];
-    };
-    p.edges
-        .iter()
-        .filter_map(|&e| match dag.node(dag.edge(e).dst) {
-            DagNodeKind::Block(b) => Some(format!("b{}", b.0)),
-            DagNodeKind::CutTail(b) => Some(format!("b{}'", b.0)),
-            _ => None,
-        })
-        .collect()
+    bl.block_names(dag, PathId(id))
+        .unwrap_or_else(|_| vec!["?".into()])
 }
 
 /// `wpp profile merge`: the first profile plus each of the others, in order.
