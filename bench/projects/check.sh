@@ -4,15 +4,18 @@
 #   bzip2 1.0.8 (bzip2-sys)  `make CC=wpp-cc`: libbz2.a, bzip2, bzip2recover, and the Makefile's
 #                            own `test` target (compresses and decompresses its samples and
 #                            compares them with the reference files); then
-#                            `make -f Makefile-libbz2_so CC=wpp-cc` (libbz2.so + bzip2-shared)
+#                            `make -f Makefile-libbz2_so CC=wpp-cc` (libbz2.so + bzip2-shared,
+#                            both instrumented, recorded into one run)
 #   zlib-ng (libz-ng-sys)    CMake + Ninja, ZLIB_COMPAT static library (its SIMD variants
 #                            compiled with per-file -mavx2/-msse4…), then bench/workloads/zlib's
 #                            driver linked against libz.a with -L/-l
 #   zstd 1.5.7 (zstd-sys)    CMake (build/cmake) + Ninja, static libzstd.a (C and the x86-64
 #                            Huffman decoder in assembly), then tests/programs/zstd_user.c
 #                            linked against it
-#   zlib 1.2.13 (Debian's    its own `./configure --static && make && make test` (example and
-#   source package)          minigzip, statically linked), then its CMakeLists (which builds
+#   zlib 1.2.13 (Debian's    its own `./configure [--static] && make && make test` (example and
+#   source package)          minigzip, statically linked; with the default configure also
+#                            libz.so, instrumented, and examplesh linked to it), then its
+#                            CMakeLists (which builds
 #                            libz.so natively and libz.a instrumented) with bench/workloads/zlib's
 #                            driver linked against libz.a
 #
@@ -150,7 +153,8 @@ check_bzip2() {
     check_recording "bzip2 -d" "$w" "$want" "main BZ2_bzDecompress BZ2_decompress BZ2_bzReadOpen" \
         sh -c './bzip2 -d < sample2.bz2 | cksum'
     want=$("$n/bzip2-shared" -c <"$n/words3" | "$n/bzip2" -d | cksum)
-    check_recording "bzip2-shared (libbz2.so uninstrumented)" "$w" "$want" "main" \
+    check_recording "bzip2-shared (libbz2.so instrumented)" "$w" "$want" \
+        "main compress BZ2_bzWriteOpen BZ2_bzWrite BZ2_compressBlock" \
         sh -c "LD_LIBRARY_PATH=. ./bzip2-shared -c < words3 | '$n/bzip2' -d | cksum"
 }
 
@@ -191,10 +195,11 @@ check_cmake_project() {
     check_recording "$name program" "$BUILD/$name/wpp" "$want" "$funcs" ./prog
 }
 
-build_zlib() { # VARIANT CC
-    local out=$BUILD/zlib/$1
+build_zlib() { # VARIANT CC [CONFIGURE_ARGS...]
+    local out=$BUILD/zlib/$1 cc=$2
+    shift 2
     rm -rf "$out" && cp -r "$ZLIB_SRC" "$out" && chmod -R u+w "$out"
-    (cd "$out" && CC=$2 ./configure --static >configure.log 2>&1 &&
+    (cd "$out" && CC=$cc ./configure "$@" >configure.log 2>&1 &&
         make -j"$JOBS" >make.log 2>&1 && make test >test.log 2>&1)
 }
 
@@ -206,7 +211,7 @@ check_zlib() {
         cc=clang-22
         [[ $v == wpp ]] && cc=wpp-cc
         t0=$(now)
-        build_zlib $v $cc || { fail zlib "$v configure/make/make test failed: $BUILD/zlib/$v/*.log"; return; }
+        build_zlib $v $cc --static || { fail zlib "$v configure/make/make test failed: $BUILD/zlib/$v/*.log"; return; }
         echo "zlib: $v configure --static + make + make test: $(secs "$t0") s"
     done
     grep -q '\*\*\* zlib test OK \*\*\*' "$BUILD/zlib/wpp/test.log" || { fail zlib "make test did not pass"; return; }
@@ -218,6 +223,15 @@ check_zlib() {
     want=$(cd "$n" && ./minigzip <README | ./minigzip -d | cksum)
     check_recording "zlib minigzip" "$w" "$want" "main gz_compress gzwrite deflate" \
         sh -c "./minigzip <README | '$n/minigzip' -d | cksum"
+    # The default configure builds libz.so too, instrumented, and `make test` runs examplesh
+    # and minigzipsh on it: their recordings hold the library's functions.
+    build_zlib shared wpp-cc || { fail zlib "shared configure/make/make test failed: $BUILD/zlib/shared/*.log"; return; }
+    grep -q '\*\*\* zlib shared test OK \*\*\*' "$BUILD/zlib/shared/test.log" ||
+        { fail zlib "shared make test did not pass"; return; }
+    pass "zlib shared configure + make test"
+    want=$(cd "$n" && ./example)
+    check_recording "zlib examplesh (libz.so instrumented)" "$BUILD/zlib/shared" "$want" \
+        "main deflate inflate compress gzputs gzread" env LD_LIBRARY_PATH=. ./examplesh
     # zlib's CMakeLists renames the source tree's zconf.h: build from a copy. It also lists
     # win32/zlib1.rc for every platform, a file Debian's dfsg tarball drops (not compiled here).
     rm -rf "$BUILD/zlib/cmake-src" && cp -r "$ZLIB_SRC" "$BUILD/zlib/cmake-src"

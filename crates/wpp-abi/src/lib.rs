@@ -9,7 +9,7 @@
 //!
 //! # Per-thread trace buffer
 //!
-//! Every instrumented module defines three internal `thread_local` globals:
+//! Every thread has three `thread_local` globals (one set per process, see *Shared libraries*):
 //!
 //! | global | type | initial value | meaning |
 //! |---|---|---|---|
@@ -27,6 +27,23 @@
 //! per-event check for "is this thread known" is needed. The runtime always leaves `__wpp_buf`
 //! pointing to [`BUF_CAP`] writable words (a shared, never-read area for threads that are not
 //! recorded).
+//!
+//! # Shared libraries (issue 12, item 2)
+//!
+//! There is one runtime and one buffer per thread per process, so the events of the executable
+//! and of every instrumented shared library interleave in the order they ran:
+//!
+//! * An instrumented **executable** *defines* the three thread-locals with external linkage and
+//!   the `local-exec` model (its probes cost what they always did) and exports them and the
+//!   runtime's `__wpp_*` ABI dynamically, so libraries bind to its definitions. The runtime
+//!   finds the executable's module through a weak reference to its [`SYM_PROGRAM_DB`], and it
+//!   keeps function ids `0..n`.
+//! * An instrumented **shared library** *declares* them (`initial-exec`), keeps its
+//!   [`SYM_PROGRAM_DB`] internal, registers from a constructor that runs before its others
+//!   ([`SYM_REGISTER`]), and adds its base to every `Enter` word; a library the runtime refuses
+//!   ([`REFUSED_BASE`]) appends nothing. It needs `libwpp_rt.so`, which defines the
+//!   thread-locals too (an instrumented executable's definitions interpose them) and is the
+//!   runtime of a process whose executable is not instrumented.
 //!
 //! # Event words
 //!
@@ -126,12 +143,20 @@ pub const SYM_MEMORY_DB: &str = "__wpp_memory_db";
 pub const SYM_PROGRAM_DB: &str = "__wpp_program_db";
 /// `const uint64_t __wpp_program_db_len`.
 pub const SYM_PROGRAM_DB_LEN: &str = "__wpp_program_db_len";
-/// Thread-local buffer address global (internal to the instrumented module).
+/// Thread-local buffer address global (see *Shared libraries* for who defines it).
 pub const SYM_BUF: &str = "__wpp_buf";
-/// Thread-local index global (internal to the instrumented module).
+/// Thread-local index global.
 pub const SYM_IDX: &str = "__wpp_idx";
-/// Thread-local depth global (internal to the instrumented module).
+/// Thread-local depth global.
 pub const SYM_DEPTH: &str = "__wpp_depth";
+/// `void __wpp_rt_register_v1(const uint8_t *db, uint64_t db_len, uint64_t *base)`: called by
+/// an instrumented shared library's first constructor; stores the module's base as an `Enter`
+/// word offset (`base << TAG_BITS`) in `*base`, or [`REFUSED_BASE`].
+pub const SYM_REGISTER: &str = "__wpp_rt_register_v1";
+/// `void __wpp_rt_unregister_v1(uint64_t *base)`: called by its last destructor (`dlclose`).
+pub const SYM_UNREGISTER: &str = "__wpp_rt_unregister_v1";
+/// The base of a shared library the runtime does not record: its probes append nothing.
+pub const REFUSED_BASE: u64 = u64::MAX;
 
 /// Tag of an access record's first word in the event buffer (`ewpp`; see the module docs).
 pub const TAG_ACCESS: u64 = 4;

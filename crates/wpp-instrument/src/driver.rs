@@ -9,7 +9,7 @@
 //! | `-c` | clang-22 with the user's arguments and `-fembed-bitcode`: an ordinary **native object that carries its bitcode** in the `SHF_EXCLUDE` section [`embed::SECTION`] (gllvm's idea), so the system `ar`, `ranlib`, any `llvm-ar` and any linker handle it; instrumentation waits for the final link, when the whole program is known |
 //! | link of an executable | sources compiled as with `-c`; when the link has archives, a native link with the linker's `-t -t` trace learns which archive members it uses; the bitcode of every object and used member is `llvm-link`ed into one module, instrumented ([`crate::instrument_module`], so function ids are program-wide), compiled with the user's flags (`-O2` when the link line has no `-O`), and linked in place of those objects with the user's link flags and the packaged runtime ([`runtime`]) |
 //! | `-r` (partial link) | linked natively; the inputs' bitcode is `llvm-link`ed into the output's section, so the object still carries all of it |
-//! | `-shared` | linked natively, uninstrumented (one runtime per process is issue 12 item 2); its objects keep their bitcode for programs that link them statically |
+//! | `-shared` | in `trace-blocks` and `trace-paths`, as an executable's link but with the library's own function ids, registered at load time with the process's one runtime and needing `libwpp_rt.so` ([`runtime::shared`]; see `wpp_abi`, *Shared libraries*); in other modes linked natively, uninstrumented. Its objects keep their bitcode for programs that link them statically |
 //!
 //! Inputs without bitcode (assembly, objects from other compilers, system libraries) are linked
 //! as they are, uninstrumented; with `--wpp-verbose`/`WPP_VERBOSE` the report on stderr names
@@ -33,7 +33,7 @@ pub mod args;
 pub mod embed;
 pub mod runtime;
 
-use crate::{instrument_module, read_bitcode, Options};
+use crate::{instrument_module, read_bitcode, Mode, Options};
 pub use args::{is_cxx_source, Invocation, LinkArg, Source};
 pub use embed::is_bitcode_file;
 use inkwell::context::Context;
@@ -303,14 +303,19 @@ impl Driver {
         // Native objects are needed only when a native link precedes instrumentation.
         let native = inv.shared || inv.relocatable || may_use_archives(&inv);
         let objects = self.compile_sources(&inv, tmp, native)?;
-        if inv.shared {
-            self.report("shared library linked natively, uninstrumented (issue 12 item 2)");
+        let records_libraries = matches!(self.options.mode, Mode::TraceBlocks | Mode::TracePaths);
+        if inv.shared && !records_libraries {
+            self.report(&format!(
+                "shared library linked natively, uninstrumented ({} does not record shared \
+                 libraries yet)",
+                self.options.mode.name()
+            ));
             return self.link_natively(compiler, &inv, &objects, &[]);
         }
         if inv.relocatable {
             return self.link_relocatable(compiler, &inv, &objects, tmp);
         }
-        self.link_executable(compiler, &inv, &objects, tmp)
+        self.link_instrumented(compiler, &inv, &objects, tmp)
     }
 
     /// `-c`: clang with `-fembed-bitcode`, then the bitcode section renamed in each object.
@@ -574,7 +579,8 @@ impl Driver {
         }
     }
 
-    fn link_executable(
+    /// The final link of an executable or (`-shared`) a shared library, instrumented.
+    fn link_instrumented(
         &self,
         compiler: &Path,
         inv: &Invocation,
@@ -589,8 +595,13 @@ impl Driver {
         }
         let linked = tmp.join("linked.bc");
         self.llvm_link(&g, &linked)?;
-        let instrumented = tmp.join("instrumented.bc");
-        let uses_cxx = self.instrument(&linked, &instrumented)?;
+        // A library's module goes to clang as text (see [`interposable`]).
+        let instrumented = tmp.join(if inv.shared {
+            "instrumented.ll"
+        } else {
+            "instrumented.bc"
+        });
+        let uses_cxx = self.instrument(&linked, &instrumented, inv.shared)?;
         let linker = if self.cxx || inv.has_cxx_source() || uses_cxx {
             &self.clangxx
         } else {
@@ -603,29 +614,62 @@ impl Driver {
             // already optimised, and functions built at -O0 carry `optnone`.
             ca.push("-O2".into());
         }
+        if inv.shared {
+            // The link line of a library often lacks the -fPIC its objects were built with.
+            ca.push("-fPIC".into());
+        }
         ca.extend(["-Qunused-arguments".into(), "-c".into()]);
         ca.push(instrumented.into_os_string());
         ca.extend(["-o".into(), object.clone().into_os_string()]);
         self.run_tool(linker, &ca)?;
-        let runtime = self.packaged_runtime()?;
         let mut ka = self.link_args(inv, objects, &g.replaced, Some(&object));
         ka.extend(g.extracted.iter().map(|p| p.clone().into_os_string()));
-        ka.push(runtime.into_os_string());
-        ka.extend(RUNTIME_SYSTEM_LIBS.iter().map(OsString::from));
+        ka.extend(self.runtime_link_args(inv.shared)?);
         ka.extend(["-o".into(), Self::output(inv)]);
         self.run_tool(linker, &ka)
     }
 
+    /// How an instrumented module links the runtime: an executable links the packaged object
+    /// and exports the ABI for the libraries it loads; a library needs `libwpp_rt.so`, found
+    /// by its absolute rpath (`wpp_abi`, *Shared libraries*).
+    fn runtime_link_args(&self, shared: bool) -> Result<Vec<OsString>, DriverError> {
+        let packaged = self.packaged_runtime()?;
+        if shared {
+            let lib = runtime::shared(&packaged, &self.clang)?;
+            let dir = lib.parent().unwrap_or(Path::new("."));
+            return Ok(vec![
+                lib.clone().into_os_string(),
+                format!("-Wl,-rpath,{}", dir.display()).into(),
+            ]);
+        }
+        let mut a = vec![
+            packaged.into_os_string(),
+            format!("-Wl,--export-dynamic-symbol={}*", runtime::ABI_PREFIX).into(),
+        ];
+        a.extend(RUNTIME_SYSTEM_LIBS.iter().map(OsString::from));
+        Ok(a)
+    }
+
     /// Instruments `linked` into `out`; returns whether the module uses the C++ runtime.
-    fn instrument(&self, linked: &Path, out: &Path) -> Result<bool, DriverError> {
+    fn instrument(&self, linked: &Path, out: &Path, shared: bool) -> Result<bool, DriverError> {
         let ctx = Context::create();
         let module = read_bitcode(&ctx, linked)?;
         let uses_cxx = crate::module_uses_cxx(&module);
-        let report = instrument_module(&module, &self.options)?;
+        let options = Options {
+            shared,
+            ..self.options.clone()
+        };
+        let report = instrument_module(&module, &options)?;
         if self.verbose {
             eprintln!("wpp cc: {report:?}");
         }
-        if !module.write_bitcode_to_path(out) {
+        let written = match shared {
+            true => {
+                std::fs::write(out, interposable(&module.print_to_string().to_string())).is_ok()
+            }
+            false => module.write_bitcode_to_path(out),
+        };
+        if !written {
             return Err(crate::Error::Write {
                 path: out.display().to_string(),
             }
@@ -741,6 +785,28 @@ fn native_members(
         .filter(|m| !with_bitcode.contains(m.as_str()))
         .cloned()
         .collect()
+}
+
+/// The textual IR of a shared library's module with `dso_local` dropped from its exported
+/// definitions, as `-fPIC` would have compiled them: objects built without `-fPIC` (bzip2's
+/// `Makefile-libbz2_so` links the ones its first `make` built) mark their definitions local,
+/// and once `llvm-link` puts a variable's uses in the same module as its definition, they
+/// reach it PC-relative, which a shared object cannot (`R_X86_64_PC32 … recompile with
+/// -fPIC`). The native link went through the GOT. LLVM's C API cannot clear the flag, hence
+/// the text. Internal, private and hidden symbols keep it.
+fn interposable(ir: &str) -> String {
+    let mut out = String::with_capacity(ir.len());
+    for line in ir.split_inclusive('\n') {
+        let defines = line.starts_with('@') || line.starts_with("define ");
+        let local = ["internal ", "private ", "hidden "]
+            .iter()
+            .any(|k| line.contains(k));
+        match defines && !local {
+            true => out.push_str(&line.replacen(" dso_local ", " ", 1)),
+            false => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// Whether a link may use archives that carry bitcode: it names one, or a `-L` directory where

@@ -7,7 +7,7 @@
 //! splitting: a probe is a single `call` inserted before an instruction, yet the final machine
 //! code has the buffer append inline, with the runtime reached only on a full buffer.
 
-use crate::ir::{Mod, Type, Value};
+use crate::ir::{Mod, TlsModel, Type, Value};
 use wpp_abi as abi;
 
 /// Handles to the helpers and globals of one module.
@@ -39,32 +39,15 @@ impl<'m> Helpers<'m> {
     /// Adds the thread-local globals, runtime declarations and helpers to `m`.
     ///
     /// `db` is the module's `__wpp_program_db` global and `db_len` its length; they are passed
-    /// to the runtime on every flush.
-    pub fn build(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helpers<'m> {
+    /// to the runtime on every flush. A shared library (`shared`) shares the executable's
+    /// thread-locals and registers with the runtime (`wpp_abi`, *Shared libraries*).
+    pub fn build(m: Mod<'m>, db: Value<'m>, db_len: u64, shared: bool) -> Helpers<'m> {
         let i32t = m.int(32);
         let i64t = m.int(64);
         let ptr = m.ptr();
         let void = m.void();
-        // The buffer itself belongs to the runtime, which swaps in an empty one on every flush
-        // (no copy of the full one); the thread only holds its address.
-        let buf = m.add_global(abi::SYM_BUF, ptr, m.const_null(ptr), true, false, true);
-        let idx = m.add_global(
-            abi::SYM_IDX,
-            i32t,
-            m.const_int(i32t, u64::from(abi::BUF_CAP)),
-            true,
-            false,
-            true,
-        );
-        let depth = m.add_global(
-            abi::SYM_DEPTH,
-            i32t,
-            m.const_int(i32t, 0),
-            true,
-            false,
-            true,
-        );
-
+        let (buf, idx, depth) = thread_locals(m, shared);
+        let base = shared.then(|| register(m, db, db_len));
         let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, ptr, i64t]);
         let flush = m.declare(abi::SYM_FLUSH, flush_ty);
         m.add_fn_attr(flush, "nounwind");
@@ -90,6 +73,15 @@ impl<'m> Helpers<'m> {
             let slow = m.append_block(emit, "flush");
             let fast = m.append_block(emit, "append");
             b.at_end(entry);
+            if let Some(base) = base {
+                let check = m.append_block(emit, "check");
+                let skip = m.append_block(emit, "refused");
+                let recorded = b.icmp_ne(b.load(i64t, base), m.const_int(i64t, abi::REFUSED_BASE));
+                b.cond_br(recorded, check, skip);
+                b.at_end(skip);
+                b.ret_void();
+                b.at_end(check);
+            }
             let i = b.load(i32t, idx);
             let full = b.icmp_uge(i, m.const_int(i32t, u64::from(abi::BUF_CAP)));
             b.cond_br(full, slow, fast);
@@ -116,7 +108,11 @@ impl<'m> Helpers<'m> {
         {
             let entry = m.append_block(enter, "entry");
             b.at_end(entry);
-            b.call(emit_ty, emit, &[param(enter, 0)]);
+            let word = match base {
+                Some(base) => b.add(param(enter, 0), b.load(i64t, base)),
+                None => param(enter, 0),
+            };
+            b.call(emit_ty, emit, &[word]);
             let d = b.load(i32t, depth);
             let d1 = b.add(d, m.const_int(i32t, 1));
             b.store(d1, depth);
@@ -181,6 +177,71 @@ impl<'m> Helpers<'m> {
             record_ty,
         }
     }
+}
+
+/// `__wpp_buf`, `__wpp_idx` and `__wpp_depth`: defined by an executable, declared by a
+/// shared library.
+fn thread_locals(m: Mod<'_>, shared: bool) -> (Value<'_>, Value<'_>, Value<'_>) {
+    let (i32t, ptr) = (m.int(32), m.ptr());
+    let globals = [
+        (abi::SYM_BUF, ptr, m.const_null(ptr)),
+        (
+            abi::SYM_IDX,
+            i32t,
+            m.const_int(i32t, u64::from(abi::BUF_CAP)),
+        ),
+        (abi::SYM_DEPTH, i32t, m.const_int(i32t, 0)),
+    ];
+    let [buf, idx, depth] = globals.map(|(name, ty, init)| {
+        let (g, model) = match shared {
+            true => (m.declare_global(name, ty, true), TlsModel::InitialExec),
+            false => (
+                m.add_global(name, ty, init, false, false, true),
+                TlsModel::LocalExec,
+            ),
+        };
+        m.set_tls_model(g, model);
+        g
+    });
+    (buf, idx, depth)
+}
+
+/// A shared library's base (`Enter` word offset) and the constructor and destructor that
+/// register and unregister it: priority 0, so the constructor runs before the library's own
+/// constructors (which may run instrumented code) and the destructor after its own.
+fn register<'m>(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Value<'m> {
+    let (i64t, ptr, void) = (m.int(64), m.ptr(), m.void());
+    let base = m.add_global(
+        "__wpp_module_base",
+        i64t,
+        m.const_int(i64t, 0),
+        true,
+        false,
+        false,
+    );
+    let b = m.builder();
+    let calls = [
+        (abi::SYM_REGISTER, "__wpp_module_register", false),
+        (abi::SYM_UNREGISTER, "__wpp_module_unregister", true),
+    ];
+    for (runtime, name, destructor) in calls {
+        let (ty, args) = match destructor {
+            false => (
+                m.fn_type(void, &[ptr, i64t, ptr]),
+                vec![db, m.const_int(i64t, db_len), base],
+            ),
+            true => (m.fn_type(void, &[ptr]), vec![base]),
+        };
+        let callee = m.declare(runtime, ty);
+        m.add_fn_attr(callee, "nounwind");
+        let f = m.add_internal_function(name, m.fn_type(void, &[]));
+        m.add_fn_attr(f, "nounwind");
+        b.at_end(m.append_block(f, "entry"));
+        b.call(ty, callee, &args);
+        b.ret_void();
+        m.add_to_init_list(f, 0, destructor);
+    }
+    base
 }
 
 fn param(f: Value<'_>, i: u32) -> Value<'_> {

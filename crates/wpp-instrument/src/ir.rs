@@ -982,3 +982,80 @@ impl<'m> Builder<'m> {
         )
     }
 }
+
+/// The thread-local storage model of a thread-local global.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsModel {
+    /// Defined in the executable: one `fs`-relative access.
+    LocalExec,
+    /// Defined in a module loaded at startup or from static TLS: one more load (the offset).
+    InitialExec,
+}
+
+/// Globals shared across modules, and the constructor lists (`wpp_abi`, *Shared libraries*).
+impl<'m> Mod<'m> {
+    /// Sets a thread-local global's TLS model.
+    pub fn set_tls_model(self, g: Value<'m>, model: TlsModel) {
+        let model = match model {
+            TlsModel::LocalExec => inkwell::llvm_sys::LLVMThreadLocalMode::LLVMLocalExecTLSModel,
+            TlsModel::InitialExec => {
+                inkwell::llvm_sys::LLVMThreadLocalMode::LLVMInitialExecTLSModel
+            }
+        };
+        // SAFETY: `g` is a global of the live module.
+        unsafe { c::LLVMSetThreadLocalMode(g.0, model) };
+    }
+
+    /// Declares a global defined by another module (no initializer, external linkage).
+    pub fn declare_global(self, name: &str, ty: Type<'m>, thread_local: bool) -> Value<'m> {
+        let n = cstr(name);
+        // SAFETY: the module is live and `ty` belongs to its context.
+        unsafe {
+            let g = c::LLVMAddGlobal(self.m, ty.0, n.as_ptr());
+            c::LLVMSetThreadLocal(g, thread_local as i32);
+            Value(g, PhantomData)
+        }
+    }
+
+    /// Adds `f` (a `void()` function) to `llvm.global_ctors` (or `llvm.global_dtors`) with
+    /// `priority`, keeping the entries already there.
+    pub fn add_to_init_list(self, f: Value<'m>, priority: u32, destructor: bool) {
+        let name = if destructor {
+            "llvm.global_dtors"
+        } else {
+            "llvm.global_ctors"
+        };
+        let (i32t, ptr) = (self.int(32), self.ptr());
+        let entry_ty = self.struct_type(&[i32t, ptr, ptr]);
+        let mut entries = Vec::new();
+        if let Some(old) = self.global(name) {
+            // SAFETY: the list is a live appending global whose initializer is a constant array
+            // of `{ i32, ptr, ptr }` structs; it is removed after its entries are copied.
+            unsafe {
+                let init = c::LLVMGetInitializer(old.0);
+                if !init.is_null() {
+                    for i in 0..c::LLVMGetNumOperands(init) as u32 {
+                        entries.push(Value(c::LLVMGetOperand(init, i), PhantomData));
+                    }
+                }
+                c::LLVMDeleteGlobal(old.0);
+            }
+        }
+        entries.push(self.const_struct(&[
+            self.const_int(i32t, u64::from(priority)),
+            f,
+            self.const_null(ptr),
+        ]));
+        let arr = self.array(entry_ty, entries.len() as u64);
+        let g = self.add_global(
+            name,
+            arr,
+            self.const_array(entry_ty, &entries),
+            false,
+            false,
+            false,
+        );
+        // SAFETY: `g` is the new global of the live module.
+        unsafe { c::LLVMSetLinkage(g.0, LLVMLinkage::LLVMAppendingLinkage) };
+    }
+}

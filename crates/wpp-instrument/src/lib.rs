@@ -147,6 +147,10 @@ pub struct Options {
     /// [`blocks`]'s *Elided blocks*; readers restore them). On by default; off gives the
     /// recording every block's probe, the oracle the elided one is checked against.
     pub elide: bool,
+    /// The module is a shared library (`-shared`): it registers with the process's runtime
+    /// and shares the executable's buffer (`wpp_abi`, *Shared libraries*). `trace-blocks`
+    /// and `trace-paths` only.
+    pub shared: bool,
 }
 
 impl Options {
@@ -159,6 +163,7 @@ impl Options {
             atomic_counters: None,
             exercised: None,
             elide: true,
+            shared: false,
         }
     }
 }
@@ -526,6 +531,15 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
+    if opts.shared && !matches!(opts.mode, Mode::TraceBlocks | Mode::TracePaths) {
+        return Err(Error::Unsupported {
+            function: "(shared library)".into(),
+            what: format!(
+                "{} does not record shared libraries yet (trace-blocks and trace-paths do)",
+                opts.mode.name()
+            ),
+        });
+    }
     let addresses = matches!(opts.mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter);
     if addresses && module_may_run_threads(module) {
         return Err(Error::Unsupported {
@@ -616,11 +630,12 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     let i8t = m.int(8);
     let i64t = m.int(64);
     let arr = m.array(i8t, bytes.len() as u64);
+    // A library's database is its own: only the executable's is found by name.
     let db_global = m.add_global(
         abi::SYM_PROGRAM_DB,
         arr,
         m.const_bytes(&bytes),
-        false,
+        opts.shared,
         true,
         false,
     );
@@ -628,7 +643,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         abi::SYM_PROGRAM_DB_LEN,
         i64t,
         m.const_int(i64t, bytes.len() as u64),
-        false,
+        opts.shared,
         true,
         false,
     );
@@ -653,7 +668,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;
         return Ok(report);
     }
-    let h = helpers::Helpers::build(m, db_global, bytes.len() as u64);
+    let h = helpers::Helpers::build(m, db_global, bytes.len() as u64, opts.shared);
     for (fid, (&f, sites)) in targets.iter().zip(&all_sites).enumerate() {
         match opts.mode {
             Mode::TracePaths => {

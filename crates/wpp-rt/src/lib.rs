@@ -77,6 +77,7 @@
 pub use wpp_abi as abi;
 
 pub mod addr;
+mod dso;
 mod ewpp;
 pub mod finisher;
 pub mod handoff;
@@ -266,7 +267,7 @@ fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
 fn runtime(db: &[u8]) -> Option<&'static Runtime> {
     RUNTIME
         .get_or_init(|| {
-            let program = embedded(db)?;
+            let program = dso::start(db)?;
             let sink = match sink::Sink::open(&program) {
                 Ok(s) => s,
                 Err(e) => {

@@ -127,8 +127,28 @@ pub struct Modules {
 
 impl Modules {
     /// An empty table.
-    pub fn new() -> Modules {
-        Modules::default()
+    pub const fn new() -> Modules {
+        Modules {
+            modules: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// Whether no module registered.
+    pub fn is_empty(&self) -> bool {
+        self.modules.is_empty()
+    }
+
+    /// The merged database ([`Modules::merged`]) as the program a recording starts with, in
+    /// the modules' mode (their CFGs are attached to the functions).
+    pub fn merged_program(&self) -> EmbeddedProgram {
+        EmbeddedProgram {
+            version: crate::abi::EMBEDDED_VERSION,
+            mode: self.mode().unwrap_or(Mode::TraceBlocks),
+            program: self.merged(),
+            cfgs: Vec::new(),
+            ewpp: None,
+        }
     }
 
     /// The process's recording mode (the first module's), if any module is registered.

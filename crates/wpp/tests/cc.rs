@@ -343,16 +343,41 @@ const CASES: &[Case] = &[
         report: None,
     },
     Case {
-        name: "-fPIC -shared library linked natively; the program is instrumented",
+        name: "-fPIC -shared library instrumented, recorded in the program's run",
         commands: &[
             "wpp-cc -O2 -fPIC -shared lib.c lib2.c -o libq.so",
             "wpp-cc -O2 main.c -L. -lq -Wl,-rpath,\"$PWD\" -o p",
         ],
         exe: "p",
         stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "-shared from objects built without -fPIC (bzip2's Makefile-libbz2_so)",
+        commands: &[
+            "wpp-cc -O2 -c lib.c lib2.c",
+            "wpp-cc -shared -Wl,-soname -Wl,libq.so lib.o lib2.o -o libq.so",
+            "wpp-cc -O2 main.c libq.so -Wl,-rpath,\"$PWD\" -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
+        name: "a mode that does not record libraries links them natively",
+        commands: &[
+            "wpp-cc --wpp-mode=bl -O2 -fPIC -shared lib.c lib2.c -o libq.so",
+            "wpp-cc -O2 main.c -L. -lq -Wl,-rpath,\"$PWD\" -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
         recorded: &["main"],
         not_recorded: &["lib_twice"],
-        report: None,
+        report: Some("bl does not record shared libraries yet"),
     },
     Case {
         name: "C++ through wpp-c++, compiled and linked separately",
@@ -393,6 +418,124 @@ fn build_system_command_lines() {
             );
         }
     }
+}
+
+const SO_LIB_C: &str = r#"
+__attribute__((noinline)) static int helper(int x) { return x * 3 + 1; }
+int q_work(int n) { int s = 0; for (int i = 0; i < n; i++) s += (i & 1) ? helper(i) : i; return s; }
+"#;
+const SO_MAIN_C: &str = r#"
+#include <stdio.h>
+int q_work(int n);
+__attribute__((noinline)) static int helper(int x) { return x - 1; }
+int main(void) { int t = 0; for (int i = 0; i < 3; i++) t += q_work(i + 4) + helper(i); printf("%d\n", t); return 0; }
+"#;
+const SO_DLOPEN_C: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(void) {
+    void *h = dlopen("./libq.so", RTLD_NOW);
+    if (!h) { printf("%s\n", dlerror()); return 1; }
+    int (*f)(int) = (int (*)(int))dlsym(h, "q_work");
+    printf("%d\n", f(5) + f(6));
+    return dlclose(h);
+}
+"#;
+
+/// How many times each function is entered in a decompressed text trace.
+fn entries(p: &Project) -> std::collections::BTreeMap<String, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for f in std::fs::read_to_string(p.path("rec.txt"))
+        .expect("text trace")
+        .lines()
+    {
+        if let Some(f) = f.strip_prefix("F ") {
+            *n.entry(f.to_owned()).or_insert(0) += 1;
+        }
+    }
+    n
+}
+
+/// An instrumented library and its program record into one run, with each function's
+/// hand-counted entries: `q_work(n)` calls the library's `helper` once per odd `i < n`
+/// (n = 4, 5, 6: 2 + 2 + 3), and the two `helper`s are told apart by their modules. A program
+/// that is not instrumented gets its `dlopen`ed library recorded through `libwpp_rt.so`; an
+/// instrumented one that `dlopen`s it after its first event runs it unrecorded, saying so.
+#[test]
+fn shared_libraries_record_into_one_run() {
+    let p = Project::new();
+    for (name, text) in [("q.c", SO_LIB_C), ("m.c", SO_MAIN_C), ("dl.c", SO_DLOPEN_C)] {
+        std::fs::write(p.path(name), text).expect("write source");
+    }
+    p.ok("wpp-cc -O1 -fPIC -shared q.c -o libq.so");
+    p.ok("wpp-cc -O1 m.c -L. -lq -Wl,-rpath,\"$PWD\" -o m");
+    let (stdout, _) = p.record("m");
+    assert_eq!(stdout, "72\n");
+    let want = [
+        ("main", 1),
+        ("m!helper", 3),
+        ("q_work", 3),
+        ("libq.so!helper", 7),
+    ];
+    let want: std::collections::BTreeMap<String, usize> =
+        want.iter().map(|&(f, n)| (f.to_owned(), n)).collect();
+    assert_eq!(entries(&p), want);
+    // Libraries bind to the executable's buffer and runtime.
+    let dynsym = p.ok("nm -D --defined-only m >&2");
+    for sym in [
+        "__wpp_buf",
+        "__wpp_idx",
+        "__wpp_depth",
+        "__wpp_rt_register_v1",
+    ] {
+        assert!(dynsym.contains(sym), "m does not export {sym}:\n{dynsym}");
+    }
+
+    p.ok("clang-22 -O1 dl.c -o dl -ldl");
+    let (stdout, _) = p.record("dl");
+    assert_eq!(stdout, "56\n");
+    let want = [("q_work", 2), ("helper", 5)];
+    let want: std::collections::BTreeMap<String, usize> =
+        want.iter().map(|&(f, n)| (f.to_owned(), n)).collect();
+    assert_eq!(entries(&p), want);
+
+    p.ok("wpp-cc -O1 dl.c -o dl -ldl");
+    let run = Command::new(p.path("dl"))
+        .current_dir(p.path(""))
+        .env("WPP_OUT", p.path("late.wpp"))
+        .env("WPP_FINISH", "wait")
+        .output()
+        .expect("dl runs");
+    assert!(run.status.success());
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "56\n");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("libq.so was loaded after the recording started")
+            && stderr.contains("runs unrecorded"),
+        "{stderr}"
+    );
+}
+
+/// `libwpp_rt.so` exports the runtime's ABI, the libc functions it interposes and the
+/// thread-locals, nothing else: no program symbol can interpose its zstd or Rust std.
+#[test]
+fn the_shared_runtime_exports_only_its_abi() {
+    let p = Project::new();
+    p.ok("wpp-cc -O2 -fPIC -shared lib.c -o libq.so");
+    let needed = p.ok("readelf -d libq.so >&2");
+    let runpath = needed
+        .lines()
+        .find_map(|l| l.split("runpath: [").nth(1))
+        .expect("libq.so has a runpath")
+        .trim_end_matches(']');
+    let rt = Path::new(runpath).join("libwpp_rt.so");
+    let syms = p.ok(&format!("nm -D --defined-only '{}' >&2", rt.display()));
+    let foreign: Vec<&str> = syms
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|s| !s.starts_with("__wpp_") && !wpp_abi::INTERPOSED.contains(s))
+        .collect();
+    assert!(foreign.is_empty(), "libwpp_rt.so exports {foreign:?}");
 }
 
 /// Command lines clang itself rejects are rejected by `wpp cc` as well, with clang's message.

@@ -122,6 +122,59 @@ pub fn package(lib: &Path, out: &Path, ld: &Path, objcopy: &Path) -> Result<(), 
     result
 }
 
+/// The thread-locals `libwpp_rt.so` defines for processes whose executable is not
+/// instrumented (an instrumented executable's definitions interpose them; `wpp_abi`, *Shared
+/// libraries*).
+const SHARED_THREAD_LOCALS: &str = "#include <stdint.h>
+#define TLS __attribute__((tls_model(\"initial-exec\"))) __thread
+TLS uint64_t *__wpp_buf = 0;
+TLS uint32_t __wpp_idx = BUF_CAP;
+TLS uint32_t __wpp_depth = 0;
+";
+
+/// `libwpp_rt.so`, the runtime instrumented shared libraries need, in a directory of its own
+/// next to the packaged runtime `packaged` (made when missing or older). Its soname is
+/// `libwpp_rt.so`, and it exports what the packaged object does plus the thread-locals.
+pub fn shared(packaged: &Path, clang: &Path) -> Result<PathBuf, DriverError> {
+    let dir = packaged.with_extension("shared");
+    let out = dir.join("libwpp_rt.so");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(o), Some(p)) = (modified(&out), modified(packaged)) {
+        if o >= p {
+            return Ok(out);
+        }
+    }
+    let err = |e: std::io::Error| DriverError::Input {
+        path: out.display().to_string(),
+        reason: format!("cannot write the shared runtime: {e}"),
+    };
+    std::fs::create_dir_all(&dir).map_err(err)?;
+    let tag = format!("{}.{}", std::process::id(), unique());
+    let source = dir.join(format!("tls.{tag}.c"));
+    let tmp = dir.join(format!("libwpp_rt.{tag}.so"));
+    let result = (|| {
+        std::fs::write(&source, SHARED_THREAD_LOCALS).map_err(err)?;
+        let mut a: Vec<String> = vec![
+            "-shared".into(),
+            "-fPIC".into(),
+            format!("-DBUF_CAP={}", wpp_abi::BUF_CAP),
+            "-Wl,-soname,libwpp_rt.so".into(),
+            // Its threads and thread-local destructors outlive any `dlclose`.
+            "-Wl,-z,nodelete".into(),
+            "-o".into(),
+            tmp.display().to_string(),
+            source.display().to_string(),
+            packaged.display().to_string(),
+        ];
+        a.extend(super::RUNTIME_SYSTEM_LIBS.iter().map(|s| s.to_string()));
+        super::run_quiet(clang, &a)?;
+        std::fs::rename(&tmp, &out).map_err(err)
+    })();
+    let _ = std::fs::remove_file(&source);
+    let _ = std::fs::remove_file(&tmp);
+    result.map(|()| out)
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);

@@ -1,0 +1,122 @@
+//! Shared libraries registering with the process's runtime (`wpp_abi`, *Shared libraries*):
+//! the [`module::Modules`] table of the process, and the program database a recording starts
+//! with.
+//!
+//! Registration must happen before the recording starts, because the trace's header carries
+//! the program database: the libraries a program is linked with register from their first
+//! constructor, before `main`, and a library `dlopen`ed before the first instrumented code runs
+//! (by an uninstrumented executable, say) is recorded too. A library that arrives later is
+//! refused with a message and runs unrecorded: its probes check [`abi::REFUSED_BASE`].
+//!
+//! A process with no registered library takes the old path: the program database is the one
+//! the first flush passes, and the recording is what it was before modules existed.
+
+use crate::abi::{self, EmbeddedProgram};
+use crate::module::Modules;
+use std::sync::Mutex;
+use wpp_trace::FunctionId;
+
+/// The process's modules, and whether the recording has started (no more registrations).
+struct Process {
+    modules: Modules,
+    started: bool,
+}
+
+static PROCESS: Mutex<Process> = Mutex::new(Process {
+    modules: Modules::new(),
+    started: false,
+});
+
+extern "C" {
+    /// The executable's program database when it is instrumented (a weak reference, `exe.c`).
+    fn wpp_rt_executable_db(len: *mut u64) -> *const u8;
+}
+
+/// The program database the recording starts with, `flushed` being the one the first flush
+/// passed; no module registers after this.
+pub(crate) fn start(flushed: &[u8]) -> Option<EmbeddedProgram> {
+    let mut p = crate::lock(&PROCESS);
+    p.started = true;
+    match p.modules.is_empty() {
+        true => crate::embedded(flushed),
+        false => Some(p.modules.merged_program()),
+    }
+}
+
+/// The file name of the module that holds `addr`.
+fn module_name(addr: *const u8) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` points into a loaded module; `info` is a valid out-pointer.
+    let found = unsafe { libc::dladdr(addr.cast(), &mut info) } != 0;
+    if !found || info.dli_fname.is_null() {
+        return "?".into();
+    }
+    // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    path.rsplit('/').next().unwrap_or(&path).to_owned()
+}
+
+/// Registers the module whose database is `db`; its base, or why it runs unrecorded.
+fn register(p: &mut Process, db: &[u8]) -> Result<FunctionId, String> {
+    let name = module_name(db.as_ptr());
+    if p.started {
+        return Err(format!(
+            "{name} was loaded after the recording started (a dlopen after the program's \
+             first event)"
+        ));
+    }
+    if p.modules.is_empty() {
+        let mut len = 0;
+        // SAFETY: the helper returns null or the executable's database of `len` bytes.
+        let exe = unsafe { wpp_rt_executable_db(&mut len) };
+        if !exe.is_null() {
+            // SAFETY: as above.
+            let bytes = unsafe { std::slice::from_raw_parts(exe, len as usize) };
+            let program =
+                crate::embedded(bytes).ok_or("the executable's database is unreadable")?;
+            let exe_name = module_name(exe);
+            p.modules
+                .register(&exe_name, bytes, program)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let program = crate::embedded(db).ok_or_else(|| format!("{name}'s database is unreadable"))?;
+    p.modules
+        .register(&name, db, program)
+        .map_err(|e| e.to_string())
+}
+
+/// Called by an instrumented shared library's first constructor (see [`abi::SYM_REGISTER`]).
+///
+/// # Safety
+/// `db` must point to the library's `db_len`-byte program database and `base` to its base.
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_register_v1(db: *const u8, db_len: u64, base: *mut u64) {
+    // SAFETY: guaranteed by the caller.
+    let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
+    let registered = register(&mut crate::lock(&PROCESS), db);
+    let word = match registered {
+        Ok(b) => abi::enter_word(b.0),
+        Err(why) => {
+            eprintln!("wpp-rt: {why}; it runs unrecorded");
+            abi::REFUSED_BASE
+        }
+    };
+    // SAFETY: guaranteed by the caller.
+    unsafe { *base = word };
+}
+
+/// Called by an instrumented shared library's last destructor (`dlclose`, or exit): its ids
+/// stay reserved, and a reload of the same library before recording starts gets them back.
+///
+/// # Safety
+/// `base` must be the library's base, as [`__wpp_rt_register_v1`] set it.
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_unregister_v1(base: *mut u64) {
+    // SAFETY: guaranteed by the caller.
+    let word = unsafe { std::ptr::replace(base, abi::REFUSED_BASE) };
+    if word != abi::REFUSED_BASE {
+        let id = (word >> abi::TAG_BITS) as u32;
+        crate::lock(&PROCESS).modules.unload(FunctionId(id));
+    }
+}
