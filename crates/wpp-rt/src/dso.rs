@@ -2,11 +2,13 @@
 //! the [`module::Modules`] table of the process, and the program database a recording starts
 //! with.
 //!
-//! Registration must happen before the recording starts, because the trace's header carries
-//! the program database: the libraries a program is linked with register from their first
-//! constructor, before `main`, and a library `dlopen`ed before the first instrumented code runs
-//! (by an uninstrumented executable, say) is recorded too. A library that arrives later is
-//! refused with a message and runs unrecorded: its probes check [`abi::REFUSED_BASE`].
+//! The libraries a program is linked with register from their first constructor, before
+//! `main`, so the trace's header carries them. A library `dlopen`ed after the recording
+//! started registers the same way; the runtime then hands the trace writer the grown database,
+//! which it writes as a *program chunk* (`wpp_trace::file::binary::CODEC_PROGRAM`) before any
+//! event of the library, and readers of the file take the last one. A library is refused (runs
+//! unrecorded, saying why; its probes check [`abi::REFUSED_BASE`]) when it was built for
+//! another mode than the process records in.
 //!
 //! A process with no registered library takes the old path: the program database is the one
 //! the first flush passes, and the recording is what it was before modules existed.
@@ -43,6 +45,12 @@ pub(crate) fn start(flushed: &[u8]) -> Option<EmbeddedProgram> {
     }
 }
 
+/// The program as it stands now, for a forked child's recording; `None` without modules.
+pub(crate) fn current() -> Option<EmbeddedProgram> {
+    let p = crate::lock(&PROCESS);
+    (!p.modules.is_empty()).then(|| p.modules.merged_program())
+}
+
 /// The file name of the module that holds `addr`.
 fn module_name(addr: *const u8) -> String {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -59,12 +67,6 @@ fn module_name(addr: *const u8) -> String {
 /// Registers the module whose database is `db`; its base, or why it runs unrecorded.
 fn register(p: &mut Process, db: &[u8]) -> Result<FunctionId, String> {
     let name = module_name(db.as_ptr());
-    if p.started {
-        return Err(format!(
-            "{name} was loaded after the recording started (a dlopen after the program's \
-             first event)"
-        ));
-    }
     if p.modules.is_empty() {
         let mut len = 0;
         // SAFETY: the helper returns null or the executable's database of `len` bytes.
@@ -81,9 +83,25 @@ fn register(p: &mut Process, db: &[u8]) -> Result<FunctionId, String> {
         }
     }
     let program = crate::embedded(db).ok_or_else(|| format!("{name}'s database is unreadable"))?;
-    p.modules
+    let base = p
+        .modules
         .register(&name, db, program)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    if p.started {
+        announce(p.modules.merged());
+    }
+    Ok(base)
+}
+
+/// Hands the grown database to a running recording's writer, ahead of the library's events:
+/// they can only be produced after its constructor returns, and so reach the writer later.
+fn announce(program: wpp_trace::ProgramDb) {
+    let Some(Some(rt)) = crate::RUNTIME.get() else {
+        return;
+    };
+    if !rt.finished.load(std::sync::atomic::Ordering::Acquire) {
+        crate::lock(&rt.sink).sink.program(program);
+    }
 }
 
 /// Called by an instrumented shared library's first constructor (see [`abi::SYM_REGISTER`]).

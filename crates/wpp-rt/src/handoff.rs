@@ -33,6 +33,8 @@ pub struct Batch {
     pub words: Vec<u64>,
     /// `Leave`s to append after the words, marking frames still open (at exit or thread end).
     pub open_frames: u32,
+    /// The program database from here on, when a shared library was loaded (no words then).
+    pub program: Option<Box<wpp_trace::ProgramDb>>,
 }
 
 /// The worker's end of a [`Pipe`].
@@ -107,22 +109,36 @@ impl<R: Send + 'static> Pipe<R> {
     /// and returns a vector (stale contents) for the next buffer: a recycled one when the worker has
     /// returned any, else a new one (so at most `depth + 2` plus one per thread ever exist).
     pub fn swap(&mut self, t: u32, words: Vec<u64>, open_frames: u32) -> Vec<u64> {
-        if let Some(tx) = &self.tx {
-            if !words.is_empty() || open_frames > 0 {
-                let mut batch = Batch {
-                    thread: t,
-                    words,
-                    open_frames,
-                };
-                while let Err(TrySendError::Full(b)) = tx.try_send(batch) {
-                    batch = b;
-                    std::thread::sleep(FULL_NAP);
-                }
-            }
+        if !words.is_empty() || open_frames > 0 {
+            self.queue(Batch {
+                thread: t,
+                words,
+                open_frames,
+                program: None,
+            });
         }
         // Not cleared: the caller overwrites it, and refilling a cleared vector would cost as
         // much as the copy that swapping avoids.
         self.free.try_recv().unwrap_or_default()
+    }
+
+    /// Hands the worker the program database from here on (see [`Batch::program`]).
+    pub fn send_program(&mut self, program: wpp_trace::ProgramDb) {
+        self.queue(Batch {
+            thread: 0,
+            words: Vec::new(),
+            open_frames: 0,
+            program: Some(Box::new(program)),
+        });
+    }
+
+    /// Queues a batch, waiting while `depth` batches are queued.
+    fn queue(&mut self, mut batch: Batch) {
+        let Some(tx) = &self.tx else { return };
+        while let Err(TrySendError::Full(b)) = tx.try_send(batch) {
+            batch = b;
+            std::thread::sleep(FULL_NAP);
+        }
     }
 
     /// Whether the worker has ended (returned or panicked) or was joined.

@@ -1,4 +1,5 @@
-//! The wpp recording runtime, linked as a static library into programs built by `wpp cc`.
+//! The wpp recording runtime, linked as a static library into programs built by `wpp cc`, and
+//! as `libwpp_rt.so` into instrumented shared libraries (one runtime per process: [`module`]).
 //!
 //! # Design
 //!
@@ -751,7 +752,8 @@ mod fork {
         for (t, slot) in threads.iter_mut().enumerate() {
             slot.alive = thread.is_some_and(|(f, _)| f as usize == t);
         }
-        let sink = match sink::Sink::open(&rt.program) {
+        let program = dso::current();
+        let sink = match sink::Sink::open(program.as_ref().unwrap_or(&rt.program)) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("wpp-rt: forked child: {e}; not recording");

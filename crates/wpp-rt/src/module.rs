@@ -30,39 +30,27 @@
 //! Registration is O(functions of the module) plus one comparison of program databases per
 //! earlier load of a module of the same name; merging is O(total functions + names).
 //!
-//! # The process around this table (design; prototype and numbers: `bench/shared-modules`)
+//! # The process around this table (prototype and its numbers: `bench/shared-modules`)
 //!
-//! Only this table is implemented; the rest is the plan the prototype validated, in C with the
-//! probes `wpp-instrument` emits (BENCHMARKS.md, "#12 item 2").
-//!
-//! * **One runtime: `libwpp_rt.so`**, `DT_NEEDED` by every instrumented DSO (found through
-//!   `$ORIGIN`-relative rpath or installed next to `wpp`), exporting only the ABI (version
-//!   script). It has to be a shared library rather than living in the executable because an
-//!   *uninstrumented* executable that `dlopen`s an instrumented library must get a runtime too;
-//!   the prototype's `uninstrumented` case does exactly that.
+//! * **One runtime per process.** An instrumented executable links the runtime statically and
+//!   exports its `__wpp_*` ABI; an instrumented library has `libwpp_rt.so` as `DT_NEEDED`
+//!   (made by `wpp cc` from the packaged runtime, found by absolute rpath), which serves a
+//!   process whose executable is not instrumented and is shadowed otherwise.
 //! * **One buffer per thread per process**, so events of different modules interleave in call
-//!   order: `__wpp_buf`, `__wpp_idx`, `__wpp_depth` are *defined once* and shared, not internal
-//!   to each module as today. DSOs reach them with the `initial-exec` TLS model (one more load
-//!   per probe than today's `local-exec`; the default `global-dynamic` of `-fPIC` calls
-//!   `__tls_get_addr` per probe and costs 57 % more instructions). glibc serves `initial-exec`
-//!   TLS of a `dlopen`ed runtime from its static TLS surplus (24 bytes needed; checked by the
-//!   prototype).
-//! * **The executable pays nothing new.** An instrumented executable keeps today's probes: it
-//!   *defines* the three thread-locals itself (`local-exec`, exported, so the DSOs' and the
-//!   runtime's references bind to its definitions by ordinary symbol interposition) and its
-//!   Enter words stay constants: it exports its function count, and the runtime reserves ids
-//!   `[0, n)` for it at the first registration, although a `DT_NEEDED` library's constructor
-//!   registers before the executable's.
-//! * **DSOs** load their base from an internal global set by their constructor (one load and
-//!   one add per `Enter`: +2.6 % instructions on a call-bound workload, fib) and unregister
-//!   from a destructor (`dlclose`).
-//! * **The recording's program database grows** while the program runs (`dlopen`): the raw
-//!   trace's header holds the database at the time recording starts, so the merged database of
-//!   [`Modules::merged`] must be written at the end (a trailer record read in place of the
-//!   header's) — a trace format version bump.
-//! * **Profiles** (`bl`, `ppp`) are per function: each module's counter table registers with
-//!   its base, and the profile is the concatenation in id order.
-//! * Limits: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
+//!   order: the executable defines `__wpp_buf`, `__wpp_idx`, `__wpp_depth` (`local-exec`, its
+//!   probes unchanged) and libraries reach them `initial-exec` (one more load per probe; the
+//!   `global-dynamic` default of `-fPIC` would call `__tls_get_addr` per probe, 57 % more
+//!   instructions). glibc serves a `dlopen`ed `libwpp_rt.so`'s `initial-exec` TLS from its
+//!   static TLS surplus (24 bytes).
+//! * **The executable keeps ids `[0, n)`.** A `DT_NEEDED` library's constructor registers
+//!   before the executable runs anything, so the first registration registers the executable
+//!   first, found by a weak reference to its program database (`dso.rs`).
+//! * **Libraries** add their base to each `Enter` word (one load and one add: +2.6 %
+//!   instructions on a call-bound workload, fib) and skip every probe when refused.
+//! * **The database grows** while the program runs (`dlopen` after the first event): the
+//!   merged database goes into the trace as a program chunk, ahead of the library's events.
+//! * Not recorded yet: libraries in `bl`, `ppp` and the memory modes (linked natively).
+//!   Limit: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
 //!   and `exec` wrappers do not interpose there (those exits lose the buffered tail).
 
 use crate::abi::{EmbeddedProgram, Mode};

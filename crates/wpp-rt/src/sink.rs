@@ -125,6 +125,11 @@ impl Sink {
         self.raw.consume(t, words, open_frames);
     }
 
+    /// The program database from here on (a shared library was loaded).
+    pub fn program(&mut self, program: wpp_trace::ProgramDb) {
+        self.raw.program(program);
+    }
+
     /// Hands thread `t`'s full buffer to the output and returns an empty one (see
     /// [`crate::handoff::Pipe::swap`]).
     pub fn swap(&mut self, t: u32, words: Vec<u64>) -> Vec<u64> {
@@ -324,6 +329,12 @@ impl RawSink {
         }
     }
 
+    /// Has the writer write `program`, the database from here on, before any later batch.
+    pub fn program(&mut self, program: wpp_trace::ProgramDb) {
+        self.sent += 1;
+        self.pipe.send_program(program);
+    }
+
     /// Waits until the writer has written every batch sent so far; returns the file's length.
     pub fn sync(&mut self) -> u64 {
         self.progress.wanted.store(self.sent, Ordering::Release);
@@ -460,6 +471,9 @@ impl ChunkWriter {
     }
 
     fn add(&mut self, b: &Batch) {
+        if let Some(program) = &b.program {
+            return self.write_program(program);
+        }
         let Some(checks) = self.checks.as_mut() else {
             return self.encode(b.thread, &b.words, b.open_frames);
         };
@@ -527,6 +541,16 @@ impl ChunkWriter {
                 self.count += 1;
             } else {
                 self.bad_words += 1;
+            }
+        }
+    }
+
+    /// Writes the chunk being filled, then the program chunk.
+    fn write_program(&mut self, program: &wpp_trace::ProgramDb) {
+        self.write_chunk();
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_program(program) {
+                self.error = Some(e);
             }
         }
     }
@@ -617,7 +641,12 @@ mod tests {
                 want.extend(words.iter().filter_map(|&w| abi::decode_word(w)));
                 bad += words.iter().filter(|&&w| abi::decode_word(w).is_none()).count() as u64;
                 want.extend((0..open_frames).map(|_| Event::Leave));
-                w.add(&Batch { thread, words, open_frames });
+                w.add(&Batch {
+                    thread,
+                    words,
+                    open_frames,
+                    program: None,
+                });
             }
             w.write_chunk();
             prop_assert!(w.error.is_none());

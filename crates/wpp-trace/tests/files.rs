@@ -804,3 +804,48 @@ fn a_recorder_that_dies_keeps_every_flushed_chunk() {
     let err = file::read_events(&path).unwrap_err();
     assert!(err.is_truncated(), "{err}");
 }
+
+/// A library loaded after recording started (`wpp-rt`): a program chunk grows the database
+/// mid-file. A file's reader reads every event against the last database, the one before the
+/// first event included; a cut after the chunk keeps it; a damaged chunk is an error at its
+/// offset; a stream cannot look ahead and says so rather than misreading.
+#[test]
+fn a_program_chunk_grows_the_database_for_the_whole_file() {
+    let (before, grown) = (db(&["main", "f"]), db(&["main", "f", "lib_g"]));
+    let first = [Event::Enter(FunctionId(0)), Event::Block(BlockId(1))];
+    let second = [Event::Enter(FunctionId(2)), Event::Leave, Event::Leave];
+    let mut w = TraceWriter::new(Vec::new(), &before).unwrap();
+    first.iter().for_each(|&e| w.push(e).unwrap());
+    w.write_program(&grown).unwrap();
+    let program_at = w.bytes_written() as usize;
+    second.iter().for_each(|&e| w.push(e).unwrap());
+    let bytes = w.finish().unwrap();
+    let all: Vec<Event> = first.iter().chain(&second).copied().collect();
+
+    let r = TraceReader::from_bytes(bytes.clone()).unwrap();
+    assert_eq!(r.program(), &grown);
+    assert_eq!(r.read_all().unwrap(), all);
+
+    // Cut inside the last event chunk: the program chunk before it still counts.
+    let cut = bytes[..bytes.len() - CHUNK_HEADER_LEN - 2].to_vec();
+    let r = TraceReader::from_bytes(cut).unwrap();
+    assert_eq!(r.program(), &grown);
+    let (got, err) = read_until_error(r);
+    assert_eq!(got, first);
+    assert!(matches!(err, Some(TraceError::Truncated { .. })), "{err:?}");
+
+    // A flipped byte in the program chunk's database: refused where the chunk starts.
+    let mut bad = bytes.clone();
+    bad[program_at - 3] ^= 0x40;
+    let (got, err) = read_until_error(TraceReader::from_bytes(bad).unwrap());
+    assert_eq!(got, first);
+    let err = err.expect("an error").to_string();
+    assert!(err.contains("checksum"), "{err}");
+
+    let err = TraceReader::from_reader(Cursor::new(bytes))
+        .unwrap()
+        .read_all()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("read this trace from a file"), "{err}");
+}

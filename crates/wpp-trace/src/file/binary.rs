@@ -50,7 +50,8 @@
 //! chunk      0  4  stored_len (u32), 1 ..= MAX_CHUNK_BYTES: payload bytes in the file
 //!            4  4  event_count (u32), 1 ..= raw_len (every event takes ≥ 1 byte)
 //!            8  4  raw_len (u32) ≤ MAX_CHUNK_BYTES: payload bytes once decompressed
-//!           12  1  codec (u8): 0 = plain (raw_len = stored_len), 1 = one zstd frame
+//!           12  1  codec (u8): 0 = plain (raw_len = stored_len), 1 = one zstd frame,
+//!                  2 = a program chunk (plain, event_count 0: see CODEC_PROGRAM)
 //!           13  3  reserved, zero
 //!           16  4  sequence (u32): 0 for the first chunk, then 1, 2, … (wrapping at 2^32)
 //!           20  4  payload_crc (u32): CRC-32 of the stored payload
@@ -167,6 +168,11 @@ pub const BATCH_EVENTS: usize = 4096;
 pub const CODEC_PLAIN: u8 = 0;
 /// Codec byte of a chunk whose payload is one zstd frame.
 pub const CODEC_ZSTD: u8 = 1;
+/// Codec byte of a *program chunk*: no events; its plain payload is the program database as it
+/// stands from here on (the header's encoding, functions only ever appended), written when a
+/// shared library is loaded after recording started. A file reader takes the last one before
+/// reading any event, so every event is read against the final database.
+pub const CODEC_PROGRAM: u8 = 2;
 /// The zstd level the recording runtime uses by default: on event traces level 1 already
 /// compresses 14–62× at about 1 GB/s, and higher levels cost far more time than they save
 /// (see the `wpp-rt` sink's documentation for the measurements).
@@ -425,6 +431,35 @@ impl<W: Write> TraceWriter<W> {
         self.emit(payload, event_count)
     }
 
+    /// Writes a program chunk ([`CODEC_PROGRAM`]): `db` is the program from here on, and
+    /// must extend the one before (the same functions first). Buffered events go first.
+    pub fn write_program(&mut self, db: &ProgramDb) -> Result<(), TraceError> {
+        let body = db.to_bytes().map_err(|e| TraceError::Header {
+            offset: self.bytes,
+            message: e.to_string(),
+        })?;
+        if body.len() > MAX_CHUNK_BYTES {
+            return Err(TraceError::InvalidChunk(
+                "a program database in a chunk must hold at most MAX_CHUNK_BYTES bytes",
+            ));
+        }
+        self.flush_chunk()?;
+        let header = ChunkFields {
+            stored: body.len() as u32,
+            count: 0,
+            raw: body.len() as u32,
+            codec: CODEC_PROGRAM,
+            sequence: Some(self.chunks),
+            payload_crc: crc32fast::hash(&body),
+        };
+        self.out.write_all(&header.encode())?;
+        self.out.write_all(&body)?;
+        self.out.flush()?;
+        self.chunks = self.chunks.wrapping_add(1);
+        self.bytes += (CHUNK_HEADER_LEN + body.len()) as u64;
+        Ok(())
+    }
+
     /// Writes one chunk, compressed if that is asked for and helps, and flushes.
     fn emit(&mut self, payload: &[u8], count: u32) -> Result<(), TraceError> {
         let packed = match &mut self.zstd {
@@ -599,6 +634,40 @@ fn parse_db(body: &[u8], h: &DbHeader) -> Result<ProgramDb, TraceError> {
     })
 }
 
+/// The database of the last intact program chunk ([`CODEC_PROGRAM`]) of a whole file whose
+/// chunks start at `at`, found by walking the chunk headers (payloads are skipped, so this
+/// costs one header read per chunk). The walk stops at the first damage, which the reading
+/// pass then reports where it is.
+fn last_program(bytes: &[u8], mut at: u64, header_len: usize) -> Option<ProgramDb> {
+    let mut last = None;
+    loop {
+        let start = usize::try_from(at).ok()?;
+        let Some(h) = bytes.get(start..start + header_len) else {
+            return last;
+        };
+        let Ok(c) = parse_chunk_header(h, at) else {
+            return last;
+        };
+        if c.stored == 0 {
+            return last;
+        }
+        let payload_at = start + header_len;
+        let Some(payload) = bytes.get(payload_at..payload_at + c.stored as usize) else {
+            return last;
+        };
+        if c.codec == CODEC_PROGRAM {
+            if crc32fast::hash(payload) != c.payload_crc {
+                return last;
+            }
+            match ProgramDb::from_bytes(payload, payload_at as u64, DbLayout::WithCfgs) {
+                Ok(db) => last = Some(db),
+                Err(_) => return last,
+            }
+        }
+        at = (payload_at + c.stored as usize) as u64;
+    }
+}
+
 /// A truncation before any chunk: the file ended inside its header.
 fn header_truncated() -> TraceError {
     TraceError::Truncated {
@@ -663,6 +732,13 @@ fn check_chunk_fields(c: &ChunkFields, offset: u64) -> Result<(), TraceError> {
         return Ok(()); // the end marker
     }
     match c.codec {
+        CODEC_PROGRAM if c.raw != c.stored || c.stored == 0 || c.count != 0 => {
+            return bad(format!(
+                "program chunk with stored length {}, decompressed length {} and {} events",
+                c.stored, c.raw, c.count
+            ))
+        }
+        CODEC_PROGRAM => return Ok(()),
         CODEC_PLAIN if c.raw != c.stored => {
             return bad(format!(
                 "plain chunk with stored length {} but decompressed length {}",
@@ -753,6 +829,8 @@ impl BinaryDecoder {
             .get(PREAMBLE_LEN..PREAMBLE_LEN + h.len)
             .ok_or_else(header_truncated)?;
         let db = parse_db(body, &h)?;
+        let start = (PREAMBLE_LEN + h.len) as u64;
+        let db = last_program(&bytes, start, h.chunk_header_len).unwrap_or(db);
         let d = Self::new(Source::Whole(bytes), &h, IdLimits::of(&db));
         Ok((db, d))
     }
@@ -913,6 +991,19 @@ impl BinaryDecoder {
                 what: "chunk payload",
                 offset: at,
             });
+        }
+        if c.codec == CODEC_PROGRAM {
+            // A file's reader took the last program before the first event; a stream's
+            // cannot look ahead, and its events would outgrow the database it started with.
+            if matches!(self.src, Source::Stream { .. }) {
+                return Err(TraceError::malformed(
+                    at,
+                    "the program grew while it was recorded (a library loaded after the \
+                     first event): read this trace from a file, not a stream",
+                ));
+            }
+            self.offset = payload_at + u64::from(c.stored);
+            return self.next_chunk();
         }
         self.in_unpacked = c.codec == CODEC_ZSTD;
         if self.in_unpacked {
