@@ -623,9 +623,13 @@ fn hostile_compressed_chunks_are_rejected_with_the_chunks_offset() {
         header_v3(10, 1, MAX_CHUNK_BYTES as u32 + 1, CODEC_ZSTD, 0),
         "decompressed length",
     );
-    // Unknown codec, non-zero reserved bytes, a plain chunk whose two lengths differ, an
-    // empty compressed payload.
-    check(header_v3(2, 1, 2, 2, 0), "unknown chunk codec 2");
+    // Unknown codec, a program chunk claiming events, non-zero reserved bytes, a plain chunk
+    // whose two lengths differ, an empty compressed payload.
+    check(header_v3(2, 1, 2, 3, 0), "unknown chunk codec 3");
+    check(
+        header_v3(2, 1, 2, 2, 0),
+        "program chunk with stored length 2, decompressed length 2 and 1 events",
+    );
     let mut reserved = header_v3(2, 1, 2, CODEC_PLAIN, 0);
     reserved[14] = 1;
     let crc = crc32fast::hash(&reserved[..20]);
