@@ -513,6 +513,37 @@ fn ewpp_tables(
     Ok(abi::EwppTables { memory, exercised })
 }
 
+/// Names Rust functions by their paths without the hash (`hello::main`,
+/// `<alloc::vec::Vec<T> as core::ops::drop::Drop>::drop`), as backtraces do. Instances whose
+/// paths are equal (generic code instantiated for types the path does not show) keep the hash
+/// (`…::h75ec1b21ea22c99e`), so every name still picks one function. Other names (C, C++) are
+/// left as they are.
+fn demangle_rust_names(functions: &mut [Function]) {
+    let paths: Vec<Option<(String, String)>> =
+        functions.iter().map(|f| rust_path(&f.name)).collect();
+    let mut uses = std::collections::HashMap::new();
+    for (short, _) in paths.iter().flatten() {
+        *uses.entry(short.clone()).or_insert(0) += 1;
+    }
+    for (f, p) in functions.iter_mut().zip(paths) {
+        if let Some((short, full)) = p {
+            f.name = if uses[&short] == 1 { short } else { full };
+        }
+    }
+}
+
+/// The path of a Rust symbol, without and with its hash: a v0 name (`_R…`), or a legacy one
+/// whose last segment is rustc's hash (`…17h0123456789abcdefE`), which C++ names never have.
+fn rust_path(name: &str) -> Option<(String, String)> {
+    let d = rustc_demangle::try_demangle(name).ok()?;
+    let full = d.to_string();
+    let last = full.rsplit("::").next().unwrap_or("");
+    let hashed = last.len() == 17
+        && last.starts_with('h')
+        && last[1..].chars().all(|c| c.is_ascii_hexdigit());
+    (name.starts_with("_R") || hashed).then(|| (format!("{d:#}"), full))
+}
+
 /// Instruments a module in place and verifies it.
 pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, Error> {
     let m = Mod::new(module);
@@ -608,6 +639,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         }
         all_sites.push(sites);
     }
+    demangle_rust_names(&mut db.functions);
     let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
     let memory_db = addresses.then(|| wpp_deps::MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,

@@ -1,0 +1,165 @@
+//! Rust programs through the documented route (README, "Rust programs"): cargo with
+//! `RUSTFLAGS="-C linker=wpp-cc -C linker-plugin-lto"`, so the crate's code reaches the link as
+//! LLVM 22 bitcode, which `wpp cc` instruments like C's. The program catches a panic that
+//! unwinds through instrumented frames and runs threads; the oracle is its uninstrumented
+//! build (same output) and the recording's own structure (balanced per thread, raw = online).
+
+#![cfg(feature = "llvm")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MAIN_RS: &str = r#"
+use std::panic;
+
+#[inline(never)]
+fn work(n: u64) -> u64 {
+    (0..n).map(|i| if i % 3 == 0 { i * 2 } else { i }).sum()
+}
+
+#[inline(never)]
+fn checked(n: u64) -> u64 {
+    if n == 7 {
+        panic!("seven");
+    }
+    work(n)
+}
+
+fn main() {
+    panic::set_hook(Box::new(|_| {}));
+    let mut caught = 0;
+    let mut sum = 0;
+    for n in 5..10 {
+        match panic::catch_unwind(|| checked(n)) {
+            Ok(s) => sum += s,
+            Err(_) => caught += 1,
+        }
+    }
+    // One thread at a time, so threads register in the same order in every run.
+    for t in 0..3 {
+        sum += std::thread::spawn(move || work(100 + t)).join().unwrap();
+    }
+    println!("caught {caught}, sum {sum}");
+}
+"#;
+
+/// A cargo project in a scratch directory, with a `wpp-cc` symlink.
+struct Crate {
+    dir: tempfile::TempDir,
+}
+
+impl Crate {
+    fn new() -> Crate {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wpp = PathBuf::from(env!("CARGO_BIN_EXE_wpp"));
+        std::os::unix::fs::symlink(&wpp, dir.path().join("wpp-cc")).expect("symlink");
+        std::fs::create_dir(dir.path().join("src")).expect("src");
+        std::fs::write(
+            dir.path().join("Cargo.toml"),
+            "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        )
+        .expect("Cargo.toml");
+        std::fs::write(dir.path().join("src/main.rs"), MAIN_RS).expect("main.rs");
+        Crate { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `cargo build --release` into `target-NAME`, with `mode` through wpp-cc (or natively).
+    fn build(&self, name: &str, mode: Option<&str>) -> PathBuf {
+        let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        c.args(["build", "--release", "--quiet", "--offline"])
+            .current_dir(self.dir.path())
+            .env("CARGO_TARGET_DIR", self.path(&format!("target-{name}")))
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_RUSTFLAGS")
+            .env_remove("RUSTFLAGS");
+        if let Some(mode) = mode {
+            let linker = self.path("wpp-cc");
+            c.env(
+                "RUSTFLAGS",
+                format!("-C linker={} -C linker-plugin-lto", linker.display()),
+            )
+            .env("WPP_MODE", mode);
+        }
+        let out = c.output().expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "cargo build ({name}) failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.path(&format!("target-{name}/release/hello"))
+    }
+
+    /// Runs `exe` with the recording environment `env`; its standard output.
+    fn run(&self, exe: &Path, env: &[(&str, &Path)], raw: bool) -> String {
+        let mut c = Command::new(exe);
+        c.current_dir(self.dir.path()).env("WPP_FINISH", "wait");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        if raw {
+            c.env("WPP_RAW", "1");
+        }
+        let o = c.output().expect("program runs");
+        assert!(o.status.success(), "{} failed: {o:?}", exe.display());
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
+
+fn wpp(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(args)
+        .output()
+        .expect("wpp runs");
+    assert!(
+        o.status.success(),
+        "wpp {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn a_rust_program_with_panics_and_threads_records_exactly() {
+    let c = Crate::new();
+    let native = c.build("native", None);
+    let want = c.run(&native, &[], false);
+    // work(n) = Σ_{i<n} i + Σ_{i<n, 3|i} i: 13 + 18 + 37 + 45 for n = 5, 6, 8, 9, and
+    // 6633 + 6733 + 6834 for n = 100, 101, 102 on the threads.
+    assert_eq!(want, "caught 1, sum 20313\n");
+
+    let blocks = c.build("blocks", Some("trace-blocks"));
+    let (wpp_file, trace) = (c.path("run.wpp"), c.path("run.trace"));
+    assert_eq!(c.run(&blocks, &[("WPP_OUT", &wpp_file)], false), want);
+    assert_eq!(c.run(&blocks, &[("WPP_OUT", &trace)], true), want);
+    let (w, t) = (wpp_file.to_str().unwrap(), trace.to_str().unwrap());
+    wpp(&["verify", w, t]);
+    let text = c.path("run.txt");
+    wpp(&["decompress", "--text", "-o", text.to_str().unwrap(), w]);
+    let text = std::fs::read_to_string(&text).expect("text trace");
+    // Balanced per thread: every frame entered is left, the unwound ones included.
+    let (mut thread, mut depth) = (0u32, std::collections::BTreeMap::new());
+    let mut entered = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("T ") {
+            thread = t.parse().expect("thread id");
+        } else if let Some(f) = line.strip_prefix("F ") {
+            *depth.entry(thread).or_insert(0i64) += 1;
+            *entered.entry(f.to_owned()).or_insert(0) += 1;
+        } else if line == "E" {
+            let d = depth.entry(thread).or_insert(0i64);
+            *d -= 1;
+            assert!(*d >= 0, "thread {thread} leaves a frame it never entered");
+        }
+    }
+    assert!(depth.values().all(|&d| d == 0), "open frames: {depth:?}");
+    assert_eq!(depth.len(), 4, "the main thread and three spawned ones");
+    // Demangled names; `checked` ran 5 times, `work` 4 + 3 times (its panicking call never
+    // reaches it).
+    assert_eq!(entered.get("hello::checked"), Some(&5), "{entered:?}");
+    assert_eq!(entered.get("hello::work"), Some(&7), "{entered:?}");
+    assert_eq!(entered.get("hello::main"), Some(&1), "{entered:?}");
+}
