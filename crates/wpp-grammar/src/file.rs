@@ -97,9 +97,16 @@
 //! R0's definition ends first, so it is rule 0; R1 is rule 1. The test `worked_example_bytes`
 //! pins these bytes; a layout change must bump [`VERSION`].
 //!
+//! # Version 4: segments
+//!
+//! A recording too long to hold its grammar in memory is written in segments, each a version 3
+//! `RULE` and `STRT` payload in a `SEGM` section, with `META`, `PROG` and `ALPH` after the last
+//! ([`segments`'s documentation](SegmentWriter) has the layout; the reader joins the segments
+//! into one grammar). A file of one segment is version 3.
+//!
 //! # Versions 1 and 2
 //!
-//! Files of both still read (users hold them); this build writes version 3 only. Version 2
+//! Files of both still read (users hold them); this build writes versions 3 and 4 only. Version 2
 //! differs only in `PROG`, which holds the postcard part alone, as is (no stream header, no
 //! CFG table): the example
 //! above in version 2 is 101 bytes, with `PROG` = `50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00
@@ -149,7 +156,8 @@ pub use segments::{
 
 /// The first four bytes of every `.wpp` file.
 pub const MAGIC: [u8; 4] = *b"WPPG";
-/// The layout version this build writes (and the newest it reads).
+/// The layout version this build writes for a grammar in one segment ([`SEGMENTED_VERSION`]
+/// for several, the newest it reads).
 pub const VERSION: u32 = 3;
 /// The oldest layout version this build reads.
 pub const OLDEST_VERSION: u32 = 1;

@@ -63,7 +63,22 @@ pub struct SegmentInfo {
     pub bytes: u64,
 }
 
-/// Writes a `.wpp` one segment at a time (see the module documentation).
+/// Writes a `.wpp` one segment at a time.
+///
+/// The layout (version 4):
+///
+/// ```text
+/// file = "WPPG" 4:u32le SEGM+ META PROG ALPH extra* END
+/// SEGM = number events rules_length RULE-payload STRT-payload
+/// META = algorithm events threads segments
+/// ```
+///
+/// `number` is the segment's place (0, 1, …), `events` the trace events it took in,
+/// `rules_length` the bytes of the version 3 `RULE` payload that follows (over the final
+/// alphabet's numbering, which only grows), then a `STRT` payload for the threads with events
+/// in the segment. `META`'s segment count must equal the `SEGM` sections; its threads are the
+/// distinct threads of all segments. `META`, `PROG` and `ALPH` come last because only the end
+/// of the run knows them, and a segment's rules must leave memory when it closes.
 pub struct SegmentWriter<W: Write> {
     out: W,
     path: PathBuf,
