@@ -484,17 +484,22 @@ impl TraceCompressor {
     /// so far) and starts a fresh one over the same alphabet, so its memory is the caller's to
     /// free ([`crate::segment`]). The current thread stays current.
     pub fn close_segment(&mut self) -> Result<crate::Grammar, TraceCompressError> {
-        let fresh = self.fresh_backend()?;
-        let backend = std::mem::replace(&mut self.backend, fresh);
-        let grammar = self.finish_backend(backend)?;
+        let grammar = self.finish_backend()?;
+        self.backend = self.fresh_backend()?;
         self.streams.clear();
         self.current = None;
         self.segment_start = self.events;
         Ok(grammar)
     }
 
-    /// The grammar of `backend`, over the terminals interned so far.
-    fn finish_backend(&self, backend: Backend) -> Result<crate::Grammar, TraceCompressError> {
+    /// The grammar of the backend's events, over the terminals interned so far; the backend
+    /// is left empty (an offline engine without streams, which holds nothing), so a segment's
+    /// compressor is freed before the next one starts.
+    fn finish_backend(&mut self) -> Result<crate::Grammar, TraceCompressError> {
+        let empty = Backend::Serial(Engine::Offline {
+            streams: Vec::new(),
+        });
+        let backend = std::mem::replace(&mut self.backend, empty);
         let num_terminals = self.interner.alphabet.len() as u32;
         match backend {
             Backend::Serial(engine) => engine.finish(num_terminals),
@@ -511,11 +516,7 @@ impl TraceCompressor {
     /// Finishes compression and returns the `.wpp` contents (without extra sections); after
     /// [`close_segment`](Self::close_segment), its grammar is the last segment's.
     pub fn finish(mut self) -> Result<WppFile, TraceCompressError> {
-        let empty = Backend::Serial(Engine::Offline {
-            streams: Vec::new(),
-        });
-        let backend = std::mem::replace(&mut self.backend, empty);
-        let grammar = self.finish_backend(backend)?;
+        let grammar = self.finish_backend()?;
         Ok(WppFile {
             program: self.program,
             alphabet: self.interner.alphabet,

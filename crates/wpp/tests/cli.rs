@@ -169,8 +169,10 @@ fn parallel_compression_verifies_and_answers_as_one_thread() {
 /// three-thread trace in segments of 7001 events (and, for one compressor, segments of chunks
 /// on two threads) verifies, decompresses to the same text, and answers `functions`,
 /// `subpath` and `match` as the unsegmented file (hot subpaths are found through the rules, so
-/// each grammar finds its own sound set, as with parallel chunks); `wpp stats` lists the segments, whose events add up to the trace's.
-/// `--segment-events 0`, or a segment longer than the trace, gives the unsegmented file.
+/// each grammar finds its own sound set, as with parallel chunks); `wpp stats` lists the
+/// segments, whose events add up to the trace's; the file recompresses into segments of
+/// another size. `--segment-events 0`, or a segment longer than the trace, gives the
+/// unsegmented file.
 #[test]
 fn segmented_files_answer_as_one_segment() {
     let dir = Dir::new();
@@ -234,6 +236,12 @@ fn segmented_files_answer_as_one_segment() {
             std::fs::read(out).unwrap()
         };
         assert_eq!(text(&one), text(&cut), "{alg}: decompress");
+        // A segmented `.wpp` recompressed into segments again (its expansion, thread by
+        // thread) is the same trace.
+        let again = dir.path(&format!("{alg}-{threads}-again.wpp"));
+        ok(&["compress", &cut, "-o", &again, "--segment-events", "5000"]);
+        ok(&["verify", &again, &trace]);
+        assert_eq!(stats_json(&again)["segments"].as_array().unwrap().len(), 8);
         let long = dir.path(&format!("{alg}-{threads}-long.wpp"));
         compress(&long, "40000");
         assert_eq!(std::fs::read(&long).unwrap(), std::fs::read(&one).unwrap());

@@ -222,14 +222,12 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<WppFile, WppError> {
     let alphabet = decode_alphabet(&mut section(r, ALPH)?)?;
     let extra = decode_extra(r)?;
     let mut joiner = Joiner::default();
-    // Splicing rules used once (rule utility) copies bodies; a hostile file could chain such
-    // rules to make the copies quadratic. Real segments splice almost nothing.
-    let symbols_read: usize = segments.iter().map(Reader::remaining).sum();
-    joiner.set_symbol_limit(symbols_read.saturating_mul(8).saturating_add(1 << 20));
     let mut order = Vec::new();
     let mut seen = FxHashSet::default();
+    let mut symbols = 0usize;
     for (i, mut payload) in segments.into_iter().enumerate() {
         let g = decode_segment(&mut payload, i, alphabet.len())?;
+        symbols = symbols.saturating_add(g.num_symbols());
         order.extend(
             g.starts()
                 .iter()
@@ -245,6 +243,10 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<WppFile, WppError> {
             offset: meta_offset,
         });
     }
+    // Splicing rules used once (rule utility) copies bodies; a hostile file could chain such
+    // rules to make the copies quadratic. Real segments splice a few rules, each into one
+    // user, so the joined rules stay within twice the segments' symbols.
+    joiner.set_symbol_limit(symbols.saturating_mul(4).saturating_add(1 << 20));
     let grammar = joiner.finish(alphabet.len() as u32, &order)?;
     Ok(WppFile {
         program,
