@@ -29,14 +29,12 @@
 //!   `.wpp` right after the program ends).
 //!
 //! Compression streams the spool through [`TraceCompressor`], the code behind `wpp compress`,
-//! so memory is bounded by the grammar, not by the run's length, and `wpp verify` of the `.wpp`
-//! against a raw recording of the same run is exact. It runs on every core
+//! so `wpp verify` of the `.wpp` against a raw recording of the same run is exact. It runs on every core
 //! ([`THREADS_VAR`], default the available cores): the spool is cut into chunks of
 //! [`DEFAULT_CHUNK_EVENTS`](wpp_grammar::parallel::DEFAULT_CHUNK_EVENTS) events compressed in
 //! parallel and joined into one grammar ([`wpp_grammar::parallel`]); a recording shorter than
 //! one chunk gets the single-threaded grammar. However long the run, the finisher's memory is
-//! bounded: every [`SEGMENT_VAR`] events (default
-//! [`DEFAULT_SEGMENT_EVENTS`](wpp_grammar::segment::DEFAULT_SEGMENT_EVENTS)) the grammar is
+//! bounded: every [`SEGMENT_VAR`] events (default [`DEFAULT_SEGMENT_EVENTS`]) the grammar is
 //! closed, written to the `.wpp` and freed ([`wpp_grammar::segment`]); every query reads the
 //! segments as one run.
 
