@@ -10,10 +10,10 @@
 //! concatenation of its segment start rules ([`crate::file`]'s version 4).
 //!
 //! Cutting costs what joining chunks costs: repetition across segments is found only in rules
-//! (joined by content), not at the top level, so a segmented grammar is somewhat larger than
-//! an unsegmented one; the default segment ([`DEFAULT_SEGMENT_EVENTS`]) is long enough that
-//! the loss is small and short enough that a segment's grammar stays within a few hundred MB
-//! on high-entropy traces. Segments are cut at exact event counts (whatever the batches), so a
+//! (joined by content), not at the top level, and digrams may repeat across segments. On
+//! `wpp synth` traces compressed on two threads (chunks joined anyway) the segmented file was
+//! no larger (BENCHMARKS.md); the default segment ([`DEFAULT_SEGMENT_EVENTS`]) is long enough
+//! that few rules are cut. Segments are cut at exact event counts (whatever the batches), so a
 //! file does not depend on how its events were handed over. A trace of at most one segment is
 //! written as version 3, byte for byte the unsegmented file.
 //!
@@ -42,10 +42,12 @@ use wpp_trace::{Event, ThreadId};
 use crate::file::{SegmentWriter, WppError, WppFile, Written};
 use crate::trace::{TraceCompressError, TraceCompressor};
 
-/// Trace events per segment when the caller does not choose: 2^28 (268 M). The phrase
-/// compressor, the runtime's, held 0.5–1.5 bytes of grammar per event on the bench traces
-/// and SEQUITUR up to 3, so a segment's grammar stays below about 1 GiB (BENCHMARKS.md,
-/// "Any length, bounded memory").
+/// Trace events per segment when the caller does not choose: 2^28 (268 M). Measured
+/// (BENCHMARKS.md, "Any length, bounded memory"): the phrase compressor on two threads peaks at
+/// 138 MiB of heap per segment on `wpp synth` traces, where one unsegmented grammar took
+/// 0.35 GiB more per 10^9 events. High-entropy traces grow grammars ~10× faster (0.16 SEQUITUR
+/// symbols per event, at ~30 bytes per symbol while compressing: ~1.3 GiB per segment for
+/// SEQUITUR), so a smaller segment suits them.
 pub const DEFAULT_SEGMENT_EVENTS: u64 = 1 << 28;
 
 /// Why a segmented compression failed.
