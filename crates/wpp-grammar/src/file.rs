@@ -97,9 +97,16 @@
 //! R0's definition ends first, so it is rule 0; R1 is rule 1. The test `worked_example_bytes`
 //! pins these bytes; a layout change must bump [`VERSION`].
 //!
+//! # Version 4: segments
+//!
+//! A recording too long to hold its grammar in memory is written in segments, each a version 3
+//! `RULE` and `STRT` payload in a `SEGM` section, with `META`, `PROG` and `ALPH` after the last
+//! ([`segments`'s documentation](SegmentWriter) has the layout; the reader joins the segments
+//! into one grammar). A file of one segment is version 3.
+//!
 //! # Versions 1 and 2
 //!
-//! Files of both still read (users hold them); this build writes version 3 only. Version 2
+//! Files of both still read (users hold them); this build writes versions 3 and 4 only. Version 2
 //! differs only in `PROG`, which holds the postcard part alone, as is (no stream header, no
 //! CFG table): the example
 //! above in version 2 is 101 bytes, with `PROG` = `50 52 4f 47 09 01 04 6d 61 69 6e 00 00 00
@@ -141,10 +148,16 @@ use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
 use crate::symbol::{Symbol, SymbolKind};
 
 mod rules;
+mod segments;
+
+pub use segments::{
+    read_segments, segment_table, SegmentInfo, SegmentWriter, Written, SEGMENTED_VERSION,
+};
 
 /// The first four bytes of every `.wpp` file.
 pub const MAGIC: [u8; 4] = *b"WPPG";
-/// The layout version this build writes (and the newest it reads).
+/// The layout version this build writes for a grammar in one segment ([`SEGMENTED_VERSION`]
+/// for several, the newest it reads).
 pub const VERSION: u32 = 3;
 /// The oldest layout version this build reads.
 pub const OLDEST_VERSION: u32 = 1;
@@ -405,6 +418,28 @@ pub enum WppError {
         /// Offset of the `STRT` payload.
         offset: u64,
     },
+    /// A segmented file's `META` counts a different number of `SEGM` sections than it has.
+    #[error(
+        "section `META` at byte offset {offset} promises {meta} segments but the file has {found}"
+    )]
+    SegmentCountMismatch {
+        /// Segments according to `META`.
+        meta: u64,
+        /// `SEGM` sections found.
+        found: usize,
+        /// Offset of the `META` payload.
+        offset: u64,
+    },
+    /// A `SEGM` section is not numbered as its place in the file says.
+    #[error("segment {found} at byte offset {offset} is the file's segment {expected}")]
+    SegmentOutOfOrder {
+        /// Its place in the file.
+        expected: usize,
+        /// Its stored number.
+        found: u64,
+        /// Offset of the number.
+        offset: u64,
+    },
     /// Bytes follow the `END ` section.
     #[error("unexpected bytes after the `END ` section at byte offset {offset}")]
     TrailingBytes {
@@ -474,6 +509,27 @@ impl WppFile {
     }
 
     fn encode(&self, version: u32, level: i32, threads: usize) -> Result<Vec<u8>, WppError> {
+        self.check_writable()?;
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&version.to_le_bytes());
+        let threads_meta = self.grammar.starts().len() as u64;
+        put_section(&mut out, META, &self.encode_meta(threads_meta, None));
+        put_section(&mut out, PROG, &self.encode_program(version, level)?);
+        put_section(&mut out, ALPH, &encode_alphabet(&self.alphabet));
+        let rules = if version == 1 {
+            encode_rules_v1(&self.grammar)
+        } else {
+            rules::encode(&self.grammar, level, threads)
+        };
+        put_section(&mut out, RULE, &rules);
+        put_section(&mut out, STRT, &encode_starts(&self.grammar));
+        self.put_tail(&mut out);
+        Ok(out)
+    }
+
+    /// Checks what every layout requires of the file before writing it.
+    fn check_writable(&self) -> Result<(), WppError> {
         if let Some(s) = self.extra.iter().find(|s| RESERVED.contains(&s.tag)) {
             return Err(WppError::ReservedTag(s.tag));
         }
@@ -483,37 +539,39 @@ impl WppFile {
                 alphabet: self.alphabet.len(),
             });
         }
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&version.to_le_bytes());
-        let mut payload = Vec::new();
-        payload.push(self.algorithm.code());
+        Ok(())
+    }
+
+    /// `META`'s payload: algorithm, events, `threads`, and in version 4 the segment count.
+    fn encode_meta(&self, threads: u64, segments: Option<u64>) -> Vec<u8> {
+        let mut payload = vec![self.algorithm.code()];
         write_varint(&mut payload, self.events);
-        write_varint(&mut payload, self.grammar.starts().len() as u64);
-        put_section(&mut out, META, &payload);
+        write_varint(&mut payload, threads);
+        if let Some(n) = segments {
+            write_varint(&mut payload, n);
+        }
+        payload
+    }
+
+    /// `PROG`'s payload in layout `version`.
+    fn encode_program(&self, version: u32, level: i32) -> Result<Vec<u8>, WppError> {
         let serialize = |e: postcard::Error| WppError::Serialize(e.to_string());
-        let prog = if version >= 3 {
+        Ok(if version >= 3 {
             let mut stream = Vec::new();
             let db = self.program.to_bytes().map_err(serialize)?;
             rules::put_stream(&mut stream, &db, level);
             stream
         } else {
             postcard::to_allocvec(&self.program).map_err(serialize)?
-        };
-        put_section(&mut out, PROG, &prog);
-        put_section(&mut out, ALPH, &encode_alphabet(&self.alphabet));
-        let rules = if version == 1 {
-            encode_rules_v1(&self.grammar)
-        } else {
-            rules::encode(&self.grammar, level, threads)
-        };
-        put_section(&mut out, RULE, &rules);
-        put_section(&mut out, STRT, &encode_starts(&self.grammar));
+        })
+    }
+
+    /// The extra sections and `END `.
+    fn put_tail(&self, out: &mut Vec<u8>) {
         for s in &self.extra {
-            put_section(&mut out, s.tag, &s.data);
+            put_section(out, s.tag, &s.data);
         }
-        put_section(&mut out, END, &[]);
-        Ok(out)
+        put_section(out, END, &[]);
     }
 
     /// Decodes and validates a file (see the module documentation for what is checked).
@@ -523,11 +581,14 @@ impl WppFile {
             return Err(WppError::BadMagic);
         }
         let version = r.u32_le("version")?;
+        if version == SEGMENTED_VERSION {
+            return segments::decode(&mut r);
+        }
         if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(WppError::UnsupportedVersion { found: version });
         }
         let mut meta = section(&mut r, META)?;
-        let (algorithm, events, threads) = decode_meta(&mut meta)?;
+        let (algorithm, events, threads, _) = decode_meta(&mut meta, false)?;
         let prog = section(&mut r, PROG)?;
         let program = decode_program(prog, version)?;
         let mut alph = section(&mut r, ALPH)?;
@@ -539,7 +600,7 @@ impl WppFile {
             rules::decode(&mut rules, alphabet.len())?
         };
         let mut strt = section(&mut r, STRT)?;
-        let starts = decode_starts(&mut strt, &decoded, threads)?;
+        let starts = decode_starts(&mut strt, &decoded, Some(threads))?;
         let extra = decode_extra(&mut r)?;
         let bodies = decoded.ends.iter().scan(0, |from, &to| {
             let body = decoded.symbols[*from..to].iter().copied();
@@ -574,23 +635,30 @@ impl WppFile {
 
     /// Reads and validates the file at `path`, memory-mapping it when large.
     pub fn read(path: impl AsRef<Path>) -> Result<WppFile, WppError> {
-        let path = path.as_ref();
-        let io = |source| WppError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = File::open(path).map_err(io)?;
-        if file.metadata().map_err(io)?.len() < MMAP_THRESHOLD {
-            return WppFile::from_bytes(&std::fs::read(path).map_err(io)?);
-        }
-        // SAFETY: the map is read-only and lives only for this call. If another process
-        // truncates or rewrites the file meanwhile, reads may see changed bytes (or fault on
-        // truncation, as with any mmap-based reader); the decoder validates every byte it reads
-        // and has no memory-safety dependence on their values.
-        #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        WppFile::from_bytes(&map)
+        with_bytes(path.as_ref(), WppFile::from_bytes)
     }
+}
+
+/// Runs `decode` on the bytes of the file at `path`, memory-mapped when large.
+fn with_bytes<T>(
+    path: &Path,
+    decode: impl FnOnce(&[u8]) -> Result<T, WppError>,
+) -> Result<T, WppError> {
+    let io = |source| WppError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    if file.metadata().map_err(io)?.len() < MMAP_THRESHOLD {
+        return decode(&std::fs::read(path).map_err(io)?);
+    }
+    // SAFETY: the map is read-only and lives only for this call. If another process
+    // truncates or rewrites the file meanwhile, reads may see changed bytes (or fault on
+    // truncation, as with any mmap-based reader); the decoder validates every byte it reads
+    // and has no memory-safety dependence on their values.
+    #[allow(unsafe_code)]
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    decode(&map)
 }
 
 fn put_section(out: &mut Vec<u8>, tag: [u8; 4], payload: &[u8]) {
@@ -666,15 +734,24 @@ fn limited(
     Ok(n)
 }
 
-fn decode_meta(r: &mut Reader<'_>) -> Result<(Algorithm, u64, u64), WppError> {
+/// `META`: algorithm, trace events, threads, and (`segmented`, version 4) the segment count.
+fn decode_meta(
+    r: &mut Reader<'_>,
+    segmented: bool,
+) -> Result<(Algorithm, u64, u64, u64), WppError> {
     let offset = r.offset();
     let code = r.u8("algorithm")?;
     let algorithm =
         Algorithm::from_code(code).ok_or(WppError::UnknownAlgorithm { code, offset })?;
     let events = r.varint("trace event count")?;
     let threads = r.varint("thread count")?;
+    let segments = if segmented {
+        r.varint("segment count")?
+    } else {
+        1
+    };
     finished(r, META)?;
-    Ok((algorithm, events, threads))
+    Ok((algorithm, events, threads, segments))
 }
 
 /// The largest program database a reader accepts (64 MiB, as in the trace format).
@@ -903,16 +980,17 @@ fn encode_starts(g: &Grammar) -> Vec<u8> {
     out
 }
 
+/// Start rules (a `STRT` payload), as many as `meta_threads` says when it says.
 fn decode_starts(
     r: &mut Reader<'_>,
     rules: &DecodedRules,
-    meta_threads: u64,
+    meta_threads: Option<u64>,
 ) -> Result<Vec<StartRule>, WppError> {
     let offset = r.offset();
     let n = r.count(2, "start rule count")?;
-    if n as u64 != meta_threads {
+    if let Some(meta) = meta_threads.filter(|&m| m != n as u64) {
         return Err(WppError::ThreadCountMismatch {
-            meta: meta_threads,
+            meta,
             starts: n,
             offset,
         });

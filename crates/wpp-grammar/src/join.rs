@@ -66,6 +66,8 @@ pub struct Joiner {
     /// A body being translated (scratch, reused).
     body: Vec<Symbol>,
     seams: Seams,
+    /// The most symbols [`finish`](Self::finish) may build (see [`set_symbol_limit`](Self::set_symbol_limit)).
+    symbol_limit: Option<usize>,
 }
 
 /// One chunk's start-rule body for one thread.
@@ -184,7 +186,15 @@ impl Joiner {
             Seams::Kept => (rules, starts),
             Seams::Compressed => compress_starts(rules, starts, num_terminals),
         };
-        Flat::new(&rules, &starts).renumber(num_terminals, &start_threads)
+        let limit = self.symbol_limit.unwrap_or(usize::MAX);
+        Flat::new(&rules, &starts, limit)?.renumber(num_terminals, &start_threads)
+    }
+
+    /// Makes [`finish`](Self::finish) fail with [`GrammarError::SpliceLimit`] rather than build
+    /// more than `symbols` symbols while splicing rules used once: a reader joining untrusted
+    /// grammars bounds its memory so (compressors' grammars splice almost nothing).
+    pub fn set_symbol_limit(&mut self, symbols: usize) {
+        self.symbol_limit = Some(symbols);
     }
 
     /// Whether [`finish`](Self::finish) compresses the joined start rules (by default not).
@@ -290,7 +300,7 @@ struct Flat {
 }
 
 impl Flat {
-    fn new(rules: &Rules, starts: &Rules) -> Flat {
+    fn new(rules: &Rules, starts: &Rules, limit: usize) -> Result<Flat, GrammarError> {
         let mut uses = vec![0u32; rules.len()];
         for s in rules.symbols.iter().chain(&starts.symbols) {
             if let SymbolKind::Rule(r) = s.kind() {
@@ -313,6 +323,9 @@ impl Flat {
                 }
             }
             flat.offsets.push(flat.symbols.len());
+            if flat.symbols.len() > limit {
+                return Err(GrammarError::SpliceLimit { limit });
+            }
         }
         let mut flat_starts = Rules {
             symbols: Vec::with_capacity(starts.symbols.len()),
@@ -328,12 +341,15 @@ impl Flat {
                 }
             }
             flat_starts.offsets.push(flat_starts.symbols.len());
+            if flat_starts.symbols.len() > limit {
+                return Err(GrammarError::SpliceLimit { limit });
+            }
         }
-        Flat {
+        Ok(Flat {
             rules: flat,
             starts: flat_starts,
             keep,
-        }
+        })
     }
 
     /// The body of entity `e`: rule `e`, or start rule `e - rules` after the rules.

@@ -16,6 +16,8 @@
 //! * [`trace`] — [`TraceCompressor`]: a trace's events, routed by thread, into a `.wpp` file.
 //! * [`parallel`] and [`join`] — compression on several cores: chunk grammars built in
 //!   parallel and joined into one grammar.
+//! * [`segment`] — any length in bounded memory: the grammar closed, written and freed every
+//!   so many events, the segments joined again when the file is read.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -29,6 +31,7 @@ pub mod join;
 pub mod parallel;
 pub mod phrase;
 pub mod repair;
+pub mod segment;
 pub mod sequitur;
 pub mod symbol;
 pub mod trace;

@@ -40,7 +40,7 @@
 //! assert_eq!(wpp.grammar.starts().len(), 2); // threads 0 and 2
 //! ```
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use wpp_trace::alphabet::AlphabetFull;
 use wpp_trace::{Alphabet, Event, ProgramDb, Terminal, ThreadDemux, ThreadId};
 
@@ -331,8 +331,15 @@ pub struct TraceCompressor {
     streams: FxHashMap<ThreadId, usize>,
     /// The current thread's stream, once it has one.
     current: Option<usize>,
+    /// Threads that have emitted an event, in any segment.
+    threads: FxHashSet<ThreadId>,
     backend: Backend,
+    /// What [`with_threads`](Self::with_threads) asked for, to start each segment's backend.
+    parallelism: Option<Parallelism>,
+    window: Option<usize>,
     events: u64,
+    /// [`events`](Self::events) when the current segment began.
+    segment_start: u64,
 }
 
 /// Where a [`TraceCompressor`]'s terminals go.
@@ -355,8 +362,12 @@ impl TraceCompressor {
             demux: ThreadDemux::new(),
             streams: FxHashMap::default(),
             current: None,
+            threads: FxHashSet::default(),
             backend: Backend::Serial(Engine::new(algorithm, window)),
+            parallelism: None,
+            window,
             events: 0,
+            segment_start: 0,
         }
     }
 
@@ -373,10 +384,18 @@ impl TraceCompressor {
     ) -> Result<Self, TraceCompressError> {
         let mut c = TraceCompressor::new(algorithm, window, program);
         if how.threads > 1 && window.is_none() {
-            let p = Parallel::new(algorithm, how)?;
-            c.backend = Backend::Parallel(p);
+            c.parallelism = Some(how);
+            c.backend = c.fresh_backend()?;
         }
         Ok(c)
+    }
+
+    /// A backend with nothing pushed, as this compressor was configured.
+    fn fresh_backend(&self) -> Result<Backend, TraceCompressError> {
+        Ok(match self.parallelism {
+            Some(how) => Backend::Parallel(Parallel::new(self.algorithm, how)?),
+            None => Backend::Serial(Engine::new(self.algorithm, self.window)),
+        })
     }
 
     /// Appends one event of the trace.
@@ -426,6 +445,7 @@ impl TraceCompressor {
             engine.open(thread)?;
         }
         self.streams.insert(thread, stream);
+        self.threads.insert(thread);
         self.current = Some(stream);
         Ok(stream)
     }
@@ -442,7 +462,7 @@ impl TraceCompressor {
 
     /// Threads that have emitted at least one event so far.
     pub fn num_threads(&self) -> usize {
-        self.streams.len()
+        self.threads.len()
     }
 
     /// Heap bytes held by the compressor's own tables where it can say (SEQUITUR's arena and
@@ -454,19 +474,49 @@ impl TraceCompressor {
         }
     }
 
-    /// Finishes compression and returns the `.wpp` contents (without extra sections).
-    pub fn finish(self) -> Result<WppFile, TraceCompressError> {
+    /// Events pushed since the current segment began ([`close_segment`](Self::close_segment)).
+    pub fn segment_events(&self) -> u64 {
+        self.events - self.segment_start
+    }
+
+    /// Closes the current segment: returns the grammar of the events pushed since the last
+    /// close (start rules for the threads that had events in it, over the terminals interned
+    /// so far) and starts a fresh one over the same alphabet, so its memory is the caller's to
+    /// free ([`crate::segment`]). The current thread stays current.
+    pub fn close_segment(&mut self) -> Result<crate::Grammar, TraceCompressError> {
+        let grammar = self.finish_backend()?;
+        self.backend = self.fresh_backend()?;
+        self.streams.clear();
+        self.current = None;
+        self.segment_start = self.events;
+        Ok(grammar)
+    }
+
+    /// The grammar of the backend's events, over the terminals interned so far; the backend
+    /// is left empty (an offline engine without streams, which holds nothing), so a segment's
+    /// compressor is freed before the next one starts.
+    fn finish_backend(&mut self) -> Result<crate::Grammar, TraceCompressError> {
+        let empty = Backend::Serial(Engine::Offline {
+            streams: Vec::new(),
+        });
+        let backend = std::mem::replace(&mut self.backend, empty);
         let num_terminals = self.interner.alphabet.len() as u32;
-        let grammar = match self.backend {
-            Backend::Serial(engine) => engine.finish(num_terminals)?,
+        match backend {
+            Backend::Serial(engine) => engine.finish(num_terminals),
             Backend::Parallel(p) => {
                 let mut threads: Vec<(usize, ThreadId)> =
                     self.streams.iter().map(|(&t, &s)| (s, t)).collect();
                 threads.sort_unstable();
                 let threads: Vec<ThreadId> = threads.into_iter().map(|(_, t)| t).collect();
-                p.finish(num_terminals, &threads)?
+                p.finish(num_terminals, &threads)
             }
-        };
+        }
+    }
+
+    /// Finishes compression and returns the `.wpp` contents (without extra sections); after
+    /// [`close_segment`](Self::close_segment), its grammar is the last segment's.
+    pub fn finish(mut self) -> Result<WppFile, TraceCompressError> {
+        let grammar = self.finish_backend()?;
         Ok(WppFile {
             program: self.program,
             alphabet: self.interner.alphabet,

@@ -29,17 +29,22 @@
 //!   `.wpp` right after the program ends).
 //!
 //! Compression streams the spool through [`TraceCompressor`], the code behind `wpp compress`,
-//! so memory is bounded by the grammar, not by the run's length, and `wpp verify` of the `.wpp`
-//! against a raw recording of the same run is exact. It runs on every core
+//! so `wpp verify` of the `.wpp` against a raw recording of the same run is exact. It runs on every core
 //! ([`THREADS_VAR`], default the available cores): the spool is cut into chunks of
 //! [`DEFAULT_CHUNK_EVENTS`](wpp_grammar::parallel::DEFAULT_CHUNK_EVENTS) events compressed in
 //! parallel and joined into one grammar ([`wpp_grammar::parallel`]); a recording shorter than
-//! one chunk gets the single-threaded grammar.
+//! one chunk gets the single-threaded grammar. However long the run, the finisher's memory is
+//! bounded: every [`SEGMENT_VAR`] events (default [`DEFAULT_SEGMENT_EVENTS`]) the grammar is
+//! closed, written to the `.wpp` and freed ([`wpp_grammar::segment`]); every query reads the
+//! segments as one run.
 
 use crate::sink::SinkError;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use wpp_grammar::file::SegmentWriter;
 use wpp_grammar::parallel::Parallelism;
+use wpp_grammar::segment::{SegmentedCompressor, DEFAULT_SEGMENT_EVENTS};
 use wpp_grammar::{Algorithm, TraceCompressor};
 
 /// The environment variable that chooses the compressor.
@@ -48,6 +53,10 @@ pub const COMPRESS_VAR: &str = "WPP_COMPRESS";
 /// The environment variable that sets the finisher's compression threads (a positive number;
 /// unset or empty: the available cores; `1`: the single-threaded compressor).
 pub const THREADS_VAR: &str = "WPP_COMPRESS_THREADS";
+
+/// The environment variable that sets the trace events per segment (a number; `0`: one
+/// segment, unbounded; unset or empty: the default).
+pub const SEGMENT_VAR: &str = "WPP_SEGMENT_EVENTS";
 
 /// The environment variable that chooses how the finisher runs (`detach` or `wait`).
 pub const FINISH_VAR: &str = "WPP_FINISH";
@@ -82,6 +91,8 @@ pub struct Plan {
     pub threads: usize,
     /// Events per chunk when `threads > 1`.
     pub chunk_events: usize,
+    /// Trace events per segment (0: one segment).
+    pub segment_events: u64,
     /// Detached or synchronous.
     pub mode: Mode,
 }
@@ -111,6 +122,14 @@ impl Plan {
             },
             _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
+        let segment_events = match std::env::var(SEGMENT_VAR) {
+            Ok(v) if !v.is_empty() => v.parse::<u64>().map_err(|_| {
+                error(format!(
+                    "{SEGMENT_VAR}={v}: expected a number of events (0: one segment)"
+                ))
+            })?,
+            _ => DEFAULT_SEGMENT_EVENTS,
+        };
         let mode = match std::env::var(FINISH_VAR).as_deref() {
             Ok("wait") => Mode::Wait,
             Ok("detach") | Ok("") | Err(_) => Mode::Detach,
@@ -126,6 +145,7 @@ impl Plan {
             algorithm,
             threads,
             chunk_events: wpp_grammar::parallel::DEFAULT_CHUNK_EVENTS,
+            segment_events,
             mode,
         })
     }
@@ -170,8 +190,13 @@ impl Plan {
             chunk_events: self.chunk_events,
             ..Parallelism::threads(self.threads)
         };
-        let mut c = TraceCompressor::with_threads(self.algorithm, None, program, how)
+        let c = TraceCompressor::with_threads(self.algorithm, None, program, how)
             .map_err(|e| error(e.to_string()))?;
+        let tmp = PathBuf::from(format!("{shown}.tmp"));
+        let out = std::fs::File::create(&tmp)
+            .map_err(|e| error(format!("cannot create {}: {e}", tmp.display())))?;
+        let writer = SegmentWriter::new(BufWriter::new(out), &tmp, ZSTD_LEVEL, 1);
+        let mut c = SegmentedCompressor::new(c, self.segment_events, writer);
         while let Some(run) = reader
             .next_batch()
             .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
@@ -180,21 +205,22 @@ impl Plan {
         }
         let truncated = reader.truncation().is_some();
         drop(reader);
-        let events = c.events();
-        let file = c.finish().map_err(|e| error(e.to_string()))?;
-        let tmp = PathBuf::from(format!("{shown}.tmp"));
-        file.write_with_level(&tmp, ZSTD_LEVEL)
-            .map_err(|e| error(e.to_string()))?;
+        let (events, threads) = (c.compressor().events(), c.compressor().num_threads());
+        let finished = c.finish().map_err(|e| error(e.to_string()))?;
+        let algorithm = finished.file.algorithm;
+        let (_, written) = finished.write().map_err(|e| error(e.to_string()))?;
         std::fs::rename(&tmp, &self.wpp).map_err(|e| error(format!("cannot rename: {e}")))?;
         let _ = std::fs::remove_file(&self.spool);
         Ok(format!(
-            "compressed {events} events ({spool_bytes} spool bytes{}) with {} into {} rules, \
-             {} symbols, {} threads: {shown}, {:.3} s after exit",
+            "compressed {events} events ({spool_bytes} spool bytes{}) with {algorithm} into {} \
+             rules, {} symbols, {threads} threads{}: {shown}, {:.3} s after exit",
             if truncated { ", truncated" } else { "" },
-            file.algorithm,
-            file.grammar.num_rules(),
-            file.grammar.num_symbols(),
-            file.grammar.starts().len(),
+            written.rules,
+            written.symbols,
+            match written.segments {
+                1 => String::new(),
+                n => format!(", {n} segments"),
+            },
             t0.elapsed().as_secs_f64()
         ))
     }
@@ -300,13 +326,18 @@ mod tests {
         for name in ["f", "g", "h"] {
             db.intern(name);
         }
-        for (whole, threads) in [(true, 1), (false, 1), (true, 2), (false, 2)] {
+        let cases = [(true, 1, 0), (false, 1, 0), (true, 2, 0), (false, 2, 0)];
+        // Segments of 33 events (and of 33 cut into chunks of 7): many segments, cut inside
+        // the spool's batches.
+        let segmented = [(true, 1, 33), (false, 2, 33)];
+        for (whole, threads, segment_events) in cases.into_iter().chain(segmented) {
             let plan = Plan {
                 spool: dir.path().join("p.trace"),
                 wpp: dir.path().join("p.wpp"),
                 algorithm: DEFAULT_ALGORITHM,
                 threads,
                 chunk_events: 7,
+                segment_events,
                 mode: Mode::Wait,
             };
             let mut w = TraceWriter::new(std::fs::File::create(&plan.spool).unwrap(), &db).unwrap();
@@ -321,6 +352,11 @@ mod tests {
             let summary = plan.compress().unwrap();
             assert!(summary.contains("400 events"), "{summary}");
             assert_eq!(summary.contains("truncated"), !whole, "{summary}");
+            assert_eq!(
+                summary.contains("13 segments"),
+                segment_events == 33,
+                "{summary}"
+            );
             assert!(!plan.spool.exists() && !dir.path().join("p.wpp.tmp").exists());
             let file = wpp_grammar::file::WppFile::read(&plan.wpp).unwrap();
             let want = wpp_trace::file::threads::split_threads(&events());
@@ -334,6 +370,8 @@ mod tests {
                 assert_eq!(got, want[&s.thread], "thread {:?}", s.thread);
             }
             assert_eq!(file.grammar.starts().len(), 2);
+            let segments = wpp_grammar::file::read_segments(&plan.wpp).unwrap();
+            assert_eq!(segments.len(), if segment_events == 33 { 13 } else { 0 });
         }
     }
 

@@ -165,6 +165,104 @@ fn parallel_compression_verifies_and_answers_as_one_thread() {
     }
 }
 
+/// `--segment-events` cuts the grammar into segments that every query reads as one run: a
+/// three-thread trace in segments of 7001 events (and, for one compressor, segments of chunks
+/// on two threads) verifies, decompresses to the same text, and answers `functions`,
+/// `subpath` and `match` as the unsegmented file (hot subpaths are found through the rules, so
+/// each grammar finds its own sound set, as with parallel chunks); `wpp stats` lists the
+/// segments, whose events add up to the trace's; the file recompresses into segments of
+/// another size. `--segment-events 0`, or a segment longer than the trace, gives the
+/// unsegmented file.
+#[test]
+fn segmented_files_answer_as_one_segment() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "40000", "--threads", "3"]);
+    let questions: [&[&str]; 3] = [
+        &["functions", "--json"],
+        &["subpath", "--terminals", "3,4,7"],
+        &["match", "--function", "sort_18", "--path", "0,1", "--count"],
+    ];
+    let configs: [(&str, &str); 5] = [
+        ("sequitur", "1"),
+        ("sequitur1", "1"),
+        ("frequency", "1"),
+        ("phrase", "1"),
+        ("phrase", "2"),
+    ];
+    for (alg, threads) in configs {
+        let compress = |out: &str, segment: &str| {
+            let args = [
+                "compress",
+                &trace,
+                "-o",
+                out,
+                "--algorithm",
+                alg,
+                "--threads",
+                threads,
+                "--chunk-events",
+                "3001",
+                "--segment-events",
+                segment,
+                "--json",
+            ];
+            serde_json::from_str::<Value>(&ok(&args)).unwrap()
+        };
+        let one = dir.path(&format!("{alg}-{threads}-whole.wpp"));
+        let cut = dir.path(&format!("{alg}-{threads}-cut.wpp"));
+        compress(&one, "0");
+        let report = compress(&cut, "7001");
+        assert_eq!(report["runs"][0]["segments"], 6, "{alg}: {report}");
+        ok(&["verify", &cut, &trace]);
+        let stats = stats_json(&cut);
+        let segments = stats["segments"].as_array().unwrap();
+        assert_eq!(segments.len(), 6, "{stats}");
+        let counted: u64 = segments.iter().map(|s| s["events"].as_u64().unwrap()).sum();
+        assert_eq!(counted, 40000, "{stats}");
+        assert_eq!(stats["events"], stats_json(&one)["events"]);
+        assert_eq!(stats["threads"], 3);
+        assert!(ok(&["stats", &cut]).contains("segments                    6\n"));
+        for q in questions {
+            let ask = |file: &str| {
+                let mut args = vec![q[0], file];
+                args.extend_from_slice(&q[1..]);
+                ok(&args)
+            };
+            assert_eq!(ask(&one), ask(&cut), "{alg}: {q:?}");
+        }
+        let text = |file: &str| {
+            let out = format!("{file}.txt");
+            ok(&["decompress", file, "-o", &out, "--text"]);
+            std::fs::read(out).unwrap()
+        };
+        assert_eq!(text(&one), text(&cut), "{alg}: decompress");
+        // A segmented `.wpp` recompressed into segments again (its expansion, thread by
+        // thread) is the same trace.
+        let again = dir.path(&format!("{alg}-{threads}-again.wpp"));
+        ok(&["compress", &cut, "-o", &again, "--segment-events", "5000"]);
+        ok(&["verify", &again, &trace]);
+        assert_eq!(stats_json(&again)["segments"].as_array().unwrap().len(), 8);
+        let long = dir.path(&format!("{alg}-{threads}-long.wpp"));
+        compress(&long, "40000");
+        assert_eq!(std::fs::read(&long).unwrap(), std::fs::read(&one).unwrap());
+        assert!(stats_json(&long)["segments"].as_array().unwrap().is_empty());
+    }
+    let e = fails(&[
+        "compress",
+        &trace,
+        "-o",
+        &dir.path("i.wpp"),
+        "--segment-events",
+        "1000",
+        "--index",
+    ]);
+    assert!(
+        e.contains("--index needs the whole grammar in one segment"),
+        "{e}"
+    );
+    assert!(!Path::new(&dir.path("i.wpp")).exists());
+}
+
 #[test]
 fn windowed_frequency_round_trips() {
     let dir = Dir::new();

@@ -952,6 +952,7 @@ impl BinaryDecoder {
         let mut h = [0u8; CHUNK_HEADER_LEN];
         let got = match &mut self.src {
             Source::Whole(b) => {
+                b.release_behind(self.chunk_at as usize, at as usize);
                 let rest = b.get(at as usize..).unwrap_or_default();
                 let n = rest.len().min(hl);
                 h[..n].copy_from_slice(&rest[..n]);

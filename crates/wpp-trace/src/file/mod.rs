@@ -248,6 +248,35 @@ pub(crate) enum Bytes {
     Owned(Vec<u8>),
 }
 
+/// Mapped bytes read past this many are dropped from memory ([`Bytes::release`]); a few pages
+/// in unit tests, so that small files exercise it.
+const RELEASE_BYTES: usize = if cfg!(test) { 4 << 12 } else { 64 << 20 };
+
+impl Bytes {
+    /// Drops from the process's memory the mapped pages of every whole [`RELEASE_BYTES`]
+    /// window that a reader moving from offset `previous` to `now` has left behind: a reader
+    /// going through a trace of any length then holds a bounded part of it (mapped pages read
+    /// once would otherwise stay resident, and count in the reader's RSS, up to the file's
+    /// size). Owned bytes are left as they are.
+    pub(crate) fn release_behind(&self, previous: usize, now: usize) {
+        let Bytes::Map(map) = self else { return };
+        let (from, to) = (previous / RELEASE_BYTES, now.min(map.len()) / RELEASE_BYTES);
+        if to > from {
+            // SAFETY: the map is private and read-only, so `MADV_DONTNEED` only drops clean
+            // pages; a later access faults them in again from the file, with the same bytes.
+            // No byte is changed under a live borrow.
+            #[cfg(unix)]
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    from * RELEASE_BYTES,
+                    (to - from) * RELEASE_BYTES,
+                )
+            };
+        }
+    }
+}
+
 impl std::ops::Deref for Bytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -571,4 +600,45 @@ pub fn to_text(db: &ProgramDb, events: &[Event]) -> Result<Vec<u8>, TraceError> 
     let mut w = TextWriter::new(Vec::new(), db)?;
     events.iter().try_for_each(|&e| w.push(e))?;
     w.finish()
+}
+
+#[cfg(test)]
+mod release_tests {
+    use super::*;
+
+    /// The bytes read the same after their pages were dropped (windows inside the map and one
+    /// reaching past it); a trace read through many windows decodes to what was written.
+    #[test]
+    fn released_pages_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bytes");
+        let data: Vec<u8> = (0..5 * RELEASE_BYTES)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // SAFETY: a private read-only map of a file this test owns.
+        let bytes = Bytes::Map(unsafe { memmap2::Mmap::map(&file).unwrap() });
+        bytes.release_behind(0, RELEASE_BYTES - 1);
+        bytes.release_behind(RELEASE_BYTES - 1, 3 * RELEASE_BYTES + 5);
+        bytes.release_behind(3 * RELEASE_BYTES + 5, 10 * RELEASE_BYTES);
+        assert_eq!(
+            &bytes[..],
+            &data[..],
+            "dropped pages read again from the file"
+        );
+        Bytes::Owned(data.clone()).release_behind(0, 3 * RELEASE_BYTES);
+
+        let events: Vec<Event> = (0..200_000u32)
+            .map(|i| Event::Block(crate::BlockId(i % 1000)))
+            .collect();
+        let trace = dir.path().join("t.trace");
+        let mut db = ProgramDb::default();
+        db.intern("f");
+        let mut w = create(&trace, Format::Binary, &db).unwrap();
+        events.iter().for_each(|&e| w.push(e).unwrap());
+        w.finish().unwrap();
+        assert!(std::fs::metadata(&trace).unwrap().len() > 4 * RELEASE_BYTES as u64);
+        assert_eq!(read_events(&trace).unwrap().1, events);
+    }
 }

@@ -19,6 +19,12 @@
 //! events, compresses them on `N` threads and joins their grammars into one
 //! ([`wpp_grammar::parallel`]); `--threads 1` runs the single-threaded compressor, and a trace
 //! that fits in one chunk gets its grammar bit for bit.
+//! `--segment-events N` (default [`DEFAULT_SEGMENT_EVENTS`]) bounds memory whatever the trace's
+//! length: every `N` events the grammar is closed, written to the output and freed
+//! ([`wpp_grammar::segment`]); every query reads the segments as one run. A trace of at most
+//! `N` events (or `N` = 0) gives one segment, the file it always gave. Each compressor writes
+//! its file as it goes (under a temporary name next to the output; the smallest is renamed
+//! into place), so time covers writing too.
 //! Peak memory is the peak of live heap bytes during the run above those live before it,
 //! counted by the binary's global allocator (`heap.rs`); memory-mapped trace pages are not heap
 //! and are not counted.
@@ -31,9 +37,11 @@ use anyhow::Context;
 use indicatif::ProgressBar;
 use serde::Serialize;
 use wpp_grammar::expand::Expander;
+use wpp_grammar::file::SegmentWriter;
 use wpp_grammar::file::WppFile;
 use wpp_grammar::join::Seams;
 use wpp_grammar::parallel::Parallelism;
+use wpp_grammar::segment::{SegmentedCompressor, DEFAULT_SEGMENT_EVENTS};
 use wpp_grammar::{Algorithm, TraceCompressor};
 use wpp_query::matching::partition::index_section;
 use wpp_trace::file::{TraceReader, Truncation};
@@ -98,6 +106,11 @@ pub struct Args {
     #[arg(long, default_value_t = wpp_grammar::file::DEFAULT_ZSTD_LEVEL,
           value_parser = clap::value_parser!(i32).range(1..=22))]
     zstd_level: i32,
+    /// Trace events per segment: the grammar is closed, written and freed every this many
+    /// events, so memory stays bounded however long the trace (0: one segment, unbounded).
+    /// `--index` needs one segment.
+    #[arg(long, default_value_t = DEFAULT_SEGMENT_EVENTS)]
+    segment_events: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -115,7 +128,9 @@ struct Row {
     terminals: usize,
     rules: usize,
     symbols: usize,
-    wpp_bytes: usize,
+    wpp_bytes: u64,
+    /// Segments in the file (1: unsegmented).
+    segments: u64,
     seconds: f64,
     /// CPU seconds of the compressing thread (of the process, worker threads included, when
     /// several compress), where the OS says (Linux): on a loaded machine the stable figure.
@@ -135,10 +150,10 @@ struct Report {
     runs: Vec<Row>,
 }
 
-/// One compressor's run: its report row and the encoded `.wpp`.
+/// One compressor's run: its report row and where its `.wpp` was written.
 struct Run {
     row: Row,
-    bytes: Vec<u8>,
+    written: PathBuf,
     truncation: Option<Truncation>,
 }
 
@@ -148,6 +163,7 @@ struct Settings {
     parallelism: Parallelism,
     index: bool,
     zstd_level: i32,
+    segment_events: u64,
 }
 
 impl Settings {
@@ -167,17 +183,24 @@ impl Settings {
             },
             index: args.index,
             zstd_level: args.zstd_level,
+            segment_events: args.segment_events,
         }
     }
 }
 
-/// Streams the trace at `input` through `algorithm` and encodes the result.
-fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> anyhow::Result<Run> {
+/// Streams the trace at `input` through `algorithm` into the file `output`.
+fn compress_once(
+    input: &Path,
+    output: &Path,
+    algorithm: Algorithm,
+    settings: &Settings,
+) -> anyhow::Result<Run> {
     let Settings {
         window,
         parallelism,
         index,
         zstd_level,
+        segment_events,
     } = *settings;
     let workers = parallelism.threads;
     let base = heap::start();
@@ -187,18 +210,31 @@ fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> any
     let win = window.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
     let fail = || format!("cannot compress {} with {algorithm}", input.display());
     let program = source.program().clone();
-    let mut c =
+    let c =
         TraceCompressor::with_threads(algorithm, win, program, parallelism).with_context(fail)?;
+    let file = std::fs::File::create(output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    let out = std::io::BufWriter::new(file);
+    let writer = SegmentWriter::new(out, output, zstd_level, workers);
+    let mut c = SegmentedCompressor::new(c, segment_events, writer);
     let bar = event_counter(format!("compressing with {algorithm}"));
     let truncation = source.feed(input, &mut c, &bar).with_context(fail)?;
-    let (events, threads) = (c.events(), c.num_threads());
+    let (events, threads) = (c.compressor().events(), c.compressor().num_threads());
     drop(source);
-    let mut wpp = c.finish().with_context(fail)?;
+    let mut finished = c.finish().with_context(fail)?;
     if index {
+        if finished.segments_before() > 0 {
+            anyhow::bail!(
+                "--index needs the whole grammar in one segment: the trace has more than \
+                 {segment_events} events (--segment-events 0 makes one segment)"
+            );
+        }
+        let wpp = &finished.file;
         let section = index_section(&wpp.grammar, &wpp.alphabet).with_context(fail)?;
-        wpp.extra.push(section);
+        finished.file.extra.push(section);
     }
-    let bytes = wpp.to_bytes_on(zstd_level, workers).with_context(fail)?;
+    let terminals = finished.file.alphabet.len();
+    let (_, written) = finished.write().with_context(fail)?;
     let seconds = t0.elapsed().as_secs_f64();
     let cpu_seconds = cpu_seconds(workers).zip(cpu0).map(|(b, a)| b - a);
     bar.finish_and_clear();
@@ -208,10 +244,11 @@ fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> any
         threads_used: workers,
         events,
         threads,
-        terminals: wpp.alphabet.len(),
-        rules: wpp.grammar.num_rules(),
-        symbols: wpp.grammar.num_symbols(),
-        wpp_bytes: bytes.len(),
+        terminals,
+        rules: written.rules as usize,
+        symbols: written.symbols as usize,
+        wpp_bytes: written.bytes,
+        segments: written.segments,
         seconds,
         cpu_seconds,
         peak_heap_bytes: heap::peak_since(base),
@@ -220,7 +257,7 @@ fn compress_once(input: &Path, algorithm: Algorithm, settings: &Settings) -> any
     };
     Ok(Run {
         row,
-        bytes,
+        written: output.to_owned(),
         truncation,
     })
 }
@@ -257,7 +294,7 @@ impl Source {
     fn feed(
         &mut self,
         path: &Path,
-        c: &mut TraceCompressor,
+        c: &mut SegmentedCompressor<impl Write>,
         bar: &ProgressBar,
     ) -> anyhow::Result<Option<Truncation>> {
         match self {
@@ -267,7 +304,7 @@ impl Source {
                     .with_context(|| format!("cannot read {}", path.display()))?
                 {
                     c.push_batch(run)?;
-                    bar.set_position(c.events());
+                    bar.set_position(c.compressor().events());
                 }
                 Ok(reader.truncation())
             }
@@ -280,7 +317,7 @@ impl Source {
                         if batch.len() == EXPAND_BATCH {
                             c.push_thread(s.thread, &batch)?;
                             batch.clear();
-                            bar.set_position(c.events());
+                            bar.set_position(c.compressor().events());
                         }
                     }
                     c.push_thread(s.thread, &batch)?;
@@ -344,24 +381,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--window applies to --algorithm frequency (or all); the others are online");
     }
     let settings = Settings::new(&args);
-    let mut rows = Vec::new();
-    let mut best: Option<(usize, Vec<u8>)> = None;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut best: Option<(usize, PathBuf)> = None;
     let mut truncation = None;
     for algorithm in algorithms(args.algorithm) {
-        let run = compress_once(&args.input, algorithm, &settings)?;
+        let tmp = PathBuf::from(format!("{}.{algorithm}.tmp", args.output.display()));
+        let run = compress_once(&args.input, &tmp, algorithm, &settings);
+        let run = run.inspect_err(|_| {
+            remove(&tmp);
+            best.iter().for_each(|(_, b)| remove(b));
+        })?;
         truncation = run.truncation;
         let smaller = match &best {
-            Some((_, b)) => run.bytes.len() < b.len(),
+            Some((i, _)) => run.row.wpp_bytes < rows[*i].wpp_bytes,
             None => true,
         };
-        if smaller {
-            best = Some((rows.len(), run.bytes));
+        if !smaller {
+            remove(&run.written);
+        } else if let Some((_, replaced)) = best.replace((rows.len(), run.written)) {
+            remove(&replaced);
         }
         rows.push(run.row);
     }
     input::warn_truncated(&args.input, truncation);
-    let (i, bytes) = best.expect("at least one algorithm ran");
-    std::fs::write(&args.output, bytes)
+    let (i, written) = best.expect("at least one algorithm ran");
+    std::fs::rename(&written, &args.output)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     rows[i].written = true;
     let report = Report {
@@ -375,6 +419,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Ok(print_table(&report)?)
     }
+}
+
+/// Removes a temporary output (larger than another, or left by a failed run); one already
+/// gone is no error.
+fn remove(tmp: &Path) {
+    let _ = std::fs::remove_file(tmp);
 }
 
 /// Prints the report as an aligned table, one row per compressor.
@@ -406,7 +456,9 @@ fn print_table(report: &Report) -> std::io::Result<()> {
     )?;
     for r in &report.runs {
         let window = r.window.map_or("-".to_owned(), |w| w.to_string());
-        let written = if r.written {
+        let written = if r.written && r.segments > 1 {
+            format!("  → {} ({} segments)", report.output, r.segments)
+        } else if r.written {
             format!("  → {}", report.output)
         } else {
             String::new()

@@ -11,8 +11,10 @@
 //! | `compression_ratio` | `trace_bytes / file_bytes` (Table 1's "Trace/WPP") |
 //! | `rules_per_terminal` | `rules / distinct_terminals` (Table 1's "Rules/Path") |
 //!
-//! plus the algorithm that built the grammar, the thread count, the `.wpp` file's size and its
-//! extra sections (e.g. query indices).
+//! plus the algorithm that built the grammar, the thread count, the `.wpp` file's size, its
+//! extra sections (e.g. query indices) and its segments (`wpp_grammar::segment`): a file cut
+//! into several lists each one's trace events, threads, rules, grammar symbols and bytes; the
+//! rest of the statistics are of the joined grammar every query reads.
 //!
 //! The original trace may not be at hand, so `trace_bytes` is computed from the grammar: the
 //! binary trace that `wpp decompress` would write (threads one after another), i.e. the header
@@ -28,7 +30,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Serialize;
-use wpp_grammar::file::WppFile;
+use wpp_grammar::file::{read_segments, WppFile};
 use wpp_grammar::symbol::SymbolKind;
 use wpp_trace::file::binary::{CHUNK_HEADER_LEN, DEFAULT_CHUNK_BYTES};
 use wpp_trace::file::{encode_event, to_binary};
@@ -69,6 +71,18 @@ struct Stats {
     compression_ratio: f64,
     rules_per_terminal: f64,
     extra_sections: Vec<Extra>,
+    /// Segments of a file cut into several (empty: one segment).
+    segments: Vec<Segment>,
+}
+
+/// One segment of a segmented file.
+#[derive(Serialize)]
+struct Segment {
+    events: u64,
+    threads: u64,
+    rules: u64,
+    grammar_symbols: u64,
+    bytes: u64,
 }
 
 /// Encoded length of one event in the binary trace format.
@@ -148,6 +162,17 @@ fn stats(path: &std::path::Path) -> anyhow::Result<Stats> {
                 bytes: s.data.len(),
             })
             .collect(),
+        segments: read_segments(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .into_iter()
+            .map(|s| Segment {
+                events: s.events,
+                threads: s.threads,
+                rules: s.rules,
+                grammar_symbols: s.symbols,
+                bytes: s.bytes,
+            })
+            .collect(),
     })
 }
 
@@ -176,10 +201,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ("compression ratio", format!("{:.1}", s.compression_ratio)),
         ("rules per terminal", format!("{:.2}", s.rules_per_terminal)),
         ("extra sections", extras_text(&extras)),
+        ("segments", s.segments.len().max(1).to_string()),
     ];
     let mut out = std::io::stdout().lock();
     for (k, v) in lines {
         writeln!(out, "{k:<28}{v}")?;
+    }
+    for (i, g) in s.segments.iter().enumerate() {
+        writeln!(
+            out,
+            "  segment {i:<19}{} trace events, {}, {} rules, {} symbols, {} bytes",
+            g.events,
+            crate::util::threads(g.threads as usize),
+            g.rules,
+            g.grammar_symbols,
+            g.bytes
+        )?;
     }
     Ok(out.flush()?)
 }
