@@ -640,6 +640,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         all_sites.push(sites);
     }
     demangle_rust_names(&mut db.functions);
+    // CFGs and PPP's interesting paths are found by the function's (demangled) name.
+    for ((_, fp, _), f) in all_paths.iter_mut().zip(&db.functions) {
+        fp.cfg.name.clone_from(&f.name);
+    }
     let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
     let memory_db = addresses.then(|| wpp_deps::MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,

@@ -13,11 +13,21 @@ fn wpp_copy(dir: &Path) -> std::path::PathBuf {
 }
 
 fn run(wpp: &Path, args: &[&str]) -> Output {
-    Command::new(wpp)
-        .args(args)
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap()
+    // A test running beside this one may fork while the copy is still open for writing, and
+    // its child holds that descriptor until it execs: "Text file busy" for a moment.
+    for _ in 0..100 {
+        match Command::new(wpp)
+            .args(args)
+            .env("PATH", "/nonexistent")
+            .output()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            out => return out.unwrap(),
+        }
+    }
+    panic!("{} stayed busy", wpp.display());
 }
 
 #[test]

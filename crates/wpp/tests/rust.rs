@@ -67,8 +67,9 @@ impl Crate {
         self.dir.path().join(name)
     }
 
-    /// `cargo build --release` into `target-NAME`, with `mode` through wpp-cc (or natively).
-    fn build(&self, name: &str, mode: Option<&str>) -> PathBuf {
+    /// `cargo build --release` into `target-NAME`, with `mode` through wpp-cc (or natively)
+    /// and `interesting` as PPP's interesting paths.
+    fn build(&self, name: &str, mode: Option<&str>, interesting: Option<&Path>) -> PathBuf {
         let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         c.args(["build", "--release", "--quiet", "--offline"])
             .current_dir(self.dir.path())
@@ -83,6 +84,9 @@ impl Crate {
                 format!("-C linker={} -C linker-plugin-lto", linker.display()),
             )
             .env("WPP_MODE", mode);
+        }
+        if let Some(profile) = interesting {
+            c.env("WPP_INTERESTING", profile);
         }
         let out = c.output().expect("cargo runs");
         assert!(
@@ -125,13 +129,13 @@ fn wpp(args: &[&str]) -> String {
 #[test]
 fn a_rust_program_with_panics_and_threads_records_exactly() {
     let c = Crate::new();
-    let native = c.build("native", None);
+    let native = c.build("native", None, None);
     let want = c.run(&native, &[], false);
     // work(n) = Σ_{i<n} i + Σ_{i<n, 3|i} i: 13 + 18 + 37 + 45 for n = 5, 6, 8, 9, and
     // 6633 + 6733 + 6834 for n = 100, 101, 102 on the threads.
     assert_eq!(want, "caught 1, sum 20313\n");
 
-    let blocks = c.build("blocks", Some("trace-blocks"));
+    let blocks = c.build("blocks", Some("trace-blocks"), None);
     let (wpp_file, trace) = (c.path("run.wpp"), c.path("run.trace"));
     assert_eq!(c.run(&blocks, &[("WPP_OUT", &wpp_file)], false), want);
     assert_eq!(c.run(&blocks, &[("WPP_OUT", &trace)], true), want);
@@ -162,4 +166,24 @@ fn a_rust_program_with_panics_and_threads_records_exactly() {
     assert_eq!(entered.get("hello::checked"), Some(&5), "{entered:?}");
     assert_eq!(entered.get("hello::work"), Some(&7), "{entered:?}");
     assert_eq!(entered.get("hello::main"), Some(&1), "{entered:?}");
+}
+
+/// Path profiles of the same program: `ppp` with the `bl` profile's paths as the interesting
+/// set gives the `bl` profile's counts (PPP §5), under the functions' Rust names.
+#[test]
+fn a_rust_programs_ppp_profile_equals_its_bl_profile() {
+    let c = Crate::new();
+    let bl = c.build("bl", Some("bl"), None);
+    let bl_file = c.path("run.blprof");
+    assert_eq!(
+        c.run(&bl, &[("WPP_OUT", &bl_file)], false),
+        "caught 1, sum 20313\n"
+    );
+    let ppp = c.build("ppp", Some("ppp"), Some(&bl_file));
+    let ppp_file = c.path("run.pppprof");
+    c.run(&ppp, &[("WPP_OUT", &ppp_file)], false);
+    let show = |f: &Path| wpp(&["profile", "show", "--json", f.to_str().unwrap()]);
+    let bl_json = show(&bl_file);
+    assert!(bl_json.contains("\"hello::work\""), "{bl_json}");
+    assert_eq!(show(&ppp_file), bl_json);
 }
