@@ -219,20 +219,20 @@ impl ProfileFile {
     /// interesting and uninteresting executions together (the counts a `bl` run of the same
     /// input gives, PPP §5).
     pub fn path_counts(&self) -> BlProfile {
-        all_counts(&self.bl, self.ppp.as_ref())
+        with_ppp_counts(self.bl.clone(), self.ppp.as_ref())
     }
 }
 
 impl Counts {
-    /// Every executed path's count by Ball–Larus id, as [`ProfileFile::path_counts`].
-    pub fn path_counts(&self) -> BlProfile {
-        all_counts(&self.bl, self.ppp.as_ref())
+    /// Every executed path's count by Ball–Larus id, as [`ProfileFile::path_counts`], without
+    /// copying the `bl` counts.
+    pub fn into_path_counts(self) -> BlProfile {
+        with_ppp_counts(self.bl, self.ppp.as_ref())
     }
 }
 
 /// A profile's `bl` counts with its `ppp` ones added by Ball–Larus id.
-fn all_counts(bl: &BlProfile, ppp: Option<&PppProfile>) -> BlProfile {
-    let mut all = bl.clone();
+fn with_ppp_counts(mut all: BlProfile, ppp: Option<&PppProfile>) -> BlProfile {
     for (name, fp) in ppp.iter().flat_map(|p| &p.functions) {
         let interesting = fp.interesting.iter().zip(&fp.counts);
         for (&id, &c) in interesting.chain(&fp.uninteresting) {

@@ -13,12 +13,13 @@
 //! ([`Build::counts`]), and its `functions`, `blocks` and listed `paths` rows are written once
 //! per program, as are the `paths` rows of executed paths of functions with many paths.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use std::hash::Hasher as _;
 
+use rustc_hash::FxHashSet;
 use twox_hash::XxHash64;
 use wpp_abi::profile::{Build, Counts, ProfileFile};
 use wpp_abi::EmbeddedProgram;
@@ -133,6 +134,8 @@ fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DbError> {
 struct Program {
     by_name: HashMap<String, u32>,
     numberings: Vec<Option<(Dag, BallLarus)>>,
+    /// Per function: whether `paths` lists all its paths (asked for each path counted).
+    listed: Vec<bool>,
 }
 
 impl Program {
@@ -151,10 +154,15 @@ impl Program {
             .enumerate()
             .map(|(i, f)| (f.name.clone(), i as u32))
             .collect();
-        Program {
+        let mut program = Program {
             by_name,
             numberings,
-        }
+            listed: Vec::new(),
+        };
+        program.listed = (0..db.functions.len() as u32)
+            .map(|f| program.paths_total(f).is_some_and(|n| n <= LIST_PATHS))
+            .collect();
+        program
     }
 
     fn paths_total(&self, f: u32) -> Option<u64> {
@@ -163,7 +171,7 @@ impl Program {
     }
 
     fn listed(&self, f: u32) -> bool {
-        self.paths_total(f).is_some_and(|n| n <= LIST_PATHS)
+        self.listed.get(f as usize).copied().unwrap_or(false)
     }
 
     /// The blocks of path `id` of function `f` as `wpp profile show` prints them: `b3` for a
@@ -183,8 +191,9 @@ struct RunRows {
     tables: Vec<Rows>,
     /// The run's program id.
     program_id: String,
-    /// Paths of the run's program this run adds to `paths`.
-    new_paths: HashSet<PathKey>,
+    /// Paths of the run's program this run adds to `paths` (Fx sets: these and the stored
+    /// paths are looked up for every path counted, where SipHash showed in the profile).
+    new_paths: FxHashSet<PathKey>,
     new_program: Option<String>,
 }
 
@@ -196,7 +205,7 @@ impl RunRows {
         RunRows {
             tables: TABLES.iter().map(|&t| Rows::new(t)).collect(),
             program_id: String::new(),
-            new_paths: HashSet::new(),
+            new_paths: FxHashSet::default(),
             new_program: None,
         }
     }
@@ -220,10 +229,10 @@ struct LastBuild {
 pub struct Ingest<'a> {
     store: &'a Store,
     options: Options,
-    runs: HashSet<String>,
-    programs_stored: HashSet<String>,
+    runs: FxHashSet<String>,
+    programs_stored: FxHashSet<String>,
     /// Per program id, the paths `paths` has.
-    paths_stored: HashMap<String, HashSet<PathKey>>,
+    paths_stored: HashMap<String, FxHashSet<PathKey>>,
     programs: HashMap<String, Program>,
     last_build: Option<LastBuild>,
     batch: Option<BatchWriter<'a>>,
@@ -234,8 +243,8 @@ pub struct Ingest<'a> {
 impl<'a> Ingest<'a> {
     /// Starts an ingest into `store`, reading which runs, programs and paths it holds.
     pub fn new(store: &'a Store, options: Options) -> Result<Ingest<'a>, DbError> {
-        let mut runs = HashSet::new();
-        let mut programs_stored = HashSet::new();
+        let mut runs = FxHashSet::default();
+        let mut programs_stored = FxHashSet::default();
         for b in store.read(table::RUNS)? {
             runs.extend(
                 text_column(&b, "run_id")
@@ -250,7 +259,7 @@ impl<'a> Ingest<'a> {
                     .map(String::from),
             );
         }
-        let mut paths_stored: HashMap<String, HashSet<PathKey>> = HashMap::new();
+        let mut paths_stored: HashMap<String, FxHashSet<PathKey>> = HashMap::new();
         for b in store.read(table::PATHS)? {
             let keys = text_column(&b, "program_id")
                 .into_iter()
@@ -385,22 +394,22 @@ impl<'a> Ingest<'a> {
         };
         let last = self.last_build.as_ref().expect("the profile's build");
         let program = &self.programs[&last.program_id];
+        for (name, fp) in counts.ppp.iter().flat_map(|p| &p.functions) {
+            let f = function_id(program, name)?;
+            for (&id, &count) in &fp.uninteresting {
+                let row = count_row(run_id, &last.program_id, f, name, id, count);
+                rows.push(table::RESIDUAL_COUNTS, &row);
+            }
+        }
         let stored = self.paths_stored.get(&last.program_id);
         let mut events = 0u64;
-        for (name, paths) in &counts.path_counts().functions {
+        for (name, paths) in &counts.into_path_counts().functions {
             let f = function_id(program, name)?;
             for (&id, &count) in paths {
                 events = events.saturating_add(count);
                 let row = count_row(run_id, &last.program_id, f, name, id, count);
                 rows.push(table::PATH_COUNTS, &row);
                 note_path(program, stored, &last.program_id, (f, id), rows);
-            }
-        }
-        for (name, fp) in counts.ppp.iter().flat_map(|p| &p.functions) {
-            let f = function_id(program, name)?;
-            for (&id, &count) in &fp.uninteresting {
-                let row = count_row(run_id, &last.program_id, f, name, id, count);
-                rows.push(table::RESIDUAL_COUNTS, &row);
             }
         }
         Ok((
@@ -553,7 +562,7 @@ impl<'a> Ingest<'a> {
 /// function with few of them), `stored` or added by this run already.
 fn note_path(
     program: &Program,
-    stored: Option<&HashSet<PathKey>>,
+    stored: Option<&FxHashSet<PathKey>>,
     program_id: &str,
     (f, id): PathKey,
     rows: &mut RunRows,
@@ -665,8 +674,11 @@ fn identify(path: &Path) -> Result<(Kind, String, Option<Vec<u8>>), String> {
         )
     })?;
     if kind == Kind::Profile {
-        file.read_to_end(&mut head).map_err(|e| e.to_string())?;
-        return Ok((kind, hash_hex(&head), Some(head)));
+        let len = file.metadata().map_or(0, |m| m.len() as usize);
+        let mut bytes = Vec::with_capacity(len);
+        bytes.extend_from_slice(&head);
+        file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+        return Ok((kind, hash_hex(&bytes), Some(bytes)));
     }
     let mut hashers = HASH_SEEDS.map(XxHash64::with_seed);
     hashers.iter_mut().for_each(|h| h.write(&head));
