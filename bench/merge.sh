@@ -30,6 +30,7 @@ WORK=${WORK:-$(mktemp -d)}
 trap 'rm -rf "$WORK"' EXIT
 max=$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)
 target/release/examples/profile_variants "$PROFILE_IN" "$max" "$WORK/all"
+find "$WORK/all" -name '*.blprof' | sort >"$WORK/list"
 
 # Runs a command under /usr/bin/time -v; prints "SECONDS PEAK_MB" and keeps its stderr in $WORK/err.
 measure() {
@@ -43,7 +44,7 @@ echo "|---|---|---|---|---|---|---|"
 for n in "${SIZES[@]}"; do
     rm -rf "$WORK/in" "$WORK/db" "$WORK/merged.blprof"
     mkdir "$WORK/in"
-    find "$WORK/all" -name '*.blprof' | sort | head -n "$n" | xargs ln -t "$WORK/in"
+    head -n "$n" "$WORK/list" | xargs ln -t "$WORK/in"
     read -r ms mm < <(measure target/release/wpp profile merge "$WORK/in" -o "$WORK/merged.blprof")
     read -r ds dm < <(measure target/debug/wpp-db add "$WORK/in" --db "$WORK/db")
     rows=$(sed -n 's/.*(\([0-9]*\) rows.*/\1/p' "$WORK/err")
