@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ingest rate and view times of the run store (issue 16): N variants of one bl profile (each with
-# its own counts, so its own run id; see crates/wpp-db/examples/profile_variants.rs) are added
+# its own counts, so its own run id; see crates/wpp-abi/examples/profile_variants.rs) are added
 # to a fresh store with `wpp-db add`, the first half labelled `a`, the second `b`, then every
 # documented view is queried (its first 10 rows, ordered).
 #
@@ -15,11 +15,12 @@ PROFILE_IN=${1:?usage: bench/db.sh PROFILE [N]}
 N=${2:-10000}
 CARGO_PROFILE=${CARGO_PROFILE:-release}
 cd "$ROOT"
-cargo build --profile "$CARGO_PROFILE" -p wpp-db --bin wpp-db --example profile_variants
+cargo build --profile "$CARGO_PROFILE" -p wpp-db --bin wpp-db
+cargo build --release -p wpp-abi --example profile_variants
 dir=target/$([[ $CARGO_PROFILE == dev ]] && echo debug || echo "$CARGO_PROFILE")
 WORK=${WORK:-$(mktemp -d)}
 trap 'rm -rf "$WORK"' EXIT
-"$dir/examples/profile_variants" "$PROFILE_IN" "$N" "$WORK/profiles"
+target/release/examples/profile_variants "$PROFILE_IN" "$N" "$WORK/profiles"
 now() { date +%s.%N; }
 mkdir -p "$WORK/b"
 find "$WORK/profiles" -name '*.blprof' | sort | tail -n $((N / 2)) | xargs -r mv -t "$WORK/b"

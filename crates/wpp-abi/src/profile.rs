@@ -106,40 +106,8 @@ impl ProfileFile {
     /// Decodes a file of either version. Nothing is allocated before the length is checked
     /// against the bytes present.
     pub fn from_bytes(bytes: &[u8]) -> Result<ProfileFile, ProfileError> {
-        if bytes.len() < 9 || &bytes[..8] != MAGIC {
-            return Err(ProfileError::BadMagic);
-        }
-        match bytes[8] {
-            1 => decode_body(bytes, 9, false),
-            v @ (2 | VERSION) => {
-                let truncated = |expected: u64| ProfileError::Truncated {
-                    offset: bytes.len() as u64,
-                    expected,
-                    found: bytes.len() as u64,
-                };
-                if bytes.len() < HEADER_LEN {
-                    return Err(truncated(HEADER_LEN as u64));
-                }
-                let len = u64::from_le_bytes(bytes[9..17].try_into().expect("8 bytes"));
-                let crc = u32::from_le_bytes(bytes[17..21].try_into().expect("4 bytes"));
-                let end = (HEADER_LEN as u64).saturating_add(len);
-                if (bytes.len() as u64) < end {
-                    return Err(truncated(end));
-                }
-                let end = end as usize;
-                if bytes.len() > end {
-                    return Err(ProfileError::Trailing {
-                        offset: end as u64,
-                        extra: (bytes.len() - end) as u64,
-                    });
-                }
-                if crc32fast::hash(&bytes[HEADER_LEN..]) != crc {
-                    return Err(ProfileError::Checksum);
-                }
-                decode_body(bytes, HEADER_LEN, v == VERSION)
-            }
-            v => Err(ProfileError::Version(v)),
-        }
+        let (version, at) = checked_body(bytes)?;
+        decode_body(bytes, at, version == VERSION)
     }
 
     /// Adds `other`'s counts to this profile (saturating), e.g. the profiles the processes of
@@ -160,8 +128,18 @@ impl ProfileFile {
                 &other.program,
             )));
         }
-        self.bl.merge(&other.bl);
-        match (&mut self.ppp, &other.ppp) {
+        self.add(&other.bl, other.ppp.as_ref())
+    }
+
+    /// Adds the counts of a profile of this profile's build (see [`Build::counts`]): as
+    /// [`merge`](Self::merge) without comparing programs, which their bytes already did.
+    pub fn merge_counts(&mut self, counts: &Counts) -> Result<(), ProfileError> {
+        self.add(&counts.bl, counts.ppp.as_ref())
+    }
+
+    fn add(&mut self, bl: &BlProfile, ppp: Option<&PppProfile>) -> Result<(), ProfileError> {
+        self.bl.merge(bl);
+        match (&mut self.ppp, ppp) {
             (Some(a), Some(b)) => a
                 .merge(b)
                 .map_err(|e| ProfileError::Mismatch(e.to_string())),
@@ -170,6 +148,58 @@ impl ProfileFile {
                 "one profile has PPP counts and the other has not".into(),
             )),
         }
+    }
+}
+
+/// A profile's counts without its program: the fields of [`ProfileFile`] after `program`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct Counts {
+    /// [`ProfileFile::bl`].
+    pub bl: BlProfile,
+    /// [`ProfileFile::ppp`].
+    pub ppp: Option<PppProfile>,
+}
+
+/// The encoding of a profile's program (the embedded program and its trailer), which tells the
+/// profiles of one build apart by their bytes. The program database is most of a profile (a
+/// SQLite `bl` profile is 790 KB of program around a few KB of counts), so reading thousands
+/// of profiles of one program by decoding each whole and comparing programs field by field
+/// spent nearly all its time on the program (issue 16 item 5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Build {
+    program: Vec<u8>,
+    trailer: Vec<u8>,
+}
+
+impl Build {
+    /// The build of `program`, as the current version encodes it.
+    pub fn of(program: &EmbeddedProgram) -> Build {
+        Build {
+            program: postcard::to_allocvec(program).expect("serializable"),
+            trailer: postcard::to_allocvec(&crate::Trailer::of(&program.program))
+                .expect("serializable"),
+        }
+    }
+
+    /// The counts of the profile file `bytes` if its program is this build's byte for byte
+    /// (equal bytes decode to equal programs); `Ok(None)` otherwise — another build, or an
+    /// older version — for [`ProfileFile::from_bytes`] and [`ProfileFile::merge`] to read
+    /// and compare whole. Damage is an error, as in [`ProfileFile::from_bytes`].
+    pub fn counts(&self, bytes: &[u8]) -> Result<Option<Counts>, ProfileError> {
+        let (version, at) = checked_body(bytes)?;
+        let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
+            return Ok(None);
+        };
+        if version != VERSION {
+            return Ok(None);
+        }
+        let offset = bytes.len() - rest.len();
+        let (counts, rest) =
+            postcard::take_from_bytes::<Counts>(rest).map_err(|e| ProfileError::Malformed {
+                offset: offset as u64,
+                message: e.to_string(),
+            })?;
+        Ok((rest == &self.trailer[..]).then_some(counts))
     }
 }
 
@@ -189,16 +219,66 @@ impl ProfileFile {
     /// interesting and uninteresting executions together (the counts a `bl` run of the same
     /// input gives, PPP §5).
     pub fn path_counts(&self) -> BlProfile {
-        let mut all = self.bl.clone();
-        for (name, fp) in self.ppp.iter().flat_map(|p| &p.functions) {
-            let interesting = fp.interesting.iter().zip(&fp.counts);
-            for (&id, &c) in interesting.chain(&fp.uninteresting) {
-                if c > 0 {
-                    all.record(name, PathId(id), c);
-                }
+        with_ppp_counts(self.bl.clone(), self.ppp.as_ref())
+    }
+}
+
+impl Counts {
+    /// Every executed path's count by Ball–Larus id, as [`ProfileFile::path_counts`], without
+    /// copying the `bl` counts.
+    pub fn into_path_counts(self) -> BlProfile {
+        with_ppp_counts(self.bl, self.ppp.as_ref())
+    }
+}
+
+/// A profile's `bl` counts with its `ppp` ones added by Ball–Larus id.
+fn with_ppp_counts(mut all: BlProfile, ppp: Option<&PppProfile>) -> BlProfile {
+    for (name, fp) in ppp.iter().flat_map(|p| &p.functions) {
+        let interesting = fp.interesting.iter().zip(&fp.counts);
+        for (&id, &c) in interesting.chain(&fp.uninteresting) {
+            if c > 0 {
+                all.record(name, PathId(id), c);
             }
         }
-        all
+    }
+    all
+}
+
+/// Checks a file's magic, version, length and checksum: its version and where its body starts.
+fn checked_body(bytes: &[u8]) -> Result<(u8, usize), ProfileError> {
+    if bytes.len() < 9 || &bytes[..8] != MAGIC {
+        return Err(ProfileError::BadMagic);
+    }
+    match bytes[8] {
+        1 => Ok((1, 9)),
+        v @ (2 | VERSION) => {
+            let truncated = |expected: u64| ProfileError::Truncated {
+                offset: bytes.len() as u64,
+                expected,
+                found: bytes.len() as u64,
+            };
+            if bytes.len() < HEADER_LEN {
+                return Err(truncated(HEADER_LEN as u64));
+            }
+            let len = u64::from_le_bytes(bytes[9..17].try_into().expect("8 bytes"));
+            let crc = u32::from_le_bytes(bytes[17..21].try_into().expect("4 bytes"));
+            let end = (HEADER_LEN as u64).saturating_add(len);
+            if (bytes.len() as u64) < end {
+                return Err(truncated(end));
+            }
+            let end = end as usize;
+            if bytes.len() > end {
+                return Err(ProfileError::Trailing {
+                    offset: end as u64,
+                    extra: (bytes.len() - end) as u64,
+                });
+            }
+            if crc32fast::hash(&bytes[HEADER_LEN..]) != crc {
+                return Err(ProfileError::Checksum);
+            }
+            Ok((v, HEADER_LEN))
+        }
+        v => Err(ProfileError::Version(v)),
     }
 }
 
@@ -461,6 +541,36 @@ mod tests {
         assert!(matches!(
             bl.check_same_paths(&other),
             Err(ProfileError::Mismatch(m)) if m.contains("`g` in one, `h` in the other")
+        ));
+    }
+
+    /// A profile of the same build gives its counts without decoding its program; another
+    /// build, another mode and an older version give none (they are read whole); damage is
+    /// still an error.
+    #[test]
+    fn a_build_reads_the_counts_of_its_own_profiles_only() {
+        let a = bl_file(&[(0, 1, 7), (2, 5, 1)]);
+        let build = Build::of(&a.program);
+        let counts = build.counts(&a.to_bytes()).unwrap().unwrap();
+        assert_eq!((counts.bl, counts.ppp), (a.bl.clone(), None));
+        let ppp = ppp_file(&[3, 1], &[(9, 2)]);
+        let same = Build::of(&ppp.program).counts(&ppp.to_bytes()).unwrap();
+        assert_eq!(same.unwrap().ppp, ppp.ppp);
+        assert_eq!(build.counts(&ppp.to_bytes()).unwrap(), None);
+        let mut other = a.clone();
+        other.program.program.functions[2].line = Some(3);
+        assert_eq!(build.counts(&other.to_bytes()).unwrap(), None);
+        let mut moved = a.clone();
+        moved.program.program.files = vec!["m.c".into()];
+        assert_eq!(build.counts(&moved.to_bytes()).unwrap(), None);
+        let v1 = [&MAGIC[..], &[1], &postcard::to_allocvec(&a).unwrap()].concat();
+        assert_eq!(build.counts(&v1).unwrap(), None);
+        let mut flipped = a.to_bytes();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(
+            build.counts(&flipped),
+            Err(ProfileError::Checksum)
         ));
     }
 

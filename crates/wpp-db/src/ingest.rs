@@ -2,19 +2,26 @@
 //!
 //! Files are read one at a time through the libraries that `wpp profile show` and `wpp
 //! functions`/`wpp annotate` use ([`ProfileFile::path_counts`] for profiles,
-//! [`wpp_show::Recording::walk`] for recordings), so memory is bounded by one file plus the
-//! rows of one batch (`batch_runs` runs), whatever the number of files. A file that cannot be
-//! read is reported with its name and skipped; the rows of the others land.
+//! [`wpp_show::Recording::walk`] for recordings), and each run's rows go into the batch's
+//! Parquet files as soon as the file has been read, so memory is bounded by one file, the
+//! writers' row groups and the ids of the runs and paths stored, whatever the number of files
+//! or the batch size. A file that cannot be read is reported with its name and skipped; the
+//! rows of the others land.
+//!
+//! Profiles of one build (a suite's or a fleet's runs) differ in their counts only: after the
+//! first, their program database, most of each file, is compared byte for byte and not decoded
+//! ([`Build::counts`]), and its `functions`, `blocks` and listed `paths` rows are written once
+//! per program, as are the `paths` rows of executed paths of functions with many paths.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use datafusion::arrow::record_batch::RecordBatch;
 use std::hash::Hasher as _;
 
+use rustc_hash::FxHashSet;
 use twox_hash::XxHash64;
-use wpp_abi::profile::ProfileFile;
+use wpp_abi::profile::{Build, Counts, ProfileFile};
 use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
 use wpp_paths::{BallLarus, Cfg, Dag, PathId};
@@ -22,7 +29,7 @@ use wpp_show::walk::ROOT;
 use wpp_show::Recording;
 use wpp_trace::ProgramDb;
 
-use crate::store::{int_column, text_column, Store};
+use crate::store::{int_column, text_column, BatchWriter, Store};
 use crate::table::{self, Rows, Table, Value, TABLES};
 use crate::DbError;
 
@@ -37,7 +44,7 @@ pub struct Options {
     pub label: Option<String>,
     /// `runs.host` of every run added.
     pub host: Option<String>,
-    /// Runs per batch: rows are committed (and memory freed) after this many runs.
+    /// Runs per batch: its files are committed (made visible) after this many runs.
     pub batch_runs: usize,
 }
 
@@ -127,6 +134,8 @@ fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DbError> {
 struct Program {
     by_name: HashMap<String, u32>,
     numberings: Vec<Option<(Dag, BallLarus)>>,
+    /// Per function: whether `paths` lists all its paths (asked for each path counted).
+    listed: Vec<bool>,
 }
 
 impl Program {
@@ -145,10 +154,15 @@ impl Program {
             .enumerate()
             .map(|(i, f)| (f.name.clone(), i as u32))
             .collect();
-        Program {
+        let mut program = Program {
             by_name,
             numberings,
-        }
+            listed: Vec::new(),
+        };
+        program.listed = (0..db.functions.len() as u32)
+            .map(|f| program.paths_total(f).is_some_and(|n| n <= LIST_PATHS))
+            .collect();
+        program
     }
 
     fn paths_total(&self, f: u32) -> Option<u64> {
@@ -157,7 +171,7 @@ impl Program {
     }
 
     fn listed(&self, f: u32) -> bool {
-        self.paths_total(f).is_some_and(|n| n <= LIST_PATHS)
+        self.listed.get(f as usize).copied().unwrap_or(false)
     }
 
     /// The blocks of path `id` of function `f` as `wpp profile show` prints them: `b3` for a
@@ -175,38 +189,53 @@ impl Program {
 /// The rows of one run, kept apart until the whole file has been read.
 struct RunRows {
     tables: Vec<Rows>,
-    new_paths: HashSet<PathKey>,
+    /// The run's program id.
+    program_id: String,
+    /// Paths of the run's program this run adds to `paths` (Fx sets: these and the stored
+    /// paths are looked up for every path counted, where SipHash showed in the profile).
+    new_paths: FxHashSet<PathKey>,
     new_program: Option<String>,
 }
 
-/// A path listed in `paths`: program, function, path id.
-type PathKey = (String, u32, u64);
+/// A path listed in `paths`, within its program: function, path id.
+type PathKey = (u32, u64);
 
 impl RunRows {
     fn new() -> RunRows {
         RunRows {
             tables: TABLES.iter().map(|&t| Rows::new(t)).collect(),
-            new_paths: HashSet::new(),
+            program_id: String::new(),
+            new_paths: FxHashSet::default(),
             new_program: None,
         }
     }
 
-    fn push(&mut self, table: Table, row: Vec<Value>) {
-        let i = TABLES.iter().position(|t| *t == table).expect("a table");
-        self.tables[i].push(row);
+    fn push(&mut self, table: Table, row: &[Value]) {
+        let i = TABLES.iter().position(|t| t.name == table.name);
+        self.tables[i.expect("a table")].push(row);
     }
+}
+
+/// The last build whose profile was read: the next profile of that build (the common case:
+/// a suite's or a fleet's runs of one program) has only its counts decoded.
+struct LastBuild {
+    build: Build,
+    program_id: String,
+    build_hash: String,
+    mode: &'static str,
 }
 
 /// An ingest in progress: what the store holds and the rows of the batch being filled.
 pub struct Ingest<'a> {
     store: &'a Store,
     options: Options,
-    runs: HashSet<String>,
-    programs_stored: HashSet<String>,
-    paths_stored: HashSet<PathKey>,
+    runs: FxHashSet<String>,
+    programs_stored: FxHashSet<String>,
+    /// Per program id, the paths `paths` has.
+    paths_stored: HashMap<String, FxHashSet<PathKey>>,
     programs: HashMap<String, Program>,
-    last_build: Option<(EmbeddedProgram, String, String)>,
-    pending: Vec<Vec<RecordBatch>>,
+    last_build: Option<LastBuild>,
+    batch: Option<BatchWriter<'a>>,
     pending_runs: Vec<String>,
     report: Report,
 }
@@ -214,8 +243,8 @@ pub struct Ingest<'a> {
 impl<'a> Ingest<'a> {
     /// Starts an ingest into `store`, reading which runs, programs and paths it holds.
     pub fn new(store: &'a Store, options: Options) -> Result<Ingest<'a>, DbError> {
-        let mut runs = HashSet::new();
-        let mut programs_stored = HashSet::new();
+        let mut runs = FxHashSet::default();
+        let mut programs_stored = FxHashSet::default();
         for b in store.read(table::RUNS)? {
             runs.extend(
                 text_column(&b, "run_id")
@@ -230,7 +259,7 @@ impl<'a> Ingest<'a> {
                     .map(String::from),
             );
         }
-        let mut paths_stored = HashSet::new();
+        let mut paths_stored: HashMap<String, FxHashSet<PathKey>> = HashMap::new();
         for b in store.read(table::PATHS)? {
             let keys = text_column(&b, "program_id")
                 .into_iter()
@@ -238,7 +267,8 @@ impl<'a> Ingest<'a> {
                 .zip(int_column(&b, "path_id"));
             for ((p, f), id) in keys {
                 if let (Some(p), Some(f), Some(id)) = (p, f, id) {
-                    paths_stored.insert((p.to_owned(), f as u32, id as u64));
+                    let program = paths_stored.entry(p.to_owned()).or_default();
+                    program.insert((f as u32, id as u64));
                 }
             }
         }
@@ -250,7 +280,7 @@ impl<'a> Ingest<'a> {
             paths_stored,
             programs: HashMap::new(),
             last_build: None,
-            pending: vec![Vec::new(); TABLES.len()],
+            batch: None,
             pending_runs: Vec::new(),
             report: Report::default(),
         })
@@ -276,16 +306,18 @@ impl<'a> Ingest<'a> {
         Ok(self.report)
     }
 
+    /// Writes a run's rows into the batch.
     fn accept(&mut self, run: (String, RunRows)) -> Result<(), DbError> {
         let (run_id, mut rows) = run;
-        for (i, r) in rows.tables.iter_mut().enumerate() {
-            if !r.is_empty() {
-                self.report.rows += r.len() as u64;
-                let t = r.table().name;
-                self.pending[i].push(r.finish().map_err(|e| DbError::arrow(t, e))?);
-            }
+        let store = self.store;
+        let batch = self.batch.get_or_insert_with(|| store.batch_writer());
+        for r in rows.tables.iter_mut().filter(|r| !r.is_empty()) {
+            self.report.rows += r.len() as u64;
+            let t = r.table();
+            batch.write(t, &r.finish().map_err(|e| DbError::arrow(t.name, e))?)?;
         }
-        self.paths_stored.extend(rows.new_paths);
+        let stored = self.paths_stored.entry(rows.program_id).or_default();
+        stored.extend(rows.new_paths);
         self.programs_stored.extend(rows.new_program);
         self.runs.insert(run_id.clone());
         self.pending_runs.push(run_id);
@@ -293,21 +325,12 @@ impl<'a> Ingest<'a> {
         Ok(())
     }
 
-    /// Commits the pending rows as one batch, named by a hash of its run ids.
+    /// Commits the batch, named by a hash of its run ids.
     fn flush(&mut self) -> Result<(), DbError> {
-        if self.pending_runs.is_empty() {
+        let Some(batch) = self.batch.take() else {
             return Ok(());
-        }
-        let id = hash_hex(self.pending_runs.join("\n").as_bytes());
-        let tables: Vec<(Table, Vec<RecordBatch>)> = TABLES
-            .iter()
-            .copied()
-            .zip(std::mem::replace(
-                &mut self.pending,
-                vec![Vec::new(); TABLES.len()],
-            ))
-            .collect();
-        self.store.commit(&id, &tables)?;
+        };
+        batch.commit(&hash_hex(self.pending_runs.join("\n").as_bytes()))?;
         self.pending_runs.clear();
         self.report.batches += 1;
         Ok(())
@@ -315,14 +338,14 @@ impl<'a> Ingest<'a> {
 
     /// The run of `path` and its rows; `None` if the store already has it.
     fn read_run(&mut self, path: &Path) -> Result<Option<(String, RunRows)>, String> {
-        let (kind, run_id) = identify(path)?;
+        let (kind, run_id, profile) = identify(path)?;
         if self.runs.contains(&run_id) {
             return Ok(None);
         }
         let mut rows = RunRows::new();
-        let (program_id, build_hash, mode, events) = match kind {
-            Kind::Profile => self.profile(path, &run_id, &mut rows)?,
-            Kind::Wpp | Kind::Trace => self.recording(path, kind, &run_id, &mut rows)?,
+        let (program_id, build_hash, mode, events) = match profile {
+            Some(bytes) => self.profile(&bytes, &run_id, &mut rows)?,
+            None => self.recording(path, kind, &run_id, &mut rows)?,
         };
         let time = std::fs::metadata(path)
             .and_then(|m| m.modified())
@@ -331,21 +354,22 @@ impl<'a> Ingest<'a> {
             .map(|d| d.as_secs());
         rows.push(
             table::RUNS,
-            vec![
-                run_id.clone().into(),
-                program_id.into(),
-                build_hash.into(),
+            &[
+                (&run_id).into(),
+                (&program_id).into(),
+                (&build_hash).into(),
                 mode.into(),
                 kind.name().into(),
-                path.display().to_string().into(),
-                self.options.label.clone().into(),
-                self.options.host.clone().into(),
+                path.display().to_string().as_str().into(),
+                self.options.label.as_deref().into(),
+                self.options.host.as_deref().into(),
                 time.into(),
                 Value::Null,
                 Value::Null,
                 events.into(),
             ],
         );
+        rows.program_id = program_id;
         Ok(Some((run_id, rows)))
     }
 
@@ -353,39 +377,58 @@ impl<'a> Ingest<'a> {
     /// paths (as `wpp profile residual`).
     fn profile(
         &mut self,
-        path: &Path,
+        bytes: &[u8],
         run_id: &str,
         rows: &mut RunRows,
-    ) -> Result<(String, String, String, u64), String> {
-        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-        let file = ProfileFile::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        let (program_id, build_hash) = self.embedded_ids(&file.program, rows)?;
-        let program = &self.programs[&program_id];
-        let counts = file.path_counts();
+    ) -> Result<(String, String, &'static str, u64), String> {
+        let counts = match self.counts_of_last_build(bytes)? {
+            Some(counts) => counts,
+            None => {
+                let file = ProfileFile::from_bytes(bytes).map_err(|e| e.to_string())?;
+                self.note_build(&file.program, rows)?;
+                Counts {
+                    bl: file.bl,
+                    ppp: file.ppp,
+                }
+            }
+        };
+        let last = self.last_build.as_ref().expect("the profile's build");
+        let program = &self.programs[&last.program_id];
+        for (name, fp) in counts.ppp.iter().flat_map(|p| &p.functions) {
+            let f = function_id(program, name)?;
+            for (&id, &count) in &fp.uninteresting {
+                let row = count_row(run_id, &last.program_id, f, name, id, count);
+                rows.push(table::RESIDUAL_COUNTS, &row);
+            }
+        }
+        let stored = self.paths_stored.get(&last.program_id);
         let mut events = 0u64;
-        for (name, paths) in &counts.functions {
+        for (name, paths) in &counts.into_path_counts().functions {
             let f = function_id(program, name)?;
             for (&id, &count) in paths {
                 events = events.saturating_add(count);
-                let row = count_row(run_id, &program_id, f, name, id, count);
-                rows.push(table::PATH_COUNTS, row);
-                self.note_path(&program_id, f, id, rows);
-            }
-        }
-        let program = &self.programs[&program_id];
-        for (name, fp) in file.ppp.iter().flat_map(|p| &p.functions) {
-            let f = function_id(program, name)?;
-            for (&id, &count) in &fp.uninteresting {
-                let row = count_row(run_id, &program_id, f, name, id, count);
-                rows.push(table::RESIDUAL_COUNTS, row);
+                let row = count_row(run_id, &last.program_id, f, name, id, count);
+                rows.push(table::PATH_COUNTS, &row);
+                note_path(program, stored, &last.program_id, (f, id), rows);
             }
         }
         Ok((
-            program_id,
-            build_hash,
-            file.program.mode.name().into(),
+            last.program_id.clone(),
+            last.build_hash.clone(),
+            last.mode,
             events,
         ))
+    }
+
+    /// The counts of a profile of the last build read, if it is one and the store has its
+    /// program (the rows of a program first seen in a run that was then skipped are not).
+    fn counts_of_last_build(&self, bytes: &[u8]) -> Result<Option<Counts>, String> {
+        match &self.last_build {
+            Some(last) if self.programs_stored.contains(&last.program_id) => {
+                last.build.counts(bytes).map_err(|e| e.to_string())
+            }
+            _ => Ok(None),
+        }
     }
 
     /// A `.wpp` or a trace: one walk (as `wpp annotate` and `wpp export`) for its calls,
@@ -396,7 +439,7 @@ impl<'a> Ingest<'a> {
         kind: Kind,
         run_id: &str,
         rows: &mut RunRows,
-    ) -> Result<(String, String, String, u64), String> {
+    ) -> Result<(String, String, &'static str, u64), String> {
         let recording = match kind {
             Kind::Wpp => Recording::Wpp(Box::new(WppFile::read(path).map_err(|e| e.to_string())?)),
             _ => {
@@ -424,78 +467,78 @@ impl<'a> Ingest<'a> {
         for (f, (&n, s)) in run.calls().iter().zip(&samples).enumerate() {
             if n > 0 || *s > 0 {
                 let f = f as u32;
-                let row = vec![
+                let function = name(f);
+                let row = [
                     run_id.into(),
-                    program_id.clone().into(),
+                    (&program_id).into(),
                     u64::from(f).into(),
-                    name(f).into(),
+                    (&function).into(),
                     n.into(),
                     (*s).into(),
                 ];
-                rows.push(table::FUNCTION_EVENTS, row);
+                rows.push(table::FUNCTION_EVENTS, &row);
             }
         }
         let mut calls: Vec<_> = calls.into_iter().collect();
         calls.sort_unstable();
         for ((caller, callee), n) in calls {
-            let row = vec![
+            let (caller_name, callee_name) = (caller.map(name), name(callee));
+            let row = [
                 run_id.into(),
-                program_id.clone().into(),
+                (&program_id).into(),
                 caller.map(u64::from).into(),
-                caller.map(name).into(),
+                caller_name.as_deref().into(),
                 u64::from(callee).into(),
-                name(callee).into(),
+                (&callee_name).into(),
                 n.into(),
             ];
-            rows.push(table::CALLS, row);
+            rows.push(table::CALLS, &row);
         }
         let lines =
             wpp_show::annotate::line_counts(&db, &map, &run, None).map_err(|e| e.to_string())?;
         for (loc, info) in lines {
             let file = Some(map.file_name(loc.file)).filter(|f| !f.is_empty());
-            let row = vec![
+            let row = [
                 run_id.into(),
-                program_id.clone().into(),
+                (&program_id).into(),
                 file.into(),
                 u64::from(loc.line).into(),
                 info.count.into(),
             ];
-            rows.push(table::LINE_EVENTS, row);
+            rows.push(table::LINE_EVENTS, &row);
         }
         let mut paths: Vec<_> = run.path_counts.iter().map(|(&k, &n)| (k, n)).collect();
         paths.sort_unstable();
-        for ((f, id), count) in &paths {
-            let row = count_row(run_id, &program_id, *f, &name(*f), *id, *count);
-            rows.push(table::PATH_COUNTS, row);
-            self.note_path(&program_id, *f, *id, rows);
+        let program = &self.programs[&program_id];
+        let stored = self.paths_stored.get(&program_id);
+        for &((f, id), count) in &paths {
+            let function = name(f);
+            let row = count_row(run_id, &program_id, f, &function, id, count);
+            rows.push(table::PATH_COUNTS, &row);
+            note_path(program, stored, &program_id, (f, id), rows);
         }
         let mode = if paths.is_empty() {
             "trace-blocks"
         } else {
             "trace-paths"
         };
-        Ok((program_id.clone(), program_id, mode.into(), run.events))
+        Ok((program_id.clone(), program_id, mode, run.events))
     }
 
-    /// The program id and build hash of a profile's embedded program. The profiles of one
-    /// build carry equal programs, so the last one's ids are kept and reused when it is equal
-    /// (a comparison instead of an encoding and a hash of the whole program database).
-    fn embedded_ids(
-        &mut self,
-        embedded: &EmbeddedProgram,
-        rows: &mut RunRows,
-    ) -> Result<(String, String), String> {
-        if let Some((last, program_id, build_hash)) = &self.last_build {
-            if last == embedded && self.programs_stored.contains(program_id) {
-                return Ok((program_id.clone(), build_hash.clone()));
-            }
-        }
+    /// Makes `embedded` the last build read: its program id (adding the program's rows if the
+    /// store does not have them) and build hash.
+    fn note_build(&mut self, embedded: &EmbeddedProgram, rows: &mut RunRows) -> Result<(), String> {
         let build_hash = hash_hex(&postcard::to_allocvec(embedded).map_err(|e| e.to_string())?);
         let mut with_cfgs = embedded.clone();
         with_cfgs.attach_cfgs();
         let program_id = self.program(&with_cfgs.program, rows)?;
-        self.last_build = Some((embedded.clone(), program_id.clone(), build_hash.clone()));
-        Ok((program_id, build_hash))
+        self.last_build = Some(LastBuild {
+            build: Build::of(embedded),
+            program_id,
+            build_hash,
+            mode: embedded.mode.name(),
+        });
+        Ok(())
     }
 
     /// The id of the program of `db` (a hash of its database), adding its `functions`,
@@ -513,26 +556,31 @@ impl<'a> Ingest<'a> {
         }
         Ok(id)
     }
+}
 
-    /// Adds path `id` of `f` to `paths` unless it is there already.
-    fn note_path(&self, program_id: &str, f: u32, id: u64, rows: &mut RunRows) {
-        let program = &self.programs[program_id];
-        if program.listed(f) {
-            return;
-        }
-        let key = (program_id.to_owned(), f, id);
-        if self.paths_stored.contains(&key) || rows.new_paths.contains(&key) {
-            return;
-        }
-        let row = vec![
-            program_id.into(),
-            u64::from(f).into(),
-            id.into(),
-            program.blocks(f, id).into(),
-        ];
-        rows.push(table::PATHS, row);
-        rows.new_paths.insert(key);
+/// Adds path `(f, id)` of `program` to `paths` unless it is listed there (all the paths of a
+/// function with few of them), `stored` or added by this run already.
+fn note_path(
+    program: &Program,
+    stored: Option<&FxHashSet<PathKey>>,
+    program_id: &str,
+    (f, id): PathKey,
+    rows: &mut RunRows,
+) {
+    if program.listed(f)
+        || stored.is_some_and(|s| s.contains(&(f, id)))
+        || !rows.new_paths.insert((f, id))
+    {
+        return;
     }
+    let blocks = program.blocks(f, id);
+    let row = [
+        program_id.into(),
+        u64::from(f).into(),
+        id.into(),
+        blocks.as_str().into(),
+    ];
+    rows.push(table::PATHS, &row);
 }
 
 /// Rows of `functions`, `blocks` and the `paths` of functions with at most [`LIST_PATHS`].
@@ -544,11 +592,11 @@ fn program_rows(id: &str, db: &ProgramDb, program: &Program, rows: &mut RunRows)
         let known_blocks = f.cfg.is_some() || !f.block_lines.is_empty();
         rows.push(
             table::FUNCTIONS,
-            vec![
+            &[
                 id.into(),
                 u64::from(fid).into(),
-                f.name.clone().into(),
-                f.file.clone().into(),
+                (&f.name).into(),
+                f.file.as_deref().into(),
                 f.line.map(u64::from).into(),
                 known_blocks.then_some(blocks as u64).into(),
                 program.paths_total(fid).into(),
@@ -559,32 +607,40 @@ fn program_rows(id: &str, db: &ProgramDb, program: &Program, rows: &mut RunRows)
             let loc = map.block_loc(fid, b);
             let file = Some(map.file_name(loc.file)).filter(|f| !f.is_empty());
             let line = (loc.line > 0).then_some(u64::from(loc.line));
-            let row = vec![
+            let row = [
                 id.into(),
                 u64::from(fid).into(),
                 u64::from(b).into(),
                 file.into(),
                 line.into(),
             ];
-            rows.push(table::BLOCKS, row);
+            rows.push(table::BLOCKS, &row);
         }
         if program.listed(fid) {
             for p in 0..program.paths_total(fid).unwrap_or(0) {
-                let row = vec![
+                let blocks = program.blocks(fid, p);
+                let row = [
                     id.into(),
                     u64::from(fid).into(),
                     p.into(),
-                    program.blocks(fid, p).into(),
+                    blocks.as_str().into(),
                 ];
-                rows.push(table::PATHS, row);
+                rows.push(table::PATHS, &row);
             }
         }
     }
 }
 
 /// A row of `path_counts` or `residual_counts`.
-fn count_row(run: &str, program: &str, f: u32, name: &str, id: u64, count: u64) -> Vec<Value> {
-    vec![
+fn count_row<'a>(
+    run: &'a str,
+    program: &'a str,
+    f: u32,
+    name: &'a str,
+    id: u64,
+    count: u64,
+) -> [Value<'a>; 6] {
+    [
         run.into(),
         program.into(),
         u64::from(f).into(),
@@ -600,33 +656,42 @@ fn function_id(program: &Program, name: &str) -> Result<u32, String> {
     })
 }
 
-/// The kind of the file at `path` and its run id: the content hash of the whole file.
-fn identify(path: &Path) -> Result<(Kind, String), String> {
+/// The kind of the file at `path`, its run id (the content hash of the whole file) and, for a
+/// profile, its bytes, read once for the hash and the counts. Recordings, which may be large,
+/// are hashed as they stream by and read again by their readers.
+fn identify(path: &Path) -> Result<(Kind, String, Option<Vec<u8>>), String> {
     let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut hashers = HASH_SEEDS.map(XxHash64::with_seed);
-    let mut buf = vec![0u8; 1 << 16];
     let mut head = Vec::new();
-    loop {
-        let n = file.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
-        }
-        if head.len() < 8 {
-            head.extend_from_slice(&buf[..n.min(8)]);
-        }
-        hashers.iter_mut().for_each(|h| h.write(&buf[..n]));
-    }
+    let read = (&mut file).take(8).read_to_end(&mut head);
+    read.map_err(|e| e.to_string())?;
     if head.is_empty() {
         return Err("empty file (a recording cut short before it wrote anything?)".into());
     }
     let kind = Kind::of(&head).ok_or_else(|| {
         format!(
             "not a wpp profile, .wpp or binary trace (it starts with {:?})",
-            String::from_utf8_lossy(&head[..head.len().min(8)])
+            String::from_utf8_lossy(&head)
         )
     })?;
+    if kind == Kind::Profile {
+        let len = file.metadata().map_or(0, |m| m.len() as usize);
+        let mut bytes = Vec::with_capacity(len);
+        bytes.extend_from_slice(&head);
+        file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+        return Ok((kind, hash_hex(&bytes), Some(bytes)));
+    }
+    let mut hashers = HASH_SEEDS.map(XxHash64::with_seed);
+    hashers.iter_mut().for_each(|h| h.write(&head));
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        hashers.iter_mut().for_each(|h| h.write(&buf[..n]));
+    }
     let [a, b] = hashers.map(|h| h.finish());
-    Ok((kind, format!("{a:016x}{b:016x}")))
+    Ok((kind, format!("{a:016x}{b:016x}"), None))
 }
 
 /// The seeds of the two XXH64 hashes of an id.

@@ -39,7 +39,7 @@ enum Command {
         /// `runs.host` of these runs.
         #[arg(long)]
         host: Option<String>,
-        /// Runs per committed batch (bounds memory).
+        /// Runs per committed batch: one Parquet file per table, visible once all its runs are in.
         #[arg(long, default_value_t = 1000)]
         batch_runs: usize,
     },

@@ -259,3 +259,45 @@ fn views_answer_their_questions() {
                      ORDER BY distinct_paths DESC";
     assert_eq!(rows(&db, diversity), ["fig3,3,4"]);
 }
+
+/// Issue 16 item 5: 200 profiles added in batches of 7 answer every query as when added in one
+/// batch (the rows stream into each batch's files as runs are read).
+#[test]
+fn small_batches_answer_as_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = dir.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..200u64 {
+        let counts = [i % 5, 1 + i % 3, i % 2, 0, i / 50, i % 7];
+        write(&many, &format!("r{i:03}.blprof"), &bl_profile(&counts, i));
+    }
+    write(
+        &many,
+        "f.pppprof",
+        &ppp_profile([4, 0, 1], &[(2, 7), (4, 1)]),
+    );
+    let (small, one) = (dir.path().join("small"), dir.path().join("one"));
+    ok(&["add", &s(&many), "--db", &s(&small), "--batch-runs", "7"]);
+    ok(&["add", &s(&many), "--db", &s(&one), "--batch-runs", "1000"]);
+    let batches = |db: &Path| {
+        std::fs::read_to_string(db.join("manifest"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!((batches(&small), batches(&one)), (29, 1));
+    let queries = [
+        "SELECT r.file, c.function, c.path_id, c.count FROM path_counts c \
+         JOIN runs r ON r.run_id = c.run_id ORDER BY 1, 2, 3",
+        "SELECT function, paths_total, paths_taken, paths_not_taken FROM coverage ORDER BY 1",
+        "SELECT function, path_id, runs, executions FROM residual_paths ORDER BY 1, 2",
+        "SELECT function, distinct_paths, runs FROM function_diversity ORDER BY 1",
+        "SELECT (SELECT COUNT(*) FROM functions) AS f, (SELECT COUNT(*) FROM blocks) AS b, \
+         (SELECT COUNT(*) FROM paths) AS p, (SELECT COUNT(*) FROM runs) AS r",
+    ];
+    for q in queries {
+        let (a, b) = (rows(&small, q), rows(&one, q));
+        assert!(a == b, "{q}: {} rows against {}", a.len(), b.len());
+    }
+    assert_eq!(rows(&one, queries[4]), ["2,8,7,201"]);
+}

@@ -40,11 +40,18 @@ impl BlProfile {
         *slot = slot.saturating_add(count);
     }
 
-    /// Adds every count of `other` (counts saturate at `u64::MAX`).
+    /// Adds every count of `other` (counts saturate at `u64::MAX`). A function's name is
+    /// copied only when it is new, not per path: merging thousands of profiles of one program
+    /// adds counts to functions already there.
     pub fn merge(&mut self, other: &BlProfile) {
         for (f, paths) in &other.functions {
+            let ours = match self.functions.get_mut(f) {
+                Some(ours) => ours,
+                None => self.functions.entry(f.clone()).or_default(),
+            };
             for (&id, &n) in paths {
-                self.record(f, PathId(id), n);
+                let slot = ours.entry(id).or_default();
+                *slot = slot.saturating_add(n);
             }
         }
     }

@@ -613,6 +613,102 @@ fn profile_merge_sums_counts_and_refuses_other_programs() {
     assert!(err.contains(&format!("cannot read {c}")), "{err}");
 }
 
+/// `(function, path id) → count` of a profile, as `wpp profile show --json` prints it.
+fn shown_counts(profile: &str) -> BTreeMap<(String, u64), u64> {
+    let shown: Value = serde_json::from_str(&ok(&[
+        "profile", "show", profile, "--json", "--top", "1000000",
+    ]))
+    .unwrap();
+    let mut out = BTreeMap::new();
+    for f in shown.as_array().unwrap() {
+        for p in f["paths"].as_array().unwrap() {
+            let key = (
+                f["name"].as_str().unwrap().to_owned(),
+                p["id"].as_u64().unwrap(),
+            );
+            out.insert(key, p["count"].as_u64().unwrap());
+        }
+    }
+    out
+}
+
+/// 50 profiles of one program with pseudo-random counts, in `dir/runs`.
+fn fifty_profiles(dir: &Dir) -> Vec<String> {
+    std::fs::create_dir(dir.path("runs")).unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    (0..50)
+        .map(|i| {
+            let counts: Vec<(&str, u64, u64)> = (0..1 + next(12))
+                .map(|_| {
+                    (
+                        ["main", "f", "g"][next(3) as usize],
+                        next(40),
+                        1 + next(1000),
+                    )
+                })
+                .collect();
+            let path = dir.path(&format!("runs/r{i:02}.blprof"));
+            write_bl_profile(&path, &["main", "f", "g"], &counts);
+            path
+        })
+        .collect()
+}
+
+/// Issue 16 item 5: merging a folder of profiles streams them, and the merged counts are, path
+/// by path, the sums of what `wpp profile show` prints for each input (brute force), and the
+/// library's pairwise merges; a list file of the same inputs gives the same file.
+#[test]
+fn profile_merge_of_a_folder_sums_what_show_prints() {
+    let dir = Dir::new();
+    let files = fifty_profiles(&dir);
+    let out = dir.path("merged.blprof");
+    ok(&["profile", "merge", &dir.path("runs"), "-o", &out]);
+    let mut want: BTreeMap<(String, u64), u64> = BTreeMap::new();
+    for f in &files {
+        for (key, c) in shown_counts(f) {
+            *want.entry(key).or_default() += c;
+        }
+    }
+    assert_eq!(shown_counts(&out), want);
+    let read = |p: &str| wpp_abi::profile::ProfileFile::from_bytes(&std::fs::read(p).unwrap());
+    let mut fold = read(&files[0]).unwrap();
+    for f in &files[1..] {
+        fold.merge(&read(f).unwrap()).unwrap();
+    }
+    assert_eq!(read(&out).unwrap(), fold);
+    let list = dir.path("list");
+    std::fs::write(&list, files.join("\n")).unwrap();
+    let from_list = dir.path("from-list.blprof");
+    ok(&["profile", "merge", &format!("@{list}"), "-o", &from_list]);
+    assert_eq!(
+        std::fs::read(&from_list).unwrap(),
+        std::fs::read(&out).unwrap()
+    );
+}
+
+/// A damaged profile in the middle of the inputs stops the merge with an error naming it (exit
+/// 1, no panic), and no merged file is written.
+#[test]
+fn profile_merge_names_a_damaged_profile_in_the_middle() {
+    let dir = Dir::new();
+    let files = fifty_profiles(&dir);
+    let mut bytes = std::fs::read(&files[25]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x10;
+    std::fs::write(&files[25], bytes).unwrap();
+    let out = dir.path("merged.blprof");
+    let err = fails(&["profile", "merge", &dir.path("runs"), "-o", &out]);
+    assert!(err.contains(&format!("cannot read {}", files[25])), "{err}");
+    assert!(err.contains("checksum mismatch"), "{err}");
+    assert!(!Path::new(&out).exists());
+}
+
 #[test]
 fn profile_diff_lists_the_paths_whose_counts_differ() {
     let dir = Dir::new();

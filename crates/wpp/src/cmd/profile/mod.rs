@@ -3,7 +3,6 @@
 //! each function's CFG with its cut points, so paths are decoded into blocks without the
 //! program.
 
-use anyhow::Context as _;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -12,6 +11,7 @@ use wpp_abi::profile::ProfileFile;
 use wpp_paths::{BallLarus, Dag, PathId};
 
 mod diff;
+mod merge;
 
 /// Subcommands of `wpp profile`.
 #[derive(clap::Subcommand)]
@@ -46,17 +46,11 @@ pub enum Command {
     /// profile of the same deterministic run must be equal): the paths whose counts differ,
     /// largest change first, with each count's share of its profile's total.
     Diff(diff::Args),
-    /// Sum the profiles of one program (e.g. the files its processes left, one per PID) into
-    /// one: every path's count is the sum of its counts. The profiles must come from the same
-    /// instrumented program and mode.
-    Merge {
-        /// The profiles to add up.
-        #[arg(required = true)]
-        profiles: Vec<PathBuf>,
-        /// The merged profile to write.
-        #[arg(short, long)]
-        output: PathBuf,
-    },
+    /// Sum the profiles of one program (e.g. the files its processes left, one per PID, or a
+    /// test suite's) into one: every path's count is the sum of its counts. The profiles must
+    /// come from the same instrumented program and mode. Streams: memory is the merged profile
+    /// and one input, whatever the number of inputs.
+    Merge(merge::Args),
 }
 
 #[derive(Serialize)]
@@ -103,25 +97,10 @@ pub(super) fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
         .unwrap_or_else(|_| vec!["?".into()])
 }
 
-/// `wpp profile merge`: the first profile plus each of the others, in order.
-fn merge(profiles: &[PathBuf], output: &Path) -> anyhow::Result<()> {
-    let (first, rest) = profiles
-        .split_first()
-        .context("wpp profile merge needs at least one profile")?;
-    let mut merged = read(first)?;
-    for p in rest {
-        merged
-            .merge(&read(p)?)
-            .with_context(|| format!("cannot merge {} into {}", p.display(), first.display()))?;
-    }
-    std::fs::write(output, merged.to_bytes())
-        .with_context(|| format!("cannot write {}", output.display()))
-}
-
 /// Runs a `wpp profile` subcommand.
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Merge { profiles, output } => merge(&profiles, output.as_path()),
+        Command::Merge(args) => merge::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Show { profile, json, top } => {
             let file = read(&profile)?;

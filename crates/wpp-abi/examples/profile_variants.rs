@@ -1,8 +1,8 @@
-//! Writes N variants of one bl/ppp profile for the ingest benchmark (`bench/db.sh`): variant `i`
-//! has every path count of the original plus `i` on one path in 16, so each file has its own
-//! content (its own run id) and the same program and paths.
+//! Writes N variants of one bl/ppp profile for the ingest and merge benchmarks (`bench/db.sh`,
+//! `bench/merge.sh`): variant `i` has every path count of the original plus `i` on one path in
+//! 16, so each file has its own content (its own run id) and the same program and paths.
 //!
-//! `cargo run --release -p wpp-db --example profile_variants -- PROFILE N OUT_DIR`
+//! `cargo run --release -p wpp-abi --example profile_variants -- PROFILE N OUT_DIR`
 
 use anyhow::Context;
 use wpp_abi::profile::ProfileFile;
