@@ -29,6 +29,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Build Rust programs with cargo, instrumented: `wpp cargo build|run|test ARGS…` (wpp's
+    /// options as for `wpp cc`; binaries in `target/HOST-TRIPLE/…`).
+    #[command(disable_help_flag = true)]
+    Cargo {
+        /// cargo's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Instrument an LLVM bitcode file.
     Instrument(cmd::record::instrument::Args),
     /// Generate a seeded synthetic control-flow trace.
@@ -85,6 +93,7 @@ enum Command {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Cc { args } => cmd::record::cc::run(&args, false),
+        Command::Cargo { args } => cmd::record::cargo::run(&args),
         Command::Instrument(a) => cmd::record::instrument::run(a),
         Command::Synth(a) => cmd::record::synth::run(a),
         Command::Compress(a) => cmd::compress::grammar::run(a),

@@ -1,8 +1,9 @@
-//! Rust programs through the documented route (README, "Rust programs"): cargo with
-//! `RUSTFLAGS="-C linker=wpp-cc -C linker-plugin-lto"`, so the crate's code reaches the link as
-//! LLVM 22 bitcode, which `wpp cc` instruments like C's. The program catches a panic that
-//! unwinds through instrumented frames and runs threads; the oracle is its uninstrumented
-//! build (same output) and the recording's own structure (balanced per thread, raw = online).
+//! Rust programs through `wpp cargo` (cargo with `wpp cc` as the linker and linker-plugin LTO,
+//! so the crate's code reaches the link as LLVM 22 bitcode, which `wpp cc` instruments like
+//! C's). The program uses crates from crates.io (one with a build script and a procedural
+//! macro, which must run uninstrumented), catches a panic that unwinds through instrumented
+//! frames and runs threads; the oracle is its uninstrumented build (same output), the
+//! recording's own structure (balanced per thread, raw = online) and hand-counted calls.
 
 #![cfg(feature = "llvm")]
 
@@ -12,6 +13,10 @@ use std::process::Command;
 const MAIN_RS: &str = r#"
 use std::panic;
 
+#[derive(Debug, thiserror::Error)]
+#[error("seven is not allowed ({0})")]
+struct Seven(u64);
+
 #[inline(never)]
 fn work(n: u64) -> u64 {
     (0..n).map(|i| if i % 3 == 0 { i * 2 } else { i }).sum()
@@ -20,9 +25,10 @@ fn work(n: u64) -> u64 {
 #[inline(never)]
 fn checked(n: u64) -> u64 {
     if n == 7 {
-        panic!("seven");
+        panic!("{}", Seven(n));
     }
-    work(n)
+    let squares: rustc_hash::FxHashMap<u64, u64> = (0..n).map(|i| (i, i * i)).collect();
+    work(n) + squares.len() as u64 - n
 }
 
 fn main() {
@@ -56,7 +62,8 @@ impl Crate {
         std::fs::create_dir(dir.path().join("src")).expect("src");
         std::fs::write(
             dir.path().join("Cargo.toml"),
-            "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+            "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\nthiserror = \"2\"\nrustc-hash = \"2\"\n\n[workspace]\n",
         )
         .expect("Cargo.toml");
         std::fs::write(dir.path().join("src/main.rs"), MAIN_RS).expect("main.rs");
@@ -67,34 +74,58 @@ impl Crate {
         self.dir.path().join(name)
     }
 
-    /// `cargo build --release` into `target-NAME`, with `mode` through wpp-cc (or natively)
-    /// and `interesting` as PPP's interesting paths.
+    /// `cargo build --release` (natively) or `wpp cargo build --release --wpp-mode=MODE` into
+    /// `target-NAME`, with `interesting` as PPP's interesting paths; the program's path.
     fn build(&self, name: &str, mode: Option<&str>, interesting: Option<&Path>) -> PathBuf {
-        let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        let target = self.path(&format!("target-{name}"));
+        let mut c = match mode {
+            None => Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+            Some(mode) => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_wpp"));
+                c.args(["cargo", &format!("--wpp-mode={mode}")]);
+                if let Some(p) = interesting {
+                    c.arg(format!("--wpp-interesting={}", p.display()));
+                }
+                c
+            }
+        };
+        // Offline: the crates are in the local registry, as the workspace uses them too.
         c.args(["build", "--release", "--quiet", "--offline"])
             .current_dir(self.dir.path())
-            .env("CARGO_TARGET_DIR", self.path(&format!("target-{name}")))
+            .env("CARGO_TARGET_DIR", &target)
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .env_remove("CARGO_BUILD_RUSTFLAGS")
             .env_remove("RUSTFLAGS");
-        if let Some(mode) = mode {
-            let linker = self.path("wpp-cc");
-            c.env(
-                "RUSTFLAGS",
-                format!("-C linker={} -C linker-plugin-lto", linker.display()),
-            )
-            .env("WPP_MODE", mode);
-        }
-        if let Some(profile) = interesting {
-            c.env("WPP_INTERESTING", profile);
-        }
         let out = c.output().expect("cargo runs");
         assert!(
             out.status.success(),
             "cargo build ({name}) failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        self.path(&format!("target-{name}/release/hello"))
+        // `wpp cargo` builds for the host triple given explicitly: `target/TRIPLE/release`.
+        let exe = std::fs::read_dir(&target)
+            .expect("target directory")
+            .map(|e| e.expect("entry").path().join("release/hello"))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| target.join("release/hello"));
+        // Build scripts and proc macros (run by rustc) ran uninstrumented: nothing but the
+        // test's own `run.*` recordings exists.
+        let stray = walk(self.dir.path()).into_iter().find(|p| {
+            let recording = ["wpp", "trace", "blprof", "pppprof"]
+                .iter()
+                .any(|x| p.extension().is_some_and(|e| e == *x));
+            recording && !p.file_name().unwrap().to_string_lossy().starts_with("run.")
+        });
+        assert_eq!(stray, None, "a host artifact was instrumented");
+        for so in walk(&target)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "so"))
+        {
+            let d = Command::new("readelf").arg("-d").arg(&so).output();
+            let d = String::from_utf8_lossy(&d.expect("readelf runs").stdout).into_owned();
+            assert!(!d.contains("libwpp_rt"), "{} is instrumented", so.display());
+        }
+        exe
     }
 
     /// Runs `exe` with the recording environment `env`; its standard output.
@@ -111,6 +142,18 @@ impl Crate {
         assert!(o.status.success(), "{} failed: {o:?}", exe.display());
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(walk(&e.path())),
+            _ => out.push(e.path()),
+        }
+    }
+    out
 }
 
 fn wpp(args: &[&str]) -> String {
