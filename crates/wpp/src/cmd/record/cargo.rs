@@ -46,9 +46,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             let user = std::env::var("RUSTFLAGS").unwrap_or_default();
             c.env(
                 "RUSTFLAGS",
-                format!("{user} {}", flags.join(" "))
-                    .trim_start()
-                    .to_owned(),
+                format!("{user} {}", flags.join(" ")).trim_start(),
             )
         }
     };
