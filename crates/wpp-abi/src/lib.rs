@@ -374,6 +374,19 @@ pub const SYM_BL_INIT: &str = "__wpp_rt_bl_init";
 /// counted only by misses. With `bl_indexed` = 1 the arrays are indexed by the Ball–Larus id
 /// and hold every path of the function (`ids[r]` = `r` if interesting, else `u64::MAX`).
 pub const SYM_PPP_INIT: &str = "__wpp_rt_ppp_init";
+/// `void __wpp_rt_bl_register_v1(table, functions, db, db_len, uint32_t *base)`: a shared
+/// library's [`SYM_BL_INIT`], called from its first constructor instead of `main`. The runtime
+/// stores the library's function id base in `*base` (its hash calls pass `base + id`), or
+/// [`REFUSED_PROFILE_BASE`].
+pub const SYM_BL_REGISTER: &str = "__wpp_rt_bl_register_v1";
+/// The same for `ppp` ([`SYM_PPP_INIT`]'s table; misses pass `base + id`).
+pub const SYM_PPP_REGISTER: &str = "__wpp_rt_ppp_register_v1";
+/// `void __wpp_rt_profile_unregister_v1(uint32_t *base)`: called by a profiling library's last
+/// destructor (`dlclose`): the runtime keeps its counts so far, since its tables go away.
+pub const SYM_PROFILE_UNREGISTER: &str = "__wpp_rt_profile_unregister_v1";
+/// The base of a shared library whose profile the runtime does not keep: its ids fall beyond
+/// every function of the process and are ignored.
+pub const REFUSED_PROFILE_BASE: u32 = 1 << 31;
 /// `void __wpp_rt_ppp_miss(uint32_t function, uint64_t bl_path)`: an uninteresting path ran.
 pub const SYM_PPP_MISS: &str = "__wpp_rt_ppp_miss";
 /// Functions whose PPP interval is larger than this count every path through

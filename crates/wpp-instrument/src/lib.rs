@@ -217,6 +217,41 @@ pub fn instrument_file(input: &Path, output: &Path, opts: &Options) -> Result<Re
     Ok(report)
 }
 
+/// How profiling code names its function to the runtime's hash table: a constant id in an
+/// executable; in a shared library (`Options::shared`) the library's base, set when it
+/// registers, plus the id (`wpp_abi`, *Shared libraries*).
+#[derive(Clone, Copy)]
+pub(crate) struct FunctionIds<'m> {
+    base: Option<ir::Value<'m>>,
+}
+
+impl<'m> FunctionIds<'m> {
+    fn new(m: Mod<'m>, shared: bool) -> Self {
+        let i32t = m.int(32);
+        let base = shared.then(|| {
+            m.add_global(
+                "__wpp_profile_base",
+                i32t,
+                m.const_int(i32t, 0),
+                true,
+                false,
+                false,
+            )
+        });
+        FunctionIds { base }
+    }
+
+    /// The process-wide id of function `fid`, computed before `b`'s position.
+    pub(crate) fn id(self, m: Mod<'m>, b: &ir::Builder<'m>, fid: usize) -> ir::Value<'m> {
+        let i32t = m.int(32);
+        let local = m.const_int(i32t, fid as u64);
+        match self.base {
+            Some(g) => b.add(b.load(i32t, g), local),
+            None => local,
+        }
+    }
+}
+
 /// `bl` mode: path registers as in `trace-paths`, ending paths counted in per-function arrays
 /// (at most [`abi::BL_ARRAY_MAX`] paths) or the runtime's hash table; `main` hands the table
 /// of arrays to the runtime.
@@ -233,6 +268,7 @@ pub(crate) fn instrument_bl<'m>(
     db_global: ir::Value<'m>,
     db_len: usize,
     atomic: bool,
+    ids: FunctionIds<'m>,
 ) -> Result<usize, Error> {
     let i32t = m.int(32);
     let i64t = m.int(64);
@@ -265,9 +301,8 @@ pub(crate) fn instrument_bl<'m>(
             probes += paths::place(m, sites, model, fp, plan, &record);
         } else {
             slots.push(m.const_struct(&[m.const_null(ptr), m.const_int(i64t, n)]));
-            let fidv = m.const_int(i32t, fid as u64);
             let record = |b: &ir::Builder<'m>, v: ir::Value<'m>| {
-                b.call(hash_ty, hash, &[fidv, v]);
+                b.call(hash_ty, hash, &[ids.id(m, b, fid), v]);
             };
             probes += paths::place(m, sites, model, fp, plan, &record);
         }
@@ -278,10 +313,11 @@ pub(crate) fn instrument_bl<'m>(
         "__wpp_bl_table",
         slot_ty,
         &slots,
-        abi::SYM_BL_INIT,
+        (abi::SYM_BL_INIT, abi::SYM_BL_REGISTER),
         targets,
         all_sites,
         db,
+        ids,
     );
     Ok(probes)
 }
@@ -315,17 +351,19 @@ fn block_locations(files: &mut Vec<String>, blocks: &[ir::Block<'_>]) -> (Vec<u3
 
 /// Stores a profile's per-function slots as a constant global and, at the start of `main`, calls
 /// the runtime's `init(table, functions, db, db_len)` with it; shared by `bl` and `ppp`. Programs
-/// without a `main` (libraries) get the table but no call, so they record nothing.
+/// without a `main` get the table but no call, so they record nothing; a shared library
+/// registers its table from a constructor instead ([`abi::SYM_BL_REGISTER`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn hand_table_to_runtime<'m>(
     m: Mod<'m>,
     name: &str,
     slot_ty: ir::Type<'m>,
     slots: &[ir::Value<'m>],
-    init_symbol: &str,
+    (init_symbol, register_symbol): (&str, &str),
     targets: &[ir::Value<'m>],
     all_sites: &[blocks::Sites<'m>],
     (db_global, db_len): (ir::Value<'m>, usize),
+    ids: FunctionIds<'m>,
 ) {
     let (i32t, i64t, ptr) = (m.int(32), m.int(64), m.ptr());
     let table_ty = m.array(slot_ty, slots.len() as u64);
@@ -337,18 +375,40 @@ pub(crate) fn hand_table_to_runtime<'m>(
         true,
         false,
     );
+    let args = [
+        table,
+        m.const_int(i32t, targets.len() as u64),
+        db_global,
+        m.const_int(i64t, db_len as u64),
+    ];
+    if let Some(base) = ids.base {
+        // A library: from a constructor that runs before its others, with its base.
+        let ty = m.fn_type(m.void(), &[ptr, i32t, ptr, i64t, ptr]);
+        let register = m.declare(register_symbol, ty);
+        m.add_fn_attr(register, "nounwind");
+        let f = m.add_internal_function("__wpp_profile_register", m.fn_type(m.void(), &[]));
+        let b = m.builder();
+        b.at_end(m.append_block(f, "entry"));
+        b.call(ty, register, &[args[0], args[1], args[2], args[3], base]);
+        b.ret_void();
+        m.add_to_init_list(f, 0, false);
+        // And from its last destructor (`dlclose`), before its tables are unmapped.
+        let ty = m.fn_type(m.void(), &[ptr]);
+        let unregister = m.declare(abi::SYM_PROFILE_UNREGISTER, ty);
+        m.add_fn_attr(unregister, "nounwind");
+        let f = m.add_internal_function("__wpp_profile_unregister", m.fn_type(m.void(), &[]));
+        b.at_end(m.append_block(f, "entry"));
+        b.call(ty, unregister, &[base]);
+        b.ret_void();
+        m.add_to_init_list(f, 0, true);
+        return;
+    }
     let init_ty = m.fn_type(m.void(), &[ptr, i32t, ptr, i64t]);
     let init = m.declare(init_symbol, init_ty);
     m.add_fn_attr(init, "nounwind");
     if let Some(main) = targets.iter().position(|f| f.name() == "main") {
         let b = m.builder();
         b.before(all_sites[main].start[0]);
-        let args = [
-            table,
-            m.const_int(i32t, targets.len() as u64),
-            db_global,
-            m.const_int(i64t, db_len as u64),
-        ];
         b.call(init_ty, init, &args);
     }
 }
@@ -562,11 +622,17 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
-    if opts.shared && !matches!(opts.mode, Mode::TraceBlocks | Mode::TracePaths) {
+    if opts.shared
+        && !matches!(
+            opts.mode,
+            Mode::TraceBlocks | Mode::TracePaths | Mode::Bl | Mode::Ppp
+        )
+    {
         return Err(Error::Unsupported {
             function: "(shared library)".into(),
             what: format!(
-                "{} does not record shared libraries yet (trace-blocks and trace-paths do)",
+                "{} does not record shared libraries yet (trace-blocks, trace-paths, bl and \
+                 ppp do)",
                 opts.mode.name()
             ),
         });
@@ -696,9 +762,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     }
     if matches!(opts.mode, Mode::Ppp | Mode::Bl) {
         let (t, s, p, len) = (&targets[..], &all_sites[..], &all_paths[..], bytes.len());
+        let ids = FunctionIds::new(m, opts.shared);
         report.probes += match opts.mode {
-            Mode::Ppp => ppp::instrument(m, t, s, p, opts, db_global, len, atomic)?,
-            _ => instrument_bl(m, t, s, p, db_global, len, atomic)?,
+            Mode::Ppp => ppp::instrument(m, t, s, p, opts, (db_global, len), atomic, ids)?,
+            _ => instrument_bl(m, t, s, p, db_global, len, atomic, ids)?,
         };
         report.functions = targets.len();
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;

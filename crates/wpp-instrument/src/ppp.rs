@@ -58,9 +58,9 @@ pub(crate) fn instrument<'m>(
     all_sites: &[Sites<'m>],
     all_paths: &[(Model<'m>, FunctionPaths, Instrumentation)],
     opts: &Options,
-    db_global: Value<'m>,
-    db_len: usize,
+    (db_global, db_len): (Value<'m>, usize),
     atomic: bool,
+    function_ids: crate::FunctionIds<'m>,
 ) -> Result<usize, Error> {
     let i32t = m.int(32);
     let i64t = m.int(64);
@@ -108,7 +108,6 @@ pub(crate) fn instrument<'m>(
             &fp.cfg,
             &tree.increments(&fp.dag, fp.bl.increments()),
         );
-        let fidv = m.const_int(i32t, fid as u64);
         let n = fp.bl.path_count();
         if n <= opts.ppp_bl_array_max {
             let mut stored = vec![u64::MAX; n as usize];
@@ -126,7 +125,7 @@ pub(crate) fn instrument<'m>(
         if ids.is_empty() || plan.interval > abi::PPP_ARRAY_MAX {
             slots.push(slot(m.const_null(ptr), m.const_null(ptr), 0, PPP_INDEXED));
             let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
-                b.call(miss_ty, miss, &[fidv, v[0]]);
+                b.call(miss_ty, miss, &[function_ids.id(m, b, fid), v[0]]);
             };
             // Every path end is a miss: the Ball–Larus register is all the runtime needs.
             records += crate::paths::place_registers(m, sites, model, fp, &[&bl_plan], &record);
@@ -143,7 +142,11 @@ pub(crate) fn instrument<'m>(
         slots.push(slot(counts, id_arr, n, PPP_INDEXED));
         let nv = m.const_int(i64t, n);
         let record = |b: &ir::Builder<'m>, v: &[Value<'m>]| {
-            b.call(count_ty, count, &[counts, id_arr, nv, fidv, v[0], v[1]]);
+            b.call(
+                count_ty,
+                count,
+                &[counts, id_arr, nv, function_ids.id(m, b, fid), v[0], v[1]],
+            );
         };
         records +=
             crate::paths::place_registers(m, sites, model, fp, &[&bl_plan, &q_plan], &record);
@@ -154,10 +157,11 @@ pub(crate) fn instrument<'m>(
         "__wpp_ppp_table",
         slot_ty,
         &slots,
-        abi::SYM_PPP_INIT,
+        (abi::SYM_PPP_INIT, abi::SYM_PPP_REGISTER),
         targets,
         all_sites,
         db,
+        function_ids,
     );
     Ok(records)
 }

@@ -51,6 +51,24 @@ pub(crate) fn current() -> Option<EmbeddedProgram> {
     (!p.modules.is_empty()).then(|| p.modules.merged_program())
 }
 
+/// [`current`] without waiting: `None` also when the table is busy (a fatal signal's handler
+/// must not block on a lock the interrupted code may hold).
+pub(crate) fn try_current() -> Option<EmbeddedProgram> {
+    let p = PROCESS.try_lock().ok()?;
+    (!p.modules.is_empty()).then(|| p.modules.merged_program())
+}
+
+/// Registers a profiling library's module (`bl`, `ppp`: their counts are read at the end, so
+/// a library may arrive at any time); its base, or why it is not profiled.
+pub(crate) fn register_module(db: &[u8]) -> Result<FunctionId, String> {
+    register(&mut crate::lock(&PROCESS), db)
+}
+
+/// Marks the module at `base` unloaded (its ids stay reserved; a reload gets them back).
+pub(crate) fn unload(base: FunctionId) {
+    crate::lock(&PROCESS).modules.unload(base);
+}
+
 /// The file name of the module that holds `addr`.
 fn module_name(addr: *const u8) -> String {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -134,7 +152,6 @@ pub unsafe extern "C" fn __wpp_rt_unregister_v1(base: *mut u64) {
     // SAFETY: guaranteed by the caller.
     let word = unsafe { std::ptr::replace(base, abi::REFUSED_BASE) };
     if word != abi::REFUSED_BASE {
-        let id = (word >> abi::TAG_BITS) as u32;
-        crate::lock(&PROCESS).modules.unload(FunctionId(id));
+        unload(FunctionId((word >> abi::TAG_BITS) as u32));
     }
 }

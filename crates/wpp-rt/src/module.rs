@@ -49,7 +49,10 @@
 //!   instructions on a call-bound workload, fib) and skip every probe when refused.
 //! * **The database grows** while the program runs (`dlopen` after the first event): the
 //!   merged database goes into the trace as a program chunk, ahead of the library's events.
-//! * Not recorded yet: libraries in `bl`, `ppp` and the memory modes (linked natively).
+//! * **Profiles** (`bl`, `ppp`): each library registers its counter table with its base
+//!   (`profile.rs`); the profile is every table's counts under the merged names, and a library
+//!   `dlclose`d leaves its counts behind before its table is unmapped.
+//! * Not recorded yet: libraries in the memory modes (linked natively, uninstrumented).
 //!   Limit: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
 //!   and `exec` wrappers do not interpose there (those exits lose the buffered tail).
 
@@ -130,11 +133,27 @@ impl Modules {
     /// The merged database ([`Modules::merged`]) as the program a recording starts with, in
     /// the modules' mode (their CFGs are attached to the functions).
     pub fn merged_program(&self) -> EmbeddedProgram {
+        let program = self.merged();
+        // Path modes: each module's CFG list, renamed as its functions are.
+        let mut cfgs = Vec::new();
+        for m in &self.modules {
+            let names = &program.functions[m.base.0 as usize..];
+            cfgs.extend(
+                m.program
+                    .cfgs
+                    .iter()
+                    .zip(names)
+                    .map(|(c, f)| wpp_paths::Cfg {
+                        name: f.name.clone(),
+                        ..c.clone()
+                    }),
+            );
+        }
         EmbeddedProgram {
             version: crate::abi::EMBEDDED_VERSION,
             mode: self.mode().unwrap_or(Mode::TraceBlocks),
-            program: self.merged(),
-            cfgs: Vec::new(),
+            program,
+            cfgs,
             ewpp: None,
         }
     }

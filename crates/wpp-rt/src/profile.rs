@@ -7,6 +7,12 @@
 //! arrays; at exit (or on a fatal signal) the arrays and the hash table become a
 //! [`ProfileFile`] at `WPP_OUT` (default `PROGRAM.PID.blprof`).
 //!
+//! **Shared libraries** (issue 12 item 2) register their own tables from a constructor
+//! ([`__wpp_rt_bl_register_v1`]) with a function id base from the process's module table
+//! (`dso.rs`; the executable's functions come first); the profile holds every table's counts,
+//! named as in the merged program database. A library unloaded by `dlclose` hands over its
+//! counts first ([`__wpp_rt_profile_unregister_v1`]).
+//!
 //! Counters are plain increments unless the module can start threads, where the instrumenter
 //! makes them atomic (`wpp cc --counters`). Paths run before `main` (static constructors) are
 //! counted in the arrays and appear; hash-table paths before `main` appear as well. The file
@@ -54,12 +60,29 @@ pub struct CounterSlot {
 }
 
 struct Bl {
+    /// The first registered module's program: the profile's program when no shared library
+    /// registered (else the process's merged one, [`crate::dso`]).
     program: EmbeddedProgram,
-    table: Table,
-    functions: u32,
     hash: Mutex<FxHashMap<(u32, u64), u64>>,
     done: AtomicBool,
 }
+
+/// A module's counter table: the executable's (base 0) or a shared library's.
+struct Registered {
+    table: Table,
+    functions: u32,
+    base: u32,
+}
+
+// SAFETY: as for `Bl`: the table is the module's constant table.
+unsafe impl Send for Registered {}
+
+/// Every module's table, in registration order.
+static TABLES: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+/// The counts of libraries unloaded (`dlclose`) so far, taken from their tables before those
+/// were unmapped.
+static RETIRED: Mutex<Option<(BlProfile, PppProfile)>> = Mutex::new(None);
 
 #[derive(Clone, Copy)]
 enum Table {
@@ -113,9 +136,113 @@ pub extern "C" fn __wpp_rt_ppp_miss(function: u32, path: u64) {
     __wpp_rt_bl_hash(function, path)
 }
 
+/// Called by a shared library's first constructor in `bl` mode (see [`abi::SYM_BL_REGISTER`]).
+///
+/// # Safety
+/// As [`__wpp_rt_bl_init`]; `base` must point to the library's base.
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_bl_register_v1(
+    table: *const CounterSlot,
+    functions: u32,
+    db: *const u8,
+    db_len: u64,
+    base: *mut u32,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { register(Table::Bl(table), functions, db, db_len, base) }
+}
+
+/// Called by a shared library's first constructor in `ppp` mode.
+///
+/// # Safety
+/// As [`__wpp_rt_ppp_init`]; `base` must point to the library's base.
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_ppp_register_v1(
+    table: *const PppSlot,
+    functions: u32,
+    db: *const u8,
+    db_len: u64,
+    base: *mut u32,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { register(Table::Ppp(table), functions, db, db_len, base) }
+}
+
+/// # Safety
+/// See [`__wpp_rt_bl_register_v1`].
+unsafe fn register(table: Table, functions: u32, db: *const u8, db_len: u64, base: *mut u32) {
+    // SAFETY: guaranteed by the caller.
+    let bytes = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
+    let word = match crate::dso::register_module(bytes) {
+        Ok(b) => {
+            crate::lock(&TABLES).push(Registered {
+                table,
+                functions,
+                base: b.0,
+            });
+            // SAFETY: guaranteed by the caller.
+            unsafe { start(db, db_len) };
+            b.0
+        }
+        Err(why) => {
+            eprintln!("wpp-rt: {why}; it runs unprofiled");
+            abi::REFUSED_PROFILE_BASE
+        }
+    };
+    // SAFETY: guaranteed by the caller.
+    unsafe { *base = word };
+}
+
+/// Called by a profiling library's last destructor (see [`abi::SYM_PROFILE_UNREGISTER`]): its
+/// counts so far are kept, its table forgotten, its ids reserved for a reload.
+///
+/// # Safety
+/// `base` must be the library's base, as a register call set it; its table must still be
+/// mapped.
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_profile_unregister_v1(base: *mut u32) {
+    // SAFETY: guaranteed by the caller.
+    let b = unsafe { std::ptr::replace(base, abi::REFUSED_PROFILE_BASE) };
+    let r = {
+        let mut tables = crate::lock(&TABLES);
+        match tables.iter().position(|r| r.base == b) {
+            Some(i) => tables.remove(i),
+            None => return,
+        }
+    };
+    let Some(program) = crate::dso::current() else {
+        return;
+    };
+    let mut retired = crate::lock(&RETIRED);
+    let (bl, ppp) = retired.get_or_insert_with(Default::default);
+    for f in 0..r.functions {
+        if let Some(func) = program.program.functions.get((r.base + f) as usize) {
+            let mut one = PppProfile::default();
+            // SAFETY: the table is still mapped (guaranteed by the caller).
+            unsafe { read_slot(r.table, f as usize, &func.name, bl, &mut one) };
+            let _ = ppp.merge(&one);
+        }
+    }
+    crate::dso::unload(wpp_trace::FunctionId(b));
+}
+
 /// # Safety
 /// See [`__wpp_rt_bl_init`] and [`__wpp_rt_ppp_init`].
 unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
+    crate::lock(&TABLES).push(Registered {
+        table,
+        functions,
+        base: 0,
+    });
+    // SAFETY: guaranteed by the caller.
+    unsafe { start(db, db_len) }
+}
+
+/// Starts profiling on the first module's table: the exit handler, the snapshots.
+///
+/// # Safety
+/// `db` must point to `db_len` bytes.
+unsafe fn start(db: *const u8, db_len: u64) {
     let mut first = false;
     BL.get_or_init(|| {
         first = true;
@@ -138,8 +265,6 @@ unsafe fn init(table: Table, functions: u32, db: *const u8, db_len: u64) {
         start_snapshots();
         Some(Bl {
             program,
-            table,
-            functions,
             hash: Mutex::new(early.unwrap_or_default()),
             done: AtomicBool::new(false),
         })
@@ -267,8 +392,8 @@ pub(crate) fn finish_profile(blocking: bool) {
 /// Writes the counts so far to the output, through a temporary file renamed over it; whether
 /// it could (the failure is reported).
 fn write(bl: &Bl, blocking: bool) -> bool {
-    let is_ppp = matches!(bl.table, Table::Ppp(_));
     let file = counts(bl, blocking);
+    let is_ppp = file.ppp.is_some();
     let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
     let mut tmp = path.clone().into_os_string();
     tmp.push(".tmp");
@@ -283,83 +408,120 @@ fn write(bl: &Bl, blocking: bool) -> bool {
     written.is_ok()
 }
 
-/// The profile of the counts so far.
+/// The profile of the counts so far: every registered module's table, each function named as
+/// in the process's program (a shared library's function `f` is `base + f`).
 fn counts(bl: &Bl, blocking: bool) -> ProfileFile {
+    let merged = match blocking {
+        true => crate::dso::current(),
+        false => crate::dso::try_current(),
+    };
+    let program = merged.unwrap_or_else(|| bl.program.clone());
+    let is_ppp = program.mode == abi::Mode::Ppp;
     let mut profile = BlProfile::default();
     let mut ppp = PppProfile::default();
-    let names: Vec<&str> = bl
-        .program
+    let names: Vec<&str> = program
         .program
         .functions
         .iter()
         .map(|f| f.name.as_str())
         .collect();
-    let name = |f: usize| names.get(f).copied().unwrap_or("?");
-    for f in 0..bl.functions as usize {
-        match bl.table {
-            Table::Bl(table) => {
-                // SAFETY: the table has `functions` slots (see `__wpp_rt_bl_init`).
-                let slot = unsafe { *table.add(f) };
-                if slot.counters.is_null() {
-                    continue;
-                }
-                for id in 0..slot.len {
-                    // SAFETY: the array holds `len` counters.
-                    let c = unsafe { std::ptr::read_volatile(slot.counters.add(id as usize)) };
-                    if c > 0 {
-                        profile.record(name(f), wpp_paths::PathId(id), c);
-                    }
-                }
-            }
-            Table::Ppp(table) => {
-                // SAFETY: the table has `functions` slots (see `__wpp_rt_ppp_init`).
-                let slot = unsafe { *table.add(f) };
-                if slot.counts.is_null() {
-                    continue;
-                }
-                let mut fp = PppFunctionProfile::default();
-                for q in 0..slot.interval as usize {
-                    // SAFETY: both arrays hold `interval` entries.
-                    let (id, c) = unsafe {
-                        (
-                            *slot.ids.add(q),
-                            std::ptr::read_volatile(slot.counts.add(q)),
-                        )
-                    };
-                    if id != u64::MAX {
-                        fp.interesting.push(id);
-                        fp.counts.push(c);
-                    } else if slot.bl_indexed != 0 && c > 0 {
-                        fp.uninteresting.insert(q as u64, c);
-                    }
-                }
-                ppp.functions.insert(name(f).to_owned(), fp);
-            }
+    let tables = match blocking {
+        true => Some(crate::lock(&TABLES)),
+        false => TABLES.try_lock().ok(),
+    };
+    for r in tables.iter().flat_map(|t| t.iter()) {
+        for f in 0..r.functions {
+            let Some(&name) = names.get((r.base + f) as usize) else {
+                continue;
+            };
+            // SAFETY: the table has `functions` slots (see `__wpp_rt_bl_init`).
+            unsafe { read_slot(r.table, f as usize, name, &mut profile, &mut ppp) };
         }
+    }
+    let retired = match blocking {
+        true => Some(crate::lock(&RETIRED)),
+        false => RETIRED.try_lock().ok(),
+    };
+    if let Some((r_bl, r_ppp)) = retired.as_deref().and_then(Option::as_ref) {
+        profile.merge(r_bl);
+        // The same tables (a library reloaded) count the same paths: plans never differ.
+        let _ = ppp.merge(r_ppp);
     }
     let hash = if blocking {
         Some(bl.hash.lock().unwrap_or_else(|e| e.into_inner()))
     } else {
         bl.hash.try_lock().ok()
     };
-    if let Some(h) = hash {
-        for (&(f, id), &c) in h.iter() {
-            match bl.table {
-                Table::Bl(_) => profile.record(name(f as usize), wpp_paths::PathId(id), c),
-                Table::Ppp(_) => {
-                    let fp = ppp
-                        .functions
-                        .entry(name(f as usize).to_owned())
-                        .or_default();
-                    *fp.uninteresting.entry(id).or_default() += c;
-                }
+    for (&(f, id), &c) in hash.iter().flat_map(|h| h.iter()) {
+        // Ids past every function: a refused library's (`abi::REFUSED_PROFILE_BASE`).
+        let Some(&name) = names.get(f as usize) else {
+            continue;
+        };
+        match is_ppp {
+            false => profile.record(name, wpp_paths::PathId(id), c),
+            true => {
+                let fp = ppp.functions.entry(name.to_owned()).or_default();
+                *fp.uninteresting.entry(id).or_default() += c;
             }
         }
     }
-    let is_ppp = matches!(bl.table, Table::Ppp(_));
     ProfileFile {
-        program: bl.program.clone(),
+        program,
         bl: profile,
         ppp: is_ppp.then_some(ppp),
+    }
+}
+
+/// Adds slot `f` of a module's table to the profile, under `name`.
+///
+/// # Safety
+/// The table must hold more than `f` slots, with arrays as [`CounterSlot`] and [`PppSlot`]
+/// say.
+unsafe fn read_slot(
+    table: Table,
+    f: usize,
+    name: &str,
+    profile: &mut BlProfile,
+    ppp: &mut PppProfile,
+) {
+    match table {
+        Table::Bl(table) => {
+            // SAFETY: guaranteed by the caller.
+            let slot = unsafe { *table.add(f) };
+            if slot.counters.is_null() {
+                return;
+            }
+            for id in 0..slot.len {
+                // SAFETY: the array holds `len` counters.
+                let c = unsafe { std::ptr::read_volatile(slot.counters.add(id as usize)) };
+                if c > 0 {
+                    profile.record(name, wpp_paths::PathId(id), c);
+                }
+            }
+        }
+        Table::Ppp(table) => {
+            // SAFETY: guaranteed by the caller.
+            let slot = unsafe { *table.add(f) };
+            if slot.counts.is_null() {
+                return;
+            }
+            let mut fp = PppFunctionProfile::default();
+            for q in 0..slot.interval as usize {
+                // SAFETY: both arrays hold `interval` entries.
+                let (id, c) = unsafe {
+                    (
+                        *slot.ids.add(q),
+                        std::ptr::read_volatile(slot.counts.add(q)),
+                    )
+                };
+                if id != u64::MAX {
+                    fp.interesting.push(id);
+                    fp.counts.push(c);
+                } else if slot.bl_indexed != 0 && c > 0 {
+                    fp.uninteresting.insert(q as u64, c);
+                }
+            }
+            ppp.functions.insert(name.to_owned(), fp);
+        }
     }
 }

@@ -370,14 +370,14 @@ const CASES: &[Case] = &[
     Case {
         name: "a mode that does not record libraries links them natively",
         commands: &[
-            "wpp-cc --wpp-mode=bl -O2 -fPIC -shared lib.c lib2.c -o libq.so",
+            "wpp-cc --wpp-mode=trace-addr -O2 -fPIC -shared lib.c lib2.c -o libq.so",
             "wpp-cc -O2 main.c -L. -lq -Wl,-rpath,\"$PWD\" -o p",
         ],
         exe: "p",
         stdout: "twice=42\n",
         recorded: &["main"],
         not_recorded: &["lib_twice"],
-        report: Some("bl does not record shared libraries yet"),
+        report: Some("trace-addr does not record shared libraries yet"),
     },
     Case {
         name: "C++ through wpp-c++, compiled and linked separately",
@@ -506,6 +506,84 @@ fn shared_libraries_record_into_one_run() {
     assert_eq!(stdout, "56\n56\n");
     let want = [("main", 1), ("q_work", 4), ("helper", 10)];
     assert_eq!(entries(&p), counts(&want));
+}
+
+/// `wpp profile show --json` of a profile, by function name.
+fn profile_functions(
+    p: &Project,
+    file: &str,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["profile", "show", "--json"])
+        .arg(p.path(file))
+        .output()
+        .expect("wpp runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    shown
+        .into_iter()
+        .map(|f| (f["name"].as_str().expect("name").to_owned(), f))
+        .collect()
+}
+
+/// Path profiles of a program and its instrumented library: every function's paths and counts
+/// equal those of the same sources linked into one executable (the oracle: no library), the
+/// two `helper`s told apart by module with their hand-counted executions; and `ppp` with that
+/// profile as the interesting set gives the same counts.
+#[test]
+fn shared_libraries_profile_with_their_program() {
+    let p = Project::new();
+    for (name, text) in [("q.c", SO_LIB_C), ("m.c", SO_MAIN_C), ("dl.c", SO_DLOPEN_C)] {
+        std::fs::write(p.path(name), text).expect("write source");
+    }
+    let run_printing = |exe: &str, out: &str, want: &[u8]| {
+        let o = Command::new(p.path(exe))
+            .current_dir(p.path(""))
+            .env("WPP_OUT", p.path(out))
+            .output()
+            .expect("program runs");
+        assert!(o.status.success() && o.stdout == want, "{exe}: {o:?}");
+    };
+    let run = |exe: &str, out: &str| run_printing(exe, out, b"72\n");
+    p.ok("wpp-cc --wpp-mode=bl -O1 -fPIC -shared q.c -o libq.so");
+    p.ok("wpp-cc --wpp-mode=bl -O1 m.c -L. -lq -Wl,-rpath,\"$PWD\" -o m");
+    run("m", "lib.blprof");
+    p.ok("wpp-cc --wpp-mode=bl -O1 m.c q.c -o one");
+    run("one", "one.blprof");
+    let (lib, one) = (
+        profile_functions(&p, "lib.blprof"),
+        profile_functions(&p, "one.blprof"),
+    );
+    for f in ["main", "q_work"] {
+        assert_eq!(lib.get(f), one.get(f), "{f}");
+    }
+    let executions = |f: &str| lib[f]["executions"].as_u64();
+    assert_eq!(
+        (executions("libq.so!helper"), executions("m!helper")),
+        (Some(7), Some(3))
+    );
+    assert_eq!(lib.len(), 4, "{:?}", lib.keys());
+
+    // Loaded, closed and loaded again by a program that is not instrumented: the counts of
+    // both loads (the first kept when `dlclose` unmapped its table), twice `q_work(5) +
+    // q_work(6)`'s.
+    p.ok("clang-22 -O1 dl.c -o dl -ldl");
+    run_printing("dl", "dl.blprof", b"56\n56\n");
+    let dl = profile_functions(&p, "dl.blprof");
+    let executions = |f: &str| dl[f]["executions"].as_u64();
+    assert_eq!(
+        (executions("q_work"), executions("helper")),
+        (Some(32), Some(10))
+    );
+
+    p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 -fPIC -shared q.c -o libq.so");
+    p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 m.c -L. -lq -Wl,-rpath,\"$PWD\" -o m");
+    run("m", "lib.pppprof");
+    assert_eq!(profile_functions(&p, "lib.pppprof"), lib);
 }
 
 /// `libwpp_rt.so` exports the runtime's ABI, the libc functions it interposes and the

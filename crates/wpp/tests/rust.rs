@@ -209,6 +209,22 @@ fn a_rust_program_with_panics_and_threads_records_exactly() {
     assert_eq!(entered.get("hello::checked"), Some(&5), "{entered:?}");
     assert_eq!(entered.get("hello::work"), Some(&7), "{entered:?}");
     assert_eq!(entered.get("hello::main"), Some(&1), "{entered:?}");
+
+    // The path recording of the same run decodes to the block recording, thread by thread.
+    let paths = c.build("paths", Some("trace-paths"), None);
+    let path_trace = c.path("run.paths.trace");
+    assert_eq!(c.run(&paths, &[("WPP_OUT", &path_trace)], true), want);
+    let decoded = c.path("run.decoded.trace");
+    let p = path_trace.to_str().unwrap();
+    wpp(&[
+        "trace",
+        "blocks",
+        p,
+        "-o",
+        decoded.to_str().unwrap(),
+        "--compare",
+        t,
+    ]);
 }
 
 /// Path profiles of the same program: `ppp` with the `bl` profile's paths as the interesting
