@@ -112,19 +112,18 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, DbError> {
 }
 
 fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DbError> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
-        .map_err(|e| DbError::io(dir, e))?;
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk_dir(&p, out)?;
-        } else if p
+    for e in walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
+        let e = e.map_err(|e| DbError::io(dir, e.into()))?;
+        let input = e
+            .path()
             .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTENSIONS.contains(&e))
-        {
-            out.push(p);
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| EXTENSIONS.contains(&x));
+        if e.file_type().is_file() && input {
+            out.push(e.into_path());
         }
     }
     Ok(())

@@ -4,7 +4,9 @@
 //! (`check_rule_utility`), the `.wpp` reader (the joined grammar survives encoding and
 //! validation) and the thread count (any number of workers gives the same grammar).
 
-use std::collections::BTreeMap;
+mod common;
+
+use common::expand;
 
 use proptest::prelude::*;
 use wpp_grammar::check::check_rule_utility;
@@ -35,18 +37,6 @@ fn compress_seams(
     let mut c = TraceCompressor::with_threads(algorithm, None, ProgramDb::default(), how).unwrap();
     c.push_batch(events).unwrap();
     c.finish().unwrap()
-}
-
-fn expand(wpp: &WppFile) -> BTreeMap<ThreadId, Vec<Event>> {
-    let g = &wpp.grammar;
-    let mut out = BTreeMap::new();
-    for s in g.starts() {
-        let events = Expander::new(g, s.rule)
-            .map(|t| wpp.alphabet.event(t).unwrap())
-            .collect();
-        assert!(out.insert(s.thread, events).is_none(), "two start rules");
-    }
-    out
 }
 
 /// The parallel grammar of `events` round-trips, keeps rule utility, reads back from its

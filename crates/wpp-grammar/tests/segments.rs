@@ -4,11 +4,12 @@
 //! segment), rule utility (`check_rule_utility`), the reader (the joined grammar written again
 //! reads back equal) and, for hostile files, an error that names what is wrong and where.
 
-use std::collections::BTreeMap;
+mod common;
+
+use common::expand;
 
 use proptest::prelude::*;
 use wpp_grammar::check::check_rule_utility;
-use wpp_grammar::expand::Expander;
 use wpp_grammar::file::{segment_table, SegmentWriter, WppError, WppFile};
 use wpp_grammar::parallel::Parallelism;
 use wpp_grammar::segment::SegmentedCompressor;
@@ -54,18 +55,6 @@ fn unsegmented(events: &[Event], algorithm: Algorithm, chunk: Option<usize>) -> 
     let mut c = compressor(algorithm, chunk);
     c.push_batch(events).unwrap();
     c.finish().unwrap()
-}
-
-fn expand(wpp: &WppFile) -> BTreeMap<ThreadId, Vec<Event>> {
-    let g = &wpp.grammar;
-    let mut out = BTreeMap::new();
-    for s in g.starts() {
-        let events = Expander::new(g, s.rule)
-            .map(|t| wpp.alphabet.event(t).unwrap())
-            .collect();
-        assert!(out.insert(s.thread, events).is_none(), "two start rules");
-    }
-    out
 }
 
 fn threads(wpp: &WppFile) -> Vec<ThreadId> {

@@ -123,7 +123,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// subcommands, so the top-level help is laid out here; a command missing from every group is
 /// listed under "other" by [`help_template`], so none is ever hidden).
 const GROUPS: [(&str, &[&str]); 5] = [
-    ("Record", &["cc", "instrument", "synth"]),
+    ("Record", &["cc", "cargo", "instrument", "synth"]),
     ("Compress", &["compress", "decompress", "verify", "trace"]),
     (
         "Query",

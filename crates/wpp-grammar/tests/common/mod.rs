@@ -108,3 +108,18 @@ pub fn canon(g: &Grammar, i: usize) -> String {
 pub fn terminals_u32(s: &[u32]) -> Vec<Terminal> {
     s.iter().map(|&x| Terminal(x)).collect()
 }
+
+/// A `.wpp`'s events per thread, each start rule expanded.
+pub fn expand(
+    wpp: &wpp_grammar::file::WppFile,
+) -> std::collections::BTreeMap<ThreadId, Vec<wpp_trace::Event>> {
+    let g = &wpp.grammar;
+    let mut out = std::collections::BTreeMap::new();
+    for s in g.starts() {
+        let events = wpp_grammar::expand::Expander::new(g, s.rule)
+            .map(|t| wpp.alphabet.event(t).unwrap())
+            .collect();
+        assert!(out.insert(s.thread, events).is_none(), "two start rules");
+    }
+    out
+}

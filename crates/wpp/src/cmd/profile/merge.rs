@@ -93,19 +93,18 @@ fn read_list(list: &str) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Every profile under `dir`, recursively, in name order.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
-        .with_context(|| format!("cannot read the folder {}", dir.display()))?;
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out)?;
-        } else if p
+    for e in walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
+        let e = e.with_context(|| format!("cannot read the folder {}", dir.display()))?;
+        let profile = e
+            .path()
             .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTENSIONS.contains(&e))
-        {
-            out.push(p);
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| EXTENSIONS.contains(&x));
+        if e.file_type().is_file() && profile {
+            out.push(e.into_path());
         }
     }
     Ok(())
