@@ -604,7 +604,7 @@ impl Driver {
         } else {
             "instrumented.bc"
         });
-        let uses_cxx = self.instrument(&linked, &instrumented, inv.shared)?;
+        let uses_cxx = self.instrument(&linked, &instrumented, inv)?;
         let linker = if self.cxx || inv.has_cxx_source() || uses_cxx {
             &self.clangxx
         } else {
@@ -654,19 +654,21 @@ impl Driver {
     }
 
     /// Instruments `linked` into `out`; returns whether the module uses the C++ runtime.
-    fn instrument(&self, linked: &Path, out: &Path, shared: bool) -> Result<bool, DriverError> {
+    fn instrument(&self, linked: &Path, out: &Path, inv: &Invocation) -> Result<bool, DriverError> {
         let ctx = Context::create();
         let module = read_bitcode(&ctx, linked)?;
         let uses_cxx = crate::module_uses_cxx(&module);
+        let output = PathBuf::from(Self::output(inv));
         let options = Options {
-            shared,
+            shared: inv.shared,
+            module_name: output.file_name().map(|n| n.to_string_lossy().into_owned()),
             ..self.options.clone()
         };
         let report = instrument_module(&module, &options)?;
         if self.verbose {
             eprintln!("wpp cc: {report:?}");
         }
-        let written = match shared {
+        let written = match inv.shared {
             true => {
                 std::fs::write(out, interposable(&module.print_to_string().to_string())).is_ok()
             }

@@ -151,6 +151,10 @@ pub struct Options {
     /// and shares the executable's buffer (`wpp_abi`, *Shared libraries*). `trace-blocks`
     /// and `trace-paths` only.
     pub shared: bool,
+    /// The file name of the module being built (`-o`), under which a process with several
+    /// modules qualifies its clashing function names (`libq.so!helper`): `ppp` looks up
+    /// interesting paths by that name first.
+    pub module_name: Option<String>,
 }
 
 impl Options {
@@ -164,6 +168,7 @@ impl Options {
             exercised: None,
             elide: true,
             shared: false,
+            module_name: None,
         }
     }
 }

@@ -90,9 +90,12 @@ pub(crate) fn instrument<'m>(
             function: fp.cfg.name.clone(),
             what: e.to_string(),
         };
-        let (ids, freq): (Vec<u64>, Vec<u64>) = opts
-            .interesting
-            .get(&fp.cfg.name)
+        let qualified = opts
+            .module_name
+            .as_ref()
+            .and_then(|m| opts.interesting.get(&format!("{m}!{}", fp.cfg.name)));
+        let (ids, freq): (Vec<u64>, Vec<u64>) = qualified
+            .or_else(|| opts.interesting.get(&fp.cfg.name))
             .unwrap_or(&no_paths)
             .range(..fp.bl.path_count())
             .map(|(&id, &c)| (id, c))

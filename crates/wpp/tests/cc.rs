@@ -584,6 +584,13 @@ fn shared_libraries_profile_with_their_program() {
     p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 m.c -L. -lq -Wl,-rpath,\"$PWD\" -o m");
     run("m", "lib.pppprof");
     assert_eq!(profile_functions(&p, "lib.pppprof"), lib);
+    // Every path that ran was interesting, the qualified `helper`s' included.
+    let residual = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["profile", "residual", "--json"])
+        .arg(p.path("lib.pppprof"))
+        .output()
+        .expect("wpp runs");
+    assert_eq!(String::from_utf8_lossy(&residual.stdout).trim(), "{}");
 }
 
 /// `libwpp_rt.so` exports the runtime's ABI, the libc functions it interposes and the
