@@ -15,9 +15,8 @@
 #   zlib 1.2.13 (Debian's    its own `./configure [--static] && make && make test` (example and
 #   source package)          minigzip, statically linked; with the default configure also
 #                            libz.so, instrumented, and examplesh linked to it), then its
-#                            CMakeLists (which builds
-#                            libz.so natively and libz.a instrumented) with bench/workloads/zlib's
-#                            driver linked against libz.a
+#                            CMakeLists (libz.so and libz.a, both instrumented) with
+#                            bench/workloads/zlib's driver linked against libz.a
 #
 # For each program: its output equals the natively built program's (clang-22, same build
 # system), and its recording (trace-blocks) contains the library's functions as well as the
