@@ -6,6 +6,11 @@
 #
 #   bench/db.sh PROFILE [N]      # e.g. bench/build/check/interesting/sqlite.blprof 10000
 #   CARGO_PROFILE=dev bench/db.sh …   (default release)
+#   BIN_DIR=DIR bench/db.sh …         (wpp-db and examples/profile_variants already built in DIR,
+#                                      e.g. by `cargo build --release -p wpp-db` with
+#                                      `--config profile.release.opt-level=2 --config
+#                                      profile.release.codegen-units=64`: DataFusion at the
+#                                      release profile's settings takes hours on 2 cores)
 #
 # Prints: files, seconds, profiles/s, rows/s, store size per run against the raw profiles, and
 # each view's wall time (the whole `wpp-db sql` process: session set-up included).
@@ -15,12 +20,17 @@ PROFILE_IN=${1:?usage: bench/db.sh PROFILE [N]}
 N=${2:-10000}
 CARGO_PROFILE=${CARGO_PROFILE:-release}
 cd "$ROOT"
-cargo build --profile "$CARGO_PROFILE" -p wpp-db --bin wpp-db
-cargo build --release -p wpp-abi --example profile_variants
-dir=target/$([[ $CARGO_PROFILE == dev ]] && echo debug || echo "$CARGO_PROFILE")
+if [[ -n ${BIN_DIR:-} ]]; then
+    dir=$BIN_DIR variants=$BIN_DIR/examples/profile_variants
+else
+    cargo build --profile "$CARGO_PROFILE" -p wpp-db --bin wpp-db
+    cargo build --release -p wpp-abi --example profile_variants
+    dir=target/$([[ $CARGO_PROFILE == dev ]] && echo debug || echo "$CARGO_PROFILE")
+    variants=target/release/examples/profile_variants
+fi
 WORK=${WORK:-$(mktemp -d)}
 trap 'rm -rf "$WORK"' EXIT
-target/release/examples/profile_variants "$PROFILE_IN" "$N" "$WORK/profiles"
+"$variants" "$PROFILE_IN" "$N" "$WORK/profiles"
 now() { date +%s.%N; }
 mkdir -p "$WORK/b"
 find "$WORK/profiles" -name '*.blprof' | sort | tail -n $((N / 2)) | xargs -r mv -t "$WORK/b"
