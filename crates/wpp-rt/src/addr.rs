@@ -231,10 +231,16 @@ unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, 
             let State::Active { out, .. } = std::mem::replace(&mut *st, State::Over) else {
                 unreachable!()
             };
-            let msg = "a second thread accessed memory; trace-addr records single-threaded \
-                       programs only (cross-thread dependences need a global order of accesses)";
+            let mode = match kind {
+                Kind::Trace => "trace-addr",
+                Kind::Filter => "ewpp-filter",
+            };
+            let msg = format!(
+                "a second thread accessed memory; the {mode} mode records single-threaded \
+                 programs only (cross-thread dependences need a global order of accesses)"
+            );
             eprintln!("wpp-rt: {msg}; the recording of accesses stops here");
-            out.abandon(msg);
+            out.abandon(&msg);
         }
         State::Active {
             out,

@@ -63,9 +63,20 @@ impl Checks {
         open_frames: u32,
     ) -> Result<Vec<u64>, String> {
         let c = &mut self.collector;
-        if self.thread.replace(thread) != Some(thread) {
-            c.event(Event::Thread(ThreadId(thread)))
-                .map_err(|e| e.to_string())?;
+        match self.thread {
+            Some(first) if first != thread => {
+                return Err(format!(
+                    "a second thread (thread {thread}) ran instrumented code; the ewpp mode \
+                     records single-threaded programs only (cross-thread dependences need a \
+                     global order of accesses)"
+                ))
+            }
+            Some(_) => {}
+            None => {
+                self.thread = Some(thread);
+                c.event(Event::Thread(ThreadId(thread)))
+                    .map_err(|e| e.to_string())?;
+            }
         }
         let mut words = std::mem::take(&mut self.words);
         words.clear();

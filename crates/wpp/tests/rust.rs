@@ -42,7 +42,8 @@ fn main() {
         }
     }
     // One thread at a time, so threads register in the same order in every run.
-    for t in 0..3 {
+    let threads = if std::env::args().any(|a| a == "--no-threads") { 0 } else { 3 };
+    for t in 0..threads {
         sum += std::thread::spawn(move || work(100 + t)).join().unwrap();
     }
     println!("caught {caught}, sum {sum}");
@@ -130,8 +131,21 @@ impl Crate {
 
     /// Runs `exe` with the recording environment `env`; its standard output.
     fn run(&self, exe: &Path, env: &[(&str, &Path)], raw: bool) -> String {
+        self.run_with(exe, &[], env, raw).0
+    }
+
+    /// Runs `exe ARGS` with the recording environment `env`; its standard output and error.
+    fn run_with(
+        &self,
+        exe: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+        raw: bool,
+    ) -> (String, String) {
         let mut c = Command::new(exe);
-        c.current_dir(self.dir.path()).env("WPP_FINISH", "wait");
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("WPP_FINISH", "wait");
         for (k, v) in env {
             c.env(k, v);
         }
@@ -140,7 +154,8 @@ impl Crate {
         }
         let o = c.output().expect("program runs");
         assert!(o.status.success(), "{} failed: {o:?}", exe.display());
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (text(&o.stdout), text(&o.stderr))
     }
 }
 
@@ -157,16 +172,19 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn wpp(args: &[&str]) -> String {
+    let (ok, out, err) = try_wpp(args);
+    assert!(ok, "wpp {args:?}: {err}");
+    out
+}
+
+/// `wpp ARGS`: whether it succeeded, its standard output and error.
+fn try_wpp(args: &[&str]) -> (bool, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_wpp"))
         .args(args)
         .output()
         .expect("wpp runs");
-    assert!(
-        o.status.success(),
-        "wpp {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.success(), text(&o.stdout), text(&o.stderr))
 }
 
 #[test]
@@ -211,7 +229,8 @@ fn a_rust_program_with_panics_and_threads_records_exactly() {
     assert_eq!(entered.get("hello::main"), Some(&1), "{entered:?}");
 
     // The path recording of the same run decodes to the block recording, thread by thread.
-    let paths = c.build("paths", Some("trace-paths"), None);
+    // Built into the block build's target directory: another mode must rebuild the program.
+    let paths = c.build("blocks", Some("trace-paths"), None);
     let path_trace = c.path("run.paths.trace");
     assert_eq!(c.run(&paths, &[("WPP_OUT", &path_trace)], true), want);
     let decoded = c.path("run.decoded.trace");
@@ -238,11 +257,93 @@ fn a_rust_programs_ppp_profile_equals_its_bl_profile() {
         c.run(&bl, &[("WPP_OUT", &bl_file)], false),
         "caught 1, sum 20313\n"
     );
-    let ppp = c.build("ppp", Some("ppp"), Some(&bl_file));
+    // Into the `bl` build's target directory: another mode must rebuild the program.
+    let ppp = c.build("bl", Some("ppp"), Some(&bl_file));
     let ppp_file = c.path("run.pppprof");
     c.run(&ppp, &[("WPP_OUT", &ppp_file)], false);
+    let ppp_text = wpp(&["profile", "show", ppp_file.to_str().unwrap()]);
+    assert!(ppp_text.starts_with("profile of a ppp run"), "{ppp_text}");
     let show = |f: &Path| wpp(&["profile", "show", "--json", f.to_str().unwrap()]);
     let bl_json = show(&bl_file);
     assert!(bl_json.contains("\"hello::work\""), "{bl_json}");
     assert_eq!(show(&ppp_file), bl_json);
+}
+
+/// The memory modes (issue 11) on the same program: run single-threaded, the dependences
+/// recovered from its eWPP (filtering run, then collection) equal those of its address trace;
+/// with its threads, each mode runs the program unchanged and says that it recorded the
+/// main thread's accesses only, never a wrong edge.
+#[test]
+fn a_rust_programs_dependences_from_its_ewpp_equal_its_address_traces() {
+    let c = Crate::new();
+    let want = "caught 1, sum 113\n";
+    let (at, addr_trace) = (c.path("run.addr.at"), c.path("run.addr.trace"));
+    let addr = c.build("addr", Some("trace-addr"), None);
+    let env = [("WPP_OUT", addr_trace.as_path()), ("WPP_AT_OUT", &at)];
+    let (out, _) = c.run_with(&addr, &["--no-threads"], &env, true);
+    assert_eq!(out, want);
+
+    let report = c.path("run.depf");
+    let filter = c.build("filter", Some("ewpp-filter"), None);
+    let f = c.path("run.f");
+    let env = [("WPP_OUT", f.as_path())];
+    assert_eq!(c.run_with(&filter, &["--no-threads"], &env, true).0, want);
+    std::fs::rename(c.path("run.f.depf"), &report).expect("the filtering run's report");
+
+    let mut ewpp = c.path("target-ewpp");
+    let exercised = format!("--wpp-exercised={}", report.display());
+    let o = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["cargo", "--wpp-mode=ewpp", &exercised])
+        .args(["build", "--release", "--quiet", "--offline"])
+        .current_dir(c.dir.path())
+        .env("CARGO_TARGET_DIR", &ewpp)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ewpp = walk(&ewpp)
+        .into_iter()
+        .find(|p| p.ends_with("release/hello"))
+        .expect("the ewpp build");
+    let ecf = c.path("run.ecf.wpp");
+    let (out, err) = c.run_with(&ewpp, &["--no-threads"], &[("WPP_OUT", &ecf)], false);
+    assert_eq!(out, want);
+    assert!(!err.contains("not exercised"), "{err}");
+
+    // The eCF carries store-to-load dependences; the AT also bytes written outside.
+    let stores = |s: String| -> Vec<String> {
+        let deps: Vec<String> = s
+            .lines()
+            .filter(|l| !l.contains("<- external"))
+            .map(|l| l.split(" [").next().unwrap().to_string())
+            .collect();
+        assert!(deps.len() > 100, "{s}");
+        deps
+    };
+    let from_at = stores(wpp(&["deps", "list", at.to_str().unwrap()]));
+    assert_eq!(
+        stores(wpp(&["deps", "list", ecf.to_str().unwrap()])),
+        from_at
+    );
+    assert!(
+        from_at.iter().any(|d| d.contains("hello::")),
+        "the program's own functions depend on its stores"
+    );
+
+    // With threads: the program's output is unchanged, each mode names what it did not record,
+    // and the address trace's reader says so rather than giving a partial answer.
+    let (threads, threads_at) = (c.path("run.threads"), c.path("run.threads.at"));
+    for (mode, exe) in [
+        ("trace-addr", &addr),
+        ("ewpp-filter", &filter),
+        ("ewpp", &ewpp),
+    ] {
+        let env = [("WPP_OUT", threads.as_path()), ("WPP_AT_OUT", &threads_at)];
+        let (out, err) = c.run_with(exe, &[], &env, true);
+        assert_eq!(out, "caught 1, sum 20313\n");
+        let says = format!("the {mode} mode records single-threaded programs only");
+        assert!(err.contains(&says), "{mode}: {err}");
+    }
+    let (ok, _, err) = try_wpp(&["deps", "list", threads_at.to_str().unwrap()]);
+    assert!(!ok && err.contains("single-threaded"), "{err}");
 }

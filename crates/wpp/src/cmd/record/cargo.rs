@@ -4,15 +4,17 @@
 //! rustc (here on LLVM 22, the instrumenter's LLVM) hands the linker LLVM bitcode instead of
 //! machine code under `-C linker-plugin-lto`; `wpp cc` gathers it like a C program's,
 //! instruments it and links. The precompiled standard library is linked as it is. wpp's
-//! options are those of `wpp cc` (`--wpp-mode=M` anywhere on the line, or `WPP_MODE`), passed
-//! to the linker through the environment.
+//! options are those of `wpp cc` (`--wpp-mode=M` anywhere on the line, or `WPP_MODE`). They
+//! reach the linker as `-C link-arg=--wpp-…` flags rather than through the environment, so
+//! they are part of the flags cargo fingerprints: another mode or report path rebuilds the
+//! binaries (cargo does not see a report's contents change in place).
 //!
 //! Host artifacts — build scripts and procedural macros, which run inside the build (a proc
 //! macro inside rustc itself) — must not be instrumented, so unless the command names a
 //! `--target`, the host's triple is given: cargo then applies `RUSTFLAGS` to the target's
 //! artifacts only, and they land in `target/TRIPLE/…`.
 
-use super::cc::{split_args, CcOptions};
+use super::cc::{from_env, split_args, CcOptions};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,12 +23,15 @@ use std::process::Command;
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let (o, mut cargo_args) = split_args(args)?;
     let linker = linker()?;
-    let flags = [
-        "-C",
-        &format!("linker={}", linker.display()),
-        "-C",
-        "linker-plugin-lto",
+    let mut flags = vec![
+        "-C".to_owned(),
+        format!("linker={}", linker.display()),
+        "-C".to_owned(),
+        "linker-plugin-lto".to_owned(),
     ];
+    for option in link_options(&from_env(o))? {
+        flags.extend(["-C".to_owned(), format!("link-arg={option}")]);
+    }
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     if !cargo_args
         .iter()
@@ -37,22 +42,21 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         cargo_args.insert(at, format!("--target={}", host_triple()?));
     }
     c.args(&cargo_args);
-    match std::env::var("CARGO_ENCODED_RUSTFLAGS") {
-        Ok(encoded) if !encoded.is_empty() => c.env(
-            "CARGO_ENCODED_RUSTFLAGS",
-            format!("{encoded}\x1f{}", flags.join("\x1f")),
-        ),
-        _ => {
-            let user = std::env::var("RUSTFLAGS").unwrap_or_default();
-            c.env(
-                "RUSTFLAGS",
-                format!("{user} {}", flags.join(" ")).trim_start(),
-            )
-        }
+    // Encoded (0x1f-separated), so paths with spaces survive; cargo splits `RUSTFLAGS` on
+    // whitespace, and the encoded form takes precedence over it.
+    let user: Vec<String> = match std::env::var("CARGO_ENCODED_RUSTFLAGS") {
+        Ok(encoded) if !encoded.is_empty() => encoded.split('\x1f').map(str::to_owned).collect(),
+        _ => std::env::var("RUSTFLAGS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
     };
-    for (k, v) in environment(&o) {
-        c.env(k, v);
-    }
+    c.env(
+        "CARGO_ENCODED_RUSTFLAGS",
+        [user, flags].concat().join("\x1f"),
+    )
+    .env_remove("RUSTFLAGS");
     let status = c.status().context("cannot run cargo")?;
     if !status.success() {
         std::process::exit(status.code().unwrap_or(1));
@@ -60,25 +64,34 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// wpp's options as the `WPP_*` variables `wpp cc` reads.
-fn environment(o: &CcOptions) -> Vec<(&'static str, String)> {
-    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-    let mut env = Vec::new();
+/// wpp's options as `wpp cc` flags. Paths are made absolute: rustc runs the linker from a
+/// directory of its own choosing.
+fn link_options(o: &CcOptions) -> anyhow::Result<Vec<String>> {
+    let absolute = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map(|p| std::path::absolute(p).map(|p| p.display().to_string()))
+            .transpose()
+            .context("cannot resolve a path given to wpp")
+    };
     let values = [
-        ("WPP_MODE", o.mode.clone()),
-        ("WPP_INTERESTING", path(&o.interesting)),
-        ("WPP_EXERCISED", path(&o.exercised)),
-        ("WPP_COUNTERS", o.counters.clone()),
-        ("WPP_KEEP", path(&o.keep)),
-        ("WPP_VERBOSE", o.verbose.then(|| "1".into())),
-        ("WPP_ELIDE", o.no_elide.then(|| "0".into())),
+        ("mode", o.mode.clone()),
+        ("interesting", absolute(&o.interesting)?),
+        ("exercised", absolute(&o.exercised)?),
+        ("counters", o.counters.clone()),
+        ("keep", absolute(&o.keep)?),
     ];
-    for (k, v) in values {
-        if let Some(v) = v {
-            env.push((k, v));
-        }
-    }
-    env
+    let mut flags: Vec<String> = values
+        .into_iter()
+        .filter_map(|(k, v)| Some(format!("--wpp-{k}={}", v?)))
+        .collect();
+    let switches = [("verbose", o.verbose), ("no-elide", o.no_elide)];
+    flags.extend(
+        switches
+            .into_iter()
+            .filter(|&(_, on)| on)
+            .map(|(k, _)| format!("--wpp-{k}")),
+    );
+    Ok(flags)
 }
 
 /// A `wpp-cc` that runs this `wpp`: the one beside it when it is a link to it, else a link made

@@ -119,7 +119,7 @@ fn set(o: &mut CcOptions, key: &str, value: Option<String>) -> anyhow::Result<()
 }
 
 /// Fills options not given on the command line from `WPP_*` environment variables.
-fn from_env(mut o: CcOptions) -> CcOptions {
+pub fn from_env(mut o: CcOptions) -> CcOptions {
     let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
     o.mode = o.mode.or_else(|| var("WPP_MODE"));
     o.interesting = o
