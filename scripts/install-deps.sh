@@ -35,6 +35,8 @@ python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install --quiet jso
 # Java 17 runtime reads the store's Parquet files and must answer every view as DataFusion does.
 command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
 python3 -c "import pyspark" 2>/dev/null || python3 -m pip install --quiet pyspark==4.3.0
+# Meson builds fribidi in bench/projects/check.sh (CC=wpp-cc under a Meson build).
+command -v meson >/dev/null 2>&1 || python3 -m pip install --quiet meson==1.12.1
 # speedscope's JSON schema ships in its npm package.
 if ! [ -f "$(npm root -g)/speedscope/dist/release/file-format-schema.json" ]; then
     echo "install-deps: installing speedscope (npm) for its file-format schema" >&2

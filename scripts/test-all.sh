@@ -31,5 +31,5 @@ wpp_exe=$(grep -o '"executable":"[^"]*/wpp"' <<<"$json" | tail -n1 | cut -d'"' -
 wpp_rt=$(grep -o '"[^"]*/libwpp_rt[^"/]*\.a"' <<<"$json" | tail -n1 | tr -d '"' || true)
 wpp_query_check=$(grep -o '"executable":"[^"]*/wpp-query-check"' <<<"$json" | tail -n1 | cut -d'"' -f4 || true)
 WPP=$wpp_exe WPP_RT_LIB=$wpp_rt WPP_QUERY_CHECK=$wpp_query_check bench/check.sh --profile test
-echo "== bench/projects/check.sh (bzip2's Makefiles and tests, zlib-ng and zstd with CMake, zlib's configure and CMake, all with CC=wpp-cc; ~5 min)"
+echo "== bench/projects/check.sh (bzip2's Makefiles and tests, zlib-ng and zstd with CMake, zlib's configure and CMake, fribidi's Meson, all with CC=wpp-cc; ~6 min)"
 WPP=$wpp_exe WPP_RT_LIB=$wpp_rt bench/projects/check.sh

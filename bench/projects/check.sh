@@ -17,6 +17,10 @@
 #                            libz.so, instrumented, and examplesh linked to it), then its
 #                            CMakeLists (libz.so and libz.a, both instrumented) with
 #                            bench/workloads/zlib's driver linked against libz.a
+#   fribidi 1.0.8 (Debian's  Meson + Ninja, `--default-library=both` (libfribidi.so and .a, both
+#   source package)          instrumented; its generators run inside the build), the project's
+#                            own `meson test` (8 tests, the Unicode conformance suites included),
+#                            then its `fribidi` program, linked to libfribidi.so
 #
 # For each program: its output equals the natively built program's (clang-22, same build
 # system), and its recording (trace-blocks) contains the library's functions as well as the
@@ -24,7 +28,8 @@
 # same events as the online .wpp (`wpp verify`). zlib-ng and zstd ship no test suites in their
 # crates; their programs round-trip data and check it.
 #
-# Usage: bench/projects/check.sh [--wpp PATH] [PROJECT...]   (PROJECT: bzip2 zlib-ng zstd)
+# Usage: bench/projects/check.sh [--wpp PATH] [PROJECT...]
+#   (PROJECT: bzip2 zlib-ng zstd zlib fribidi; fribidi needs `meson`)
 #   The wpp to use: --wpp, else $WPP, else target/release/wpp (built with --features llvm);
 #   its runtime is found as `wpp cc` finds it ($WPP_RT_LIB, or next to wpp).
 #   Builds go to bench/build/projects (WPP_PROJECTS_BUILD); sources are fetched through cargo
@@ -39,11 +44,11 @@ PROJECTS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
     --wpp) WPP=$2; shift 2 ;;
-    bzip2 | zlib-ng | zstd | zlib) PROJECTS+=("$1"); shift ;;
+    bzip2 | zlib-ng | zstd | zlib | fribidi) PROJECTS+=("$1"); shift ;;
     *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
-[[ ${#PROJECTS[@]} -gt 0 ]] || PROJECTS=(bzip2 zlib-ng zstd zlib)
+[[ ${#PROJECTS[@]} -gt 0 ]] || PROJECTS=(bzip2 zlib-ng zstd zlib fribidi)
 WPP=$(cd "$(dirname "$WPP")" && pwd)/$(basename "$WPP")
 [[ -x $WPP ]] || { echo "check.sh: no wpp at $WPP (build with --features llvm)" >&2; exit 1; }
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -87,6 +92,17 @@ fetch_zlib() {
     curl -fsS -o "$BUILD/fetch/$ZLIB_TAR" "http://deb.debian.org/debian/pool/main/z/zlib/$ZLIB_TAR" &&
         echo "$ZLIB_SHA256  $BUILD/fetch/$ZLIB_TAR" | sha256sum -c --quiet &&
         tar xjf "$BUILD/fetch/$ZLIB_TAR" -C "$BUILD/fetch"
+}
+
+# fribidi's Meson build is in no crate either.
+FRIBIDI_TAR=fribidi_1.0.8.orig.tar.bz2
+FRIBIDI_SHA256=94c7b68d86ad2a9613b4dcffe7bbeb03523d63b5b37918bdf2e4ef34195c1e6c
+FRIBIDI_SRC=$BUILD/fetch/fribidi-1.0.8
+fetch_fribidi() {
+    [[ -f $FRIBIDI_SRC/meson.build ]] && return
+    curl -fsS -o "$BUILD/fetch/$FRIBIDI_TAR" "http://deb.debian.org/debian/pool/main/f/fribidi/$FRIBIDI_TAR" &&
+        echo "$FRIBIDI_SHA256  $BUILD/fetch/$FRIBIDI_TAR" | sha256sum -c --quiet &&
+        tar xjf "$BUILD/fetch/$FRIBIDI_TAR" -C "$BUILD/fetch"
 }
 
 # --- the compiler drivers: wpp-cc is a symlink to wpp ------------------------------------------
@@ -239,6 +255,43 @@ check_zlib() {
         "$ROOT/bench/workloads/zlib/driver.c" "main deflate inflate"
 }
 
+# meson_build VARIANT CC: configure, build and run the project's own tests.
+meson_build() {
+    local out=$BUILD/fribidi/$1
+    rm -rf "$out"
+    # Instrumented tests run longer than Meson's 30 s default allows on a busy machine; their
+    # recordings go to a folder of their own.
+    CC=$2 meson setup "$out" "$FRIBIDI_SRC" -Ddocs=false --default-library=both \
+        --buildtype=release >"$out.setup.log" 2>&1 &&
+        ninja -C "$out" >"$out.ninja.log" 2>&1 &&
+        mkdir -p "$out-tests" &&
+        WPP_OUT=$out-tests/%p.wpp meson test -C "$out" --timeout-multiplier 10 >"$out.test.log" 2>&1
+}
+
+check_fribidi() {
+    fetch_fribidi || { fail fribidi "cannot fetch $FRIBIDI_TAR from deb.debian.org"; return; }
+    command -v meson >/dev/null || { fail fribidi "meson is not installed (scripts/install-deps.sh)"; return; }
+    mkdir -p "$BUILD/fribidi"
+    local t0 v cc
+    for v in native wpp; do
+        cc=clang-22
+        [[ $v == wpp ]] && cc=wpp-cc
+        t0=$(now)
+        meson_build $v $cc || { fail fribidi "$v meson setup/ninja/meson test failed: $BUILD/fribidi/$v.*.log"; return; }
+        echo "fribidi: $v meson setup + ninja + meson test: $(secs "$t0") s"
+    done
+    grep -q "^Ok: *8" "$BUILD/fribidi/wpp.test.log" || { fail fribidi "meson test did not pass 8 tests"; return; }
+    ls "$BUILD/fribidi/wpp-tests/"*.wpp >/dev/null 2>&1 || { fail fribidi "meson test recorded nothing"; return; }
+    pass "fribidi meson + meson test"
+    local w=$BUILD/fribidi/wpp/bin/fribidi want
+    readelf -d "$w" | grep -q 'NEEDED.*libfribidi\.so' || { fail fribidi "fribidi is not linked to libfribidi.so"; return; }
+    local args=(--test --charset CapRTL "$FRIBIDI_SRC/test/test_CapRTL_explicit.input")
+    want=$("$BUILD/fribidi/native/bin/fribidi" "${args[@]}")
+    check_recording "fribidi (libfribidi.so instrumented)" "$BUILD/fribidi/wpp" "$want" \
+        "main fribidi_log2vis fribidi_get_par_embedding_levels_ex fribidi_reorder_line" \
+        ./bin/fribidi "${args[@]}"
+}
+
 for p in "${PROJECTS[@]}"; do
     case $p in
     bzip2) check_bzip2 ;;
@@ -254,6 +307,7 @@ for p in "${PROJECTS[@]}"; do
             -DZSTD_BUILD_STATIC=ON -DZSTD_MULTITHREAD_SUPPORT=OFF
         ;;
     zlib) check_zlib ;;
+    fribidi) check_fribidi ;;
     esac
 done
 echo "$passed passed, $failed failed"
