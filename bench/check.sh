@@ -134,7 +134,7 @@ check() {
     local w=$1 m=$2 v d t0 t files nproc_expected ok f bytes cmp_out
     v=$(mode_variant "$m")
     d=$B/$m/results/$SIZE/$w
-    if [[ ($m == addr || $m == ewpp || $m == filter) && $w == sqlite ]]; then
+    if [[ ($m == ewpp || $m == filter) && $w == sqlite ]]; then
         echo "SKIP  $w $m (refers to pthread_create; $m records single-threaded programs)"
         return 0
     fi

@@ -73,11 +73,15 @@
 //! In `trace-addr` mode every instrumented module also defines `__wpp_abuf` (`ptr`) and
 //! `__wpp_aidx` (`i32`, initially [`AT_BUF_CAP`]), thread-local, and [`SYM_MEMORY_DB`], the
 //! postcard-encoded `wpp_deps::MemoryDb` (every load, store and modelled library write, by
-//! id). Each executed access appends three words — `id`, address, size — with the same inline
-//! full-check as event words; a full buffer calls [`SYM_AT_FLUSH`]`(&__wpp_abuf, &__wpp_aidx,
-//! memory_db, memory_db_len)`, which writes it as one chunk of the address-trace file
-//! (`wpp_deps::at`). The address trace is a stream of its own beside the event stream, so
-//! event words, the block trace and every reader of it are unchanged.
+//! id). Each executed access appends four words — `id`, address, size and its *sequence
+//! number*, taken from the process-wide counter [`SYM_ASEQ`] with one `atomicrmw add` — with
+//! the same inline full-check as event words; a full buffer calls
+//! [`SYM_AT_FLUSH`]`(&__wpp_abuf, &__wpp_aidx, memory_db, memory_db_len)`, which writes it as
+//! one chunk of the address-trace file (`wpp_deps::at`). Each thread has its own buffer; the
+//! sequence numbers put the accesses of all threads into one order (the order of the
+//! counter's increments, which follows every synchronization of the program), so a reader
+//! merges the threads' chunks back into it. The address trace is a stream of its own beside
+//! the event stream, so event words, the block trace and every reader of it are unchanged.
 //!
 //! # Accesses in the event buffer (`ewpp`)
 //!
@@ -131,8 +135,13 @@ pub const SYM_AT_FLUSH: &str = "__wpp_rt_at_flush_v1";
 /// `void __wpp_rt_filter_flush_v1(…)`, the arguments of [`SYM_AT_FLUSH`]: classifies the
 /// calling thread's address buffer (`ewpp-filter`).
 pub const SYM_FILTER_FLUSH: &str = "__wpp_rt_filter_flush_v1";
-/// Capacity of a thread's address-trace buffer, in words (three per access).
-pub const AT_BUF_CAP: u32 = 3 * 8192;
+/// Words of one access in the address-trace buffer: id, address, size, sequence number.
+pub const AT_RECORD_WORDS: u32 = 4;
+/// Capacity of a thread's address-trace buffer, in words.
+pub const AT_BUF_CAP: u32 = AT_RECORD_WORDS * 8192;
+/// `uint64_t __wpp_aseq`, defined by the runtime: the next access's sequence number, shared by
+/// all threads (`trace-addr`, `ewpp-filter`).
+pub const SYM_ASEQ: &str = "__wpp_aseq";
 /// Thread-local address-trace buffer address global (`trace-addr`).
 pub const SYM_ABUF: &str = "__wpp_abuf";
 /// Thread-local address-trace index global (`trace-addr`).

@@ -3,43 +3,57 @@
 //! unchanged, and the AT can be dropped or kept independently; the paper's baseline is exactly
 //! "CF + AT", Tallam and Gupta §4, Table IV).
 //!
-//! # Layout (version 1, integers little-endian)
+//! # Layout (version 2, integers little-endian)
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `WPP-AT\r\n` |
-//! | 4 | version (1) |
+//! | 4 | version (2) |
 //! | 4 | `n`: length of the memory database |
 //! | `n` | the [`MemoryDb`], postcard |
 //! | 4 | CRC-32 of those `n` bytes |
-//! | … | chunks, then one end record |
+//! | … | records, then one end record |
 //!
-//! A chunk is `'C'`, then `u32` sequence number (0, 1, …), `u32` record count, `u32` length of
-//! the decoded payload, `u32` length of the stored payload, `u32` CRC-32 of the decoded payload,
-//! then the stored payload: the decoded payload compressed with raw deflate (RFC 1951, level 1).
-//! Deflate rather than zstd because the runtime compresses on the program's own thread: the
-//! pure-Rust encoder (`miniz_oxide`) allocates from the runtime's private heap, while zstd's C
-//! context would allocate from the program's `malloc` and move the program's heap blocks. The decoded payload is
-//! one record per access, in execution order: varint `id`, zigzag varint of `address −
-//! previous address` (the previous address starts at 0 in each chunk), varint `size`.
+//! Each thread writes its own accesses, a buffer at a time; every access carries a *sequence
+//! number* from one process-wide counter (see `wpp_abi`, "Address trace buffer"), and a reader
+//! merges the threads' chunks back into the order of the sequence numbers. The records:
+//!
+//! - `'T'`, `u32` thread, `u64` first sequence number it may use: a thread begins (before its
+//!   first chunk). Threads are numbered from 0 in the order they first access memory.
+//! - `'C'`, `u32` chunk number (0, 1, … over the file), `u32` thread, `u64` first and `u64` last
+//!   sequence number, `u32` record count, `u32` length of the decoded payload, `u32` length of
+//!   the stored payload, `u32` CRC-32 of the decoded payload, then the stored payload: the
+//!   decoded payload compressed with raw deflate (RFC 1951, level 1). Deflate rather than zstd
+//!   because the runtime compresses on the program's own threads: the pure-Rust encoder
+//!   (`miniz_oxide`) allocates from the runtime's private heap, while zstd's C context would
+//!   allocate from the program's `malloc` and move the program's heap blocks. The decoded
+//!   payload is one record per access, in the thread's order: varint `id << 1 | gap`, zigzag
+//!   varint of `address − previous address` (the previous address starts at 0 in each chunk),
+//!   varint `size`, and, when `gap` is set, varint `sequence − previous sequence − 1` (never
+//!   on the first record, whose number is the header's first; single-threaded, there are no
+//!   gaps).
+//! - `'Q'`, `u32` thread: the thread ended, every access of it is in the file.
 //!
 //! The end record is `'E'`, `u32` chunk count, `u64` record count. A recording the runtime
-//! had to abandon (another thread accessed memory: `trace-addr` records one thread) ends with
-//! `'X'`, `u32` length and a UTF-8 message instead, which the reader reports as an error.
-//! A file without an end record (the program was killed) is reported as truncated.
+//! had to abandon ends with `'X'`, `u32` length and a UTF-8 message instead, which the reader
+//! reports as an error. A file without an end record (the program was killed) gives the
+//! accesses that are certainly complete — those before the first sequence number a live thread
+//! may still have held in its buffer — and then reports the truncation: a lost access of one
+//! thread never makes another thread's load depend on a wrong store.
 //!
 //! Readers check every length against [`MAX_CHUNK_BYTES`] before reading, allocate only as
 //! data arrives, and name the file and byte offset of whatever is wrong.
 
 use crate::memdb::{MemoryDb, MEMORY_DB_VERSION};
-use std::io::{Read, Write};
+use std::collections::BinaryHeap;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use wpp_trace::wire::{write_varint, Reader};
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"WPP-AT\r\n";
 /// The layout version this crate reads and writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The largest decoded or stored chunk payload (and memory database) a reader accepts.
 pub const MAX_CHUNK_BYTES: u32 = 64 << 20;
 
@@ -52,6 +66,25 @@ pub struct Access {
     pub addr: u64,
     /// Bytes accessed.
     pub size: u64,
+}
+
+/// Consecutive accesses of one thread, in the order they ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Run {
+    /// The thread (0: the first to access memory).
+    pub thread: u32,
+    /// Its accesses.
+    pub accesses: Vec<Access>,
+}
+
+impl From<Vec<Access>> for Run {
+    /// Accesses of a single-threaded program (thread 0).
+    fn from(accesses: Vec<Access>) -> Run {
+        Run {
+            thread: 0,
+            accesses,
+        }
+    }
 }
 
 /// What is wrong with an AT file.
@@ -78,11 +111,14 @@ pub enum AtError {
     },
 }
 
-/// Encodes chunks of accesses (the runtime's side).
+/// Encodes records of accesses (the runtime's side).
 pub struct AtWriter<W: Write> {
     out: W,
     chunks: u32,
     records: u64,
+    /// Threads begun, and the next sequence number of [`chunk`](Self::chunk).
+    threads: u32,
+    next_seq: u64,
     raw: Vec<u8>,
     stored: Vec<u8>,
 }
@@ -101,36 +137,84 @@ impl<W: Write> AtWriter<W> {
             out,
             chunks: 0,
             records: 0,
+            threads: 0,
+            next_seq: 0,
             raw: Vec::new(),
             stored: Vec::new(),
         })
     }
 
-    /// Appends one chunk holding `accesses`.
+    /// Begins thread `thread`, whose accesses have sequence numbers `first_seq` or later.
+    pub fn begin_thread(&mut self, thread: u32, first_seq: u64) -> std::io::Result<()> {
+        let mut r = vec![b'T'];
+        r.extend_from_slice(&thread.to_le_bytes());
+        r.extend_from_slice(&first_seq.to_le_bytes());
+        self.threads = self.threads.max(thread + 1);
+        self.out.write_all(&r)
+    }
+
+    /// Ends thread `thread`: every access of it was written.
+    pub fn end_thread(&mut self, thread: u32) -> std::io::Result<()> {
+        let mut r = vec![b'Q'];
+        r.extend_from_slice(&thread.to_le_bytes());
+        self.out.write_all(&r)
+    }
+
+    /// Appends one chunk of a single-threaded program (thread 0), whose accesses take the next
+    /// sequence numbers.
     pub fn chunk(&mut self, accesses: impl Iterator<Item = Access>) -> std::io::Result<()> {
+        if self.threads == 0 {
+            self.begin_thread(0, 0)?;
+        }
+        let numbered = accesses.zip(self.next_seq..);
+        let n = self.thread_chunk(0, numbered.map(|(a, seq)| (seq, a)))?;
+        self.next_seq += u64::from(n);
+        Ok(())
+    }
+
+    /// Appends one chunk of `thread`'s accesses with their sequence numbers (increasing, and
+    /// above those of the thread's earlier chunks); returns how many there were.
+    pub fn thread_chunk(
+        &mut self,
+        thread: u32,
+        accesses: impl Iterator<Item = (u64, Access)>,
+    ) -> std::io::Result<u32> {
         self.raw.clear();
-        let mut prev = 0u64;
+        let (mut prev, mut prev_seq, mut first) = (0u64, 0u64, None);
         let mut n = 0u32;
-        for a in accesses {
-            write_varint(&mut self.raw, u64::from(a.id));
+        for (seq, a) in accesses {
+            let gap = match first {
+                None => 0,
+                Some(_) => seq.wrapping_sub(prev_seq).wrapping_sub(1),
+            };
+            first.get_or_insert(seq);
+            write_varint(&mut self.raw, u64::from(a.id) << 1 | u64::from(gap != 0));
             let delta = a.addr.wrapping_sub(prev) as i64;
             write_varint(&mut self.raw, ((delta << 1) ^ (delta >> 63)) as u64);
             write_varint(&mut self.raw, a.size);
+            if gap != 0 {
+                write_varint(&mut self.raw, gap);
+            }
             prev = a.addr;
+            prev_seq = seq;
             n += 1;
         }
-        if n == 0 {
-            return Ok(());
-        }
+        let Some(first) = first else {
+            return Ok(0);
+        };
         let mut z = flate2::write::DeflateEncoder::new(
             std::mem::take(&mut self.stored),
             flate2::Compression::fast(),
         );
         z.write_all(&self.raw)?;
         let stored = z.finish()?;
-        let mut h = Vec::with_capacity(21);
+        let mut h = Vec::with_capacity(41);
         h.push(b'C');
-        for v in [self.chunks, n, self.raw.len() as u32, stored.len() as u32] {
+        h.extend_from_slice(&self.chunks.to_le_bytes());
+        h.extend_from_slice(&thread.to_le_bytes());
+        h.extend_from_slice(&first.to_le_bytes());
+        h.extend_from_slice(&prev_seq.to_le_bytes());
+        for v in [n, self.raw.len() as u32, stored.len() as u32] {
             h.extend_from_slice(&v.to_le_bytes());
         }
         h.extend_from_slice(&crc32fast::hash(&self.raw).to_le_bytes());
@@ -140,7 +224,7 @@ impl<W: Write> AtWriter<W> {
         self.stored.clear();
         self.chunks += 1;
         self.records += u64::from(n);
-        Ok(())
+        Ok(n)
     }
 
     /// Writes the end record.
@@ -164,19 +248,68 @@ impl<W: Write> AtWriter<W> {
     }
 }
 
-/// Reads an AT file chunk by chunk.
-pub struct AtReader<R: Read> {
+/// Where a chunk is, found by the reader's first pass over the record headers.
+#[derive(Clone, Copy, Debug)]
+struct ChunkAt {
+    /// The offset of its header.
+    offset: u64,
+    number: u32,
+    first_seq: u64,
+    last_seq: u64,
+    records: u32,
+    raw_len: u32,
+    stored_len: u32,
+    crc: u32,
+}
+
+/// A thread's chunks, and how far the merge has read them.
+#[derive(Debug, Default)]
+struct ThreadChunks {
+    /// The first sequence number the thread may use.
+    begin: u64,
+    chunks: Vec<ChunkAt>,
+    /// Whether the thread ended (all its accesses are in the file).
+    ended: bool,
+    /// The next chunk to decode.
+    next: usize,
+    /// The decoded chunk being merged: (sequence number, access), and the position in it.
+    current: Vec<(u64, Access)>,
+    at: usize,
+}
+
+impl ThreadChunks {
+    /// The first sequence number this thread may have lost if the program was killed.
+    fn complete_below(&self) -> u64 {
+        match (self.ended, self.chunks.last()) {
+            (true, _) => u64::MAX,
+            (false, Some(c)) => c.last_seq + 1,
+            (false, None) => self.begin,
+        }
+    }
+}
+
+/// Reads an AT file: the threads' accesses merged into the order they ran, one [`Run`] of a
+/// thread at a time.
+pub struct AtReader<R: Read + Seek> {
     input: R,
     path: String,
     offset: u64,
     db: MemoryDb,
-    chunks: u32,
-    records: u64,
+    threads: Vec<ThreadChunks>,
+    /// Threads by their next sequence number (a min-heap through `Reverse`).
+    heap: BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
+    /// Accesses at or past this sequence number are not given (a truncated file).
+    limit: u64,
+    /// The last sequence number given, to check they never repeat.
+    last_seq: Option<u64>,
+    /// What the first pass found wrong, reported once the complete accesses before it are
+    /// given.
+    pending: Option<AtError>,
     done: bool,
 }
 
 impl AtReader<std::io::BufReader<std::fs::File>> {
-    /// Opens an AT file and reads its header.
+    /// Opens an AT file and reads its header and record headers.
     pub fn open(path: &Path) -> Result<Self, AtError> {
         let name = path.display().to_string();
         let f = std::fs::File::open(path).map_err(|source| AtError::Io {
@@ -195,48 +328,182 @@ pub fn is_at_file(path: &Path) -> bool {
         .is_ok_and(|_| &head == MAGIC)
 }
 
-impl<R: Read> AtReader<R> {
-    /// Reads the header from `input`; `path` names it in errors.
+impl<R: Read + Seek> AtReader<R> {
+    /// Reads the header and every record header from `input`; `path` names it in errors.
     pub fn new(input: R, path: &str) -> Result<Self, AtError> {
         let mut r = AtReader {
             input,
             path: path.to_string(),
             offset: 0,
             db: MemoryDb::default(),
-            chunks: 0,
-            records: 0,
+            threads: Vec::new(),
+            heap: BinaryHeap::new(),
+            limit: u64::MAX,
+            last_seq: None,
+            pending: None,
             done: false,
         };
-        let magic = r.bytes(8, "magic")?;
+        r.header()?;
+        if let Err(e) = r.scan_records() {
+            r.limit = r
+                .threads
+                .iter()
+                .map(ThreadChunks::complete_below)
+                .min()
+                .unwrap_or(0);
+            r.pending = Some(e);
+        }
+        for (t, chunks) in r.threads.iter().enumerate() {
+            if let Some(c) = chunks.chunks.first() {
+                r.heap.push(std::cmp::Reverse((c.first_seq, t as u32)));
+            }
+        }
+        Ok(r)
+    }
+
+    fn header(&mut self) -> Result<(), AtError> {
+        let magic = self.bytes(8, "magic")?;
         if magic != MAGIC {
-            return Err(r.err(0, "not an address trace (bad magic)".into()));
+            return Err(self.err(0, "not an address trace (bad magic)".into()));
         }
-        let version = r.u32("version")?;
+        let version = self.u32("version")?;
         if version != VERSION {
-            return Err(r.err(8, format!("version {version} (this wpp reads {VERSION})")));
+            return Err(self.err(
+                8,
+                format!("version {version} (this wpp reads {VERSION}; record it again)"),
+            ));
         }
-        let len = r.u32_max("memory database length", MAX_CHUNK_BYTES)?;
-        let at = r.offset;
-        let db = r.bytes(len as usize, "memory database")?;
-        let crc = r.u32("memory database checksum")?;
+        let len = self.u32_max("memory database length", MAX_CHUNK_BYTES)?;
+        let at = self.offset;
+        let db = self.bytes(len as usize, "memory database")?;
+        let crc = self.u32("memory database checksum")?;
         if crc != crc32fast::hash(&db) {
-            return Err(r.err(at, "memory database checksum mismatch".into()));
+            return Err(self.err(at, "memory database checksum mismatch".into()));
         }
-        r.db = postcard::from_bytes(&db)
-            .map_err(|e| r.err(at, format!("cannot decode the memory database: {e}")))?;
-        if r.db.version != MEMORY_DB_VERSION {
-            let v = r.db.version;
-            return Err(r.err(
+        self.db = postcard::from_bytes(&db)
+            .map_err(|e| self.err(at, format!("cannot decode the memory database: {e}")))?;
+        if self.db.version != MEMORY_DB_VERSION {
+            let v = self.db.version;
+            return Err(self.err(
                 at,
                 format!("memory database version {v} (this wpp reads {MEMORY_DB_VERSION})"),
             ));
         }
-        Ok(r)
+        Ok(())
+    }
+
+    /// The first pass: every record header, payloads skipped, up to the end record.
+    fn scan_records(&mut self) -> Result<(), AtError> {
+        let (mut chunks, mut records) = (0u32, 0u64);
+        loop {
+            let at = self.offset;
+            let tag = self.bytes(
+                1,
+                "record tag (the file ends without an end record: the program was killed?)",
+            )?[0];
+            match tag {
+                b'T' => {
+                    let t = self.u32("thread number")?;
+                    let begin = self.u64("thread's first sequence number")?;
+                    if t as usize != self.threads.len() {
+                        let n = self.threads.len();
+                        return Err(self.err(
+                            at,
+                            format!("thread {t} begins where thread {n} was expected"),
+                        ));
+                    }
+                    self.threads.push(ThreadChunks {
+                        begin,
+                        ..ThreadChunks::default()
+                    });
+                }
+                b'C' => {
+                    let c = self.chunk_header(at, chunks)?;
+                    chunks += 1;
+                    records += u64::from(c.records);
+                }
+                b'Q' => {
+                    let t = self.u32("thread number")?;
+                    match self.threads.get_mut(t as usize) {
+                        Some(th) if !th.ended => th.ended = true,
+                        _ => {
+                            return Err(self.err(at, format!("thread {t} ends but is not running")))
+                        }
+                    }
+                }
+                b'E' => {
+                    let n = self.u32("end record")?;
+                    let total = self.u64("end record")?;
+                    if (n, total) != (chunks, records) {
+                        return Err(self.err(at, format!(
+                            "end record counts {n} chunks and {total} accesses, the file holds {chunks} and {records}"
+                        )));
+                    }
+                    return Ok(());
+                }
+                b'X' => {
+                    let len = self.u32_max("abandon message length", 4096)?;
+                    let msg = self.bytes(len as usize, "abandon message")?;
+                    let msg = String::from_utf8_lossy(&msg);
+                    return Err(self.err(at, format!("the recording was abandoned: {msg}")));
+                }
+                t => return Err(self.err(at, format!("unknown record tag {t:#04x}"))),
+            }
+        }
+    }
+
+    /// Reads a chunk header (its tag read, at `at`), checks it and skips its payload.
+    fn chunk_header(&mut self, at: u64, expected: u32) -> Result<ChunkAt, AtError> {
+        let number = self.u32("chunk number")?;
+        if number != expected {
+            return Err(self.err(
+                at,
+                format!("chunk {number} where chunk {expected} was expected"),
+            ));
+        }
+        let thread = self.u32("chunk's thread")?;
+        let first_seq = self.u64("chunk's first sequence number")?;
+        let last_seq = self.u64("chunk's last sequence number")?;
+        let records = self.u32("chunk record count")?;
+        let raw_len = self.u32_max("chunk payload length", MAX_CHUNK_BYTES)?;
+        let stored_len = self.u32_max("chunk stored length", MAX_CHUNK_BYTES)?;
+        let crc = self.u32("chunk checksum")?;
+        let c = ChunkAt {
+            offset: at,
+            number,
+            first_seq,
+            last_seq,
+            records,
+            raw_len,
+            stored_len,
+            crc,
+        };
+        let Some(th) = self.threads.get(thread as usize).filter(|th| !th.ended) else {
+            return Err(self.err(
+                at,
+                format!("chunk {number} of thread {thread}, which is not running"),
+            ));
+        };
+        let after = th.chunks.last().map_or(th.begin, |p| p.last_seq + 1);
+        let span = last_seq.checked_sub(first_seq).map(|d| d.saturating_add(1));
+        if first_seq < after || span.is_none_or(|s| s < u64::from(records)) || records == 0 {
+            return Err(self.err(at, format!(
+                "chunk {number}: sequence numbers {first_seq}..={last_seq} for {records} accesses of thread {thread}, whose next is {after}"
+            )));
+        }
+        self.skip(u64::from(stored_len), "chunk payload")?;
+        self.threads[thread as usize].chunks.push(c);
+        Ok(c)
     }
 
     /// The memory instructions.
     pub fn db(&self) -> &MemoryDb {
         &self.db
+    }
+
+    /// How many threads accessed memory.
+    pub fn threads(&self) -> usize {
+        self.threads.len()
     }
 
     fn err(&self, offset: u64, message: String) -> AtError {
@@ -247,16 +514,20 @@ impl<R: Read> AtReader<R> {
         }
     }
 
+    fn io(&self, source: std::io::Error) -> AtError {
+        AtError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
     /// Reads `n` bytes, growing the buffer only as data arrives.
     fn bytes(&mut self, n: usize, what: &str) -> Result<Vec<u8>, AtError> {
         let mut v = Vec::new();
         let got = (&mut self.input)
             .take(n as u64)
             .read_to_end(&mut v)
-            .map_err(|source| AtError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
+            .map_err(|e| self.io(e))?;
         if got < n {
             return Err(self.err(
                 self.offset + got as u64,
@@ -267,9 +538,27 @@ impl<R: Read> AtReader<R> {
         Ok(v)
     }
 
+    /// Skips `n` bytes that must be there.
+    fn skip(&mut self, n: u64, what: &str) -> Result<(), AtError> {
+        let end = self.input.seek(SeekFrom::End(0)).map_err(|e| self.io(e))?;
+        if end < self.offset + n {
+            return Err(self.err(end, format!("truncated while reading the {what}")));
+        }
+        self.offset += n;
+        self.input
+            .seek(SeekFrom::Start(self.offset))
+            .map_err(|e| self.io(e))?;
+        Ok(())
+    }
+
     fn u32(&mut self, what: &str) -> Result<u32, AtError> {
         let b = self.bytes(4, what)?;
         Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, AtError> {
+        let b = self.bytes(8, what)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
     }
 
     fn u32_max(&mut self, what: &str, max: u32) -> Result<u32, AtError> {
@@ -281,112 +570,156 @@ impl<R: Read> AtReader<R> {
         Ok(v)
     }
 
-    /// The next chunk's accesses; `None` after the end record.
-    pub fn next_chunk(&mut self) -> Result<Option<Vec<Access>>, AtError> {
+    /// The next run of one thread's accesses in the merged order; `None` at the end. A file
+    /// that was cut short gives its complete accesses, then the error.
+    pub fn next_run(&mut self) -> Result<Option<Run>, AtError> {
         if self.done {
             return Ok(None);
         }
-        let at = self.offset;
-        let tag = self.bytes(
-            1,
-            "chunk tag (the file ends without an end record: the program was killed?)",
-        )?[0];
-        match tag {
-            b'C' => self.chunk(at).map(Some),
-            b'E' => {
-                let chunks = self.u32("end record")?;
-                let b = self.bytes(8, "end record")?;
-                let records = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-                if (chunks, records) != (self.chunks, self.records) {
-                    return Err(self.err(at, format!(
-                        "end record counts {chunks} chunks and {records} accesses, the file holds {} and {}",
-                        self.chunks, self.records
-                    )));
-                }
-                self.done = true;
-                Ok(None)
-            }
-            b'X' => {
-                let len = self.u32_max("abandon message length", 4096)?;
-                let msg = self.bytes(len as usize, "abandon message")?;
-                Err(self.err(
-                    at,
-                    format!(
-                        "the recording was abandoned: {}",
-                        String::from_utf8_lossy(&msg)
-                    ),
-                ))
-            }
-            t => Err(self.err(at, format!("unknown record tag {t:#04x}"))),
+        let Some(std::cmp::Reverse((seq, t))) = self.heap.pop() else {
+            self.done = true;
+            return self.pending.take().map_or(Ok(None), Err);
+        };
+        // The run goes on while this thread's accesses come before every other thread's.
+        let until = self
+            .heap
+            .peek()
+            .map_or(u64::MAX, |r| r.0 .0)
+            .min(self.limit);
+        if seq >= self.limit {
+            self.heap.clear();
+            return self.next_run();
         }
+        let mut run = Run {
+            thread: t,
+            accesses: Vec::new(),
+        };
+        loop {
+            let th = &mut self.threads[t as usize];
+            if th.at == th.current.len() {
+                if th.next == th.chunks.len() {
+                    break;
+                }
+                let c = th.chunks[th.next];
+                self.threads[t as usize].next += 1;
+                let decoded = self.decode(c)?;
+                let th = &mut self.threads[t as usize];
+                th.current = decoded;
+                th.at = 0;
+                continue;
+            }
+            let (seq, a) = th.current[th.at];
+            // The first access is the smallest of all threads' (ties are caught below).
+            if seq >= until && !run.accesses.is_empty() {
+                self.heap.push(std::cmp::Reverse((seq, t)));
+                break;
+            }
+            if self.last_seq.is_some_and(|l| l >= seq) {
+                return Err(self.err(
+                    0,
+                    format!("sequence number {seq} of thread {t} comes twice or out of order"),
+                ));
+            }
+            self.last_seq = Some(seq);
+            th.at += 1;
+            run.accesses.push(a);
+        }
+        Ok(Some(run))
     }
 
-    fn chunk(&mut self, at: u64) -> Result<Vec<Access>, AtError> {
-        let seq = self.u32("chunk sequence number")?;
-        if seq != self.chunks {
-            return Err(self.err(
-                at,
-                format!("chunk {seq} where chunk {} was expected", self.chunks),
-            ));
-        }
-        let n = self.u32("chunk record count")?;
-        let raw_len = self.u32_max("chunk payload length", MAX_CHUNK_BYTES)?;
-        let stored_len = self.u32_max("chunk stored length", MAX_CHUNK_BYTES)?;
-        let crc = self.u32("chunk checksum")?;
-        let payload_at = self.offset;
-        let stored = self.bytes(stored_len as usize, "chunk payload")?;
+    /// Reads and decodes a chunk's payload.
+    fn decode(&mut self, c: ChunkAt) -> Result<Vec<(u64, Access)>, AtError> {
+        let payload_at = c.offset + 41;
+        self.input
+            .seek(SeekFrom::Start(payload_at))
+            .map_err(|e| self.io(e))?;
+        self.offset = payload_at;
+        let stored = self.bytes(c.stored_len as usize, "chunk payload")?;
+        let number = c.number;
         let mut raw = Vec::new();
         flate2::read::DeflateDecoder::new(&stored[..])
-            .take(u64::from(raw_len) + 1)
+            .take(u64::from(c.raw_len) + 1)
             .read_to_end(&mut raw)
-            .map_err(|e| self.err(payload_at, format!("chunk {seq}: cannot decompress: {e}")))?;
-        if raw.len() != raw_len as usize || crc32fast::hash(&raw) != crc {
+            .map_err(|e| {
+                self.err(
+                    payload_at,
+                    format!("chunk {number}: cannot decompress: {e}"),
+                )
+            })?;
+        if raw.len() != c.raw_len as usize || crc32fast::hash(&raw) != c.crc {
             return Err(self.err(
                 payload_at,
-                format!("chunk {seq}: payload length or checksum mismatch"),
+                format!("chunk {number}: payload length or checksum mismatch"),
             ));
         }
-        let accesses = decode_records(&raw, n, payload_at)
-            .map_err(|m| self.err(payload_at, format!("chunk {seq}: {m}")))?;
-        self.chunks += 1;
-        self.records += u64::from(n);
-        Ok(accesses)
+        decode_records(&raw, &c, payload_at)
+            .map_err(|m| self.err(payload_at, format!("chunk {number}: {m}")))
     }
 }
 
-/// Decodes a chunk's payload of `n` records.
-fn decode_records(raw: &[u8], n: u32, base: u64) -> Result<Vec<Access>, String> {
-    // Each record takes at least 3 bytes, so `n` is checked before it sizes anything.
-    if u64::from(n) * 3 > raw.len() as u64 {
-        return Err(format!("{n} records cannot fit {} bytes", raw.len()));
+/// Decodes a chunk's payload: its records with their sequence numbers, which must run from
+/// the header's first to its last.
+fn decode_records(raw: &[u8], c: &ChunkAt, base: u64) -> Result<Vec<(u64, Access)>, String> {
+    // Each record takes at least 3 bytes, so the count is checked before it sizes anything.
+    if u64::from(c.records) * 3 > raw.len() as u64 {
+        return Err(format!(
+            "{} records cannot fit {} bytes",
+            c.records,
+            raw.len()
+        ));
     }
     let mut r = Reader::new(raw, base);
-    let mut out = Vec::with_capacity(n as usize);
-    let mut prev = 0u64;
-    for _ in 0..n {
-        let id = r
-            .varint_max(u64::from(u32::MAX), "access id")
+    let mut out = Vec::with_capacity(c.records as usize);
+    let (mut prev, mut seq) = (0u64, c.first_seq.wrapping_sub(1));
+    for _ in 0..c.records {
+        let word = r
+            .varint_max(u64::from(u32::MAX) << 1 | 1, "access id")
             .map_err(|e| e.to_string())?;
         let z = r.varint("access address").map_err(|e| e.to_string())?;
         let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
         let size = r.varint("access size").map_err(|e| e.to_string())?;
+        let gap = match word & 1 {
+            1 => r.varint("sequence gap").map_err(|e| e.to_string())?,
+            _ => 0,
+        };
+        seq = match out.is_empty() {
+            // The header's first number is the first access's: the merge orders by it.
+            true => Some(c.first_seq).filter(|_| gap == 0),
+            false => seq.checked_add(gap).and_then(|s| s.checked_add(1)),
+        }
+        .filter(|&s| s <= c.last_seq)
+        .ok_or_else(|| {
+            format!(
+                "an access's sequence number is not within the chunk's {}..={}",
+                c.first_seq, c.last_seq
+            )
+        })?;
         prev = prev.wrapping_add(delta as u64);
-        out.push(Access {
-            id: id as u32,
-            addr: prev,
-            size,
-        });
+        out.push((
+            seq,
+            Access {
+                id: (word >> 1) as u32,
+                addr: prev,
+                size,
+            },
+        ));
     }
     if !r.is_empty() {
         return Err(format!("{} bytes after the last record", r.remaining()));
     }
+    if seq != c.last_seq {
+        return Err(format!(
+            "the last access is {seq}, the header says {}",
+            c.last_seq
+        ));
+    }
     Ok(out)
 }
 
-impl<R: Read> Iterator for AtReader<R> {
-    type Item = Result<Vec<Access>, AtError>;
+impl<R: Read + Seek> Iterator for AtReader<R> {
+    type Item = Result<Run, AtError>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_chunk().transpose()
+        self.next_run().transpose()
     }
 }
 
@@ -426,12 +759,103 @@ mod tests {
     }
 
     fn read_all(bytes: &[u8]) -> Result<Vec<Access>, AtError> {
-        let r = AtReader::new(bytes, "t.at")?;
+        let r = AtReader::new(std::io::Cursor::new(bytes), "t.at")?;
         let mut v = Vec::new();
-        for c in r {
-            v.extend(c?);
+        for run in r {
+            v.extend(run?.accesses);
         }
         Ok(v)
+    }
+
+    /// The runs of a file as (thread, access) pairs, up to the first error, and the error.
+    fn read_threads(bytes: &[u8]) -> (Vec<(u32, Access)>, Option<String>) {
+        let mut r = match AtReader::new(std::io::Cursor::new(bytes), "t.at") {
+            Ok(r) => r,
+            Err(e) => return (Vec::new(), Some(e.to_string())),
+        };
+        let mut v = Vec::new();
+        loop {
+            match r.next_run() {
+                Ok(Some(run)) => v.extend(run.accesses.into_iter().map(|a| (run.thread, a))),
+                Ok(None) => return (v, None),
+                Err(e) => return (v, Some(e.to_string())),
+            }
+        }
+    }
+
+    /// Writes the accesses of a multi-threaded run as the runtime does: each thread's own
+    /// chunks, a chunk whenever its buffer of `cap[t]` accesses fills, the rest at exit;
+    /// `ends[t]` says whether thread `t` ended before the exit. Sequence numbers are the
+    /// positions in `run`.
+    fn write_threads(run: &[(u32, Access)], caps: &[usize], ends: &[bool]) -> Vec<u8> {
+        let mut w = AtWriter::new(Vec::new(), &db()).unwrap();
+        let mut buffers: Vec<Vec<(u64, Access)>> = vec![Vec::new(); caps.len()];
+        let mut begun = vec![false; caps.len()];
+        let mut number = vec![u32::MAX; caps.len()];
+        let mut next = 0;
+        for (seq, &(t, a)) in run.iter().enumerate() {
+            let t = t as usize;
+            if !begun[t] {
+                begun[t] = true;
+                number[t] = next;
+                w.begin_thread(next, seq as u64).unwrap();
+                next += 1;
+            }
+            buffers[t].push((seq as u64, a));
+            if buffers[t].len() == caps[t] {
+                w.thread_chunk(number[t], buffers[t].drain(..)).unwrap();
+            }
+        }
+        for t in 0..caps.len() {
+            if begun[t] {
+                w.thread_chunk(number[t], buffers[t].drain(..)).unwrap();
+                if ends[t] {
+                    w.end_thread(number[t]).unwrap();
+                }
+            }
+        }
+        w.finish().unwrap()
+    }
+
+    /// A run's threads renumbered in the order they first appear (as the runtime numbers them).
+    fn renumbered(run: &[(u32, Access)]) -> Vec<(u32, Access)> {
+        let mut order = Vec::new();
+        run.iter()
+            .map(|&(t, a)| {
+                let n = order.iter().position(|&o| o == t).unwrap_or_else(|| {
+                    order.push(t);
+                    order.len() - 1
+                });
+                (n as u32, a)
+            })
+            .collect()
+    }
+
+    fn threaded_run(
+    ) -> impl proptest::strategy::Strategy<Value = (Vec<(u32, Access)>, Vec<usize>, Vec<bool>)>
+    {
+        use proptest::prelude::*;
+        (
+            proptest::collection::vec((0u32..4, 0u32..50, 0u64..64, 1u64..9), 0..200),
+            proptest::collection::vec(1usize..20, 4),
+            proptest::collection::vec(any::<bool>(), 4),
+        )
+            .prop_map(|(run, caps, ends)| {
+                let run = run
+                    .into_iter()
+                    .map(|(t, id, addr, size)| {
+                        (
+                            t,
+                            Access {
+                                id,
+                                addr: 0x1000 + addr * 8,
+                                size,
+                            },
+                        )
+                    })
+                    .collect();
+                (run, caps, ends)
+            })
     }
 
     #[test]
@@ -481,6 +905,68 @@ mod tests {
             }
             proptest::prop_assert_eq!(read_all(&w.finish().unwrap()).unwrap(), accesses);
         }
+    }
+
+    proptest::proptest! {
+        /// The threads' chunks, written as each thread's buffer fills, merge back into the
+        /// order the accesses ran, each with its thread.
+        #[test]
+        fn threads_merge_into_the_order_they_ran((run, caps, ends) in threaded_run()) {
+            let (got, err) = read_threads(&write_threads(&run, &caps, &ends));
+            proptest::prop_assert_eq!(err, None);
+            proptest::prop_assert_eq!(got, renumbered(&run));
+        }
+
+        /// A file cut anywhere (a killed program) gives a prefix of the run's accesses — never
+        /// one whose earlier accesses of another thread are missing — then an error.
+        #[test]
+        fn a_cut_file_gives_a_prefix_of_the_run((run, caps, ends) in threaded_run(), cut in 0.0f64..1.0) {
+            let bytes = write_threads(&run, &caps, &ends);
+            let cut = (bytes.len() as f64 * cut) as usize;
+            let (got, err) = read_threads(&bytes[..cut]);
+            proptest::prop_assert!(err.is_some());
+            let want = renumbered(&run);
+            proptest::prop_assert_eq!(&got[..], &want[..got.len()]);
+        }
+    }
+
+    /// Two threads, by hand: the second thread's single chunk, written last, holds the
+    /// accesses that ran between the first thread's.
+    #[test]
+    fn a_late_chunk_is_merged_in_its_place() {
+        let a = |id| Access {
+            id,
+            addr: 8,
+            size: 4,
+        };
+        let mut w = AtWriter::new(Vec::new(), &db()).unwrap();
+        w.begin_thread(0, 0).unwrap();
+        w.begin_thread(1, 1).unwrap();
+        w.thread_chunk(0, [(0, a(0)), (3, a(3))].into_iter())
+            .unwrap();
+        w.thread_chunk(1, [(1, a(1)), (2, a(2))].into_iter())
+            .unwrap();
+        let (got, err) = read_threads(&w.finish().unwrap());
+        assert_eq!(err, None);
+        assert_eq!(got, vec![(0, a(0)), (1, a(1)), (1, a(2)), (0, a(3))]);
+    }
+
+    #[test]
+    fn repeated_sequence_numbers_are_refused() {
+        let a = Access {
+            id: 0,
+            addr: 8,
+            size: 4,
+        };
+        let mut w = AtWriter::new(Vec::new(), &db()).unwrap();
+        w.begin_thread(0, 0).unwrap();
+        w.begin_thread(1, 0).unwrap();
+        w.thread_chunk(0, [(5, a)].into_iter()).unwrap();
+        w.thread_chunk(1, [(5, a)].into_iter()).unwrap();
+        let (_, err) = read_threads(&w.finish().unwrap());
+        assert!(err
+            .unwrap()
+            .contains("sequence number 5 of thread 1 comes twice"));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! [`ChainIndex`] holds the recovered dependences of a whole run in memory (a few words per
 //! load and store instance), fine for tests and bench prefixes; the listing commands stream.
 
-use crate::at::Access;
+use crate::at::Run;
 use crate::lastwriter::{Instance, Writer};
 use crate::memdb::{AccessKind, MemoryDb};
 use crate::recover::{RecoverError, Recovery};
@@ -51,9 +51,9 @@ pub fn statement_uses(db: &MemoryDb) -> Vec<Vec<u32>> {
 
 impl ChainIndex {
     /// Replays a run's accesses.
-    pub fn build<E>(
+    pub fn build<T: Into<Run>, E>(
         db: &MemoryDb,
-        chunks: impl IntoIterator<Item = Result<Vec<Access>, E>>,
+        runs: impl IntoIterator<Item = Result<T, E>>,
     ) -> Result<ChainIndex, RecoverError>
     where
         RecoverError: From<E>,
@@ -62,8 +62,10 @@ impl ChainIndex {
         let mut r = Recovery::new(db);
         let mut deps = FxHashMap::default();
         let mut uses = FxHashMap::default();
-        for chunk in chunks {
-            for a in chunk? {
+        for run in runs {
+            let run: Run = run?.into();
+            r.set_thread(run.thread);
+            for a in run.accesses {
                 let (inst, ds) = r.step(a)?;
                 let stores: Vec<Instance> = ds
                     .iter()

@@ -60,7 +60,7 @@
 //! Checks per dependence (Table IX): the search's comparisons (the `B0`/`B1` blocks plus the
 //! hit, 1 for `LAST`), against the linear scan from the buffer's tail (Figure 8).
 
-use crate::at::Access;
+use crate::at::{Access, Run};
 use crate::filter::{Class, FilterReport};
 use crate::lastwriter::{Instance, Writer};
 use crate::memdb::{AccessKind, MemoryDb};
@@ -498,10 +498,10 @@ fn block_instructions(db: &MemoryDb) -> FxHashMap<Node, Vec<u32>> {
 /// thread), `accesses` its AT. The AT does not mark where calls happen, so the accesses are
 /// placed greedily (the module docs' "Alignment") and every block execution must run all its
 /// memory instructions.
-pub fn build<E>(
+pub fn build<T: Into<Run>, E>(
     db: &MemoryDb,
     events: &[Event],
-    accesses: impl IntoIterator<Item = Result<Vec<Access>, E>>,
+    accesses: impl IntoIterator<Item = Result<T, E>>,
     report: &FilterReport,
 ) -> Result<Ecf, EcfError>
 where
@@ -516,7 +516,13 @@ where
         while pending.is_empty() {
             match chunks.next() {
                 None => return Ok(None),
-                Some(c) => pending.extend(c.map_err(RecoverError::from)?),
+                Some(run) => {
+                    let run: Run = run.map_err(RecoverError::from)?.into();
+                    if run.thread != 0 {
+                        return Err(RecoverError::OtherThread { thread: run.thread });
+                    }
+                    pending.extend(run.accesses);
+                }
             }
         }
         Ok::<_, RecoverError>(pending.front().copied())

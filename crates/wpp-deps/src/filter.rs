@@ -18,7 +18,7 @@
 //! `WPP-DEPF` (8 bytes), `u32` version, `u32` length `n`, `n` bytes of postcard
 //! [`FilterReport`], `u32` CRC-32 of those bytes; integers little-endian.
 
-use crate::at::Access;
+use crate::at::{Access, Run};
 use crate::lastwriter::Writer;
 use crate::memdb::MemoryDb;
 use crate::recover::{RecoverError, Recovery};
@@ -89,16 +89,16 @@ fn note(map: &mut FxHashMap<u32, Addresses>, a: &Access) {
 }
 
 /// Classifies every pair a recording exercised.
-pub fn classify<E>(
+pub fn classify<T: Into<Run>, E>(
     db: &MemoryDb,
-    chunks: impl IntoIterator<Item = Result<Vec<Access>, E>>,
+    runs: impl IntoIterator<Item = Result<T, E>>,
 ) -> Result<FilterReport, RecoverError>
 where
     RecoverError: From<E>,
 {
     let mut c = Classifier::new(db);
-    for chunk in chunks {
-        for a in chunk? {
+    for run in runs {
+        for a in run?.into().accesses {
             c.add(a)?;
         }
     }

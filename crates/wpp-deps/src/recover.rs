@@ -2,8 +2,15 @@
 //! table described after it, made byte-granular by [`LastWriter`]): replay the accesses in
 //! order; a store (or a modelled library write) sets the last writer of its bytes; a load
 //! depends on the last writer of each byte it reads.
+//!
+//! Beyond the paper, the accesses of several threads are replayed in the one order their
+//! sequence numbers give (`crate::at`): instances count per instruction over all threads, and
+//! each dependence names the load's thread and the store's, so a cross-thread dependence is
+//! reported as such. The store's thread is not kept per byte: per store instruction, the
+//! instances at which its thread changed (one entry for a store that runs on one thread), looked
+//! up by binary search.
 
-use crate::at::Access;
+use crate::at::{Access, Run};
 use crate::lastwriter::{self, Instance, LastWriter, Writer};
 use crate::memdb::{AccessKind, MemoryDb};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -20,6 +27,10 @@ pub struct Dependence {
     pub offset: u64,
     /// How many of the load's bytes this writer wrote.
     pub bytes: u64,
+    /// The load's thread.
+    pub thread: u32,
+    /// The store's thread (`None`: external).
+    pub store_thread: Option<u32>,
 }
 
 /// Counts of a recovery (`wpp deps stats`).
@@ -39,6 +50,10 @@ pub struct Stats {
     pub multi_writer_loads: u64,
     /// Distinct static (store, load) pairs exercised.
     pub pairs: u64,
+    /// Threads that accessed memory.
+    pub threads: u32,
+    /// Dependences whose store ran on another thread than the load.
+    pub cross_thread: u64,
 }
 
 /// Why a recovery failed.
@@ -57,6 +72,15 @@ pub enum RecoverError {
         id: u32,
         /// How many instructions the database has.
         count: usize,
+    },
+    /// An access of a second thread where one thread's are expected (the eCF).
+    #[error(
+        "thread {thread} accessed memory: an eCF is built from a single-threaded program's \
+         address trace"
+    )]
+    OtherThread {
+        /// The thread.
+        thread: u32,
     },
     /// A counter outgrew what the last-writer table packs.
     #[error("access {index}: instruction {id} ran more than {max} times (the table's limit)")]
@@ -85,6 +109,10 @@ pub struct Recovery<'a> {
     writers: Vec<Dependence>,
     /// The current load's writers by writer, once there are more than [`SCAN_WRITERS`].
     by_writer: FxHashMap<Writer, usize>,
+    /// The thread whose accesses are being replayed.
+    thread: u32,
+    /// Per store instruction: (first instance, thread) each time its thread changed.
+    store_threads: Vec<Vec<(u64, u32)>>,
 }
 
 /// Up to this many writers per load, a load's writers are found by a scan.
@@ -99,11 +127,29 @@ impl<'a> Recovery<'a> {
             instances: vec![0; db.instructions.len()],
             pairs: FxHashSet::default(),
             last_pair: vec![u32::MAX; db.instructions.len()],
-            stats: Stats::default(),
+            stats: Stats {
+                threads: 1,
+                ..Stats::default()
+            },
             index: 0,
             writers: Vec::new(),
             by_writer: FxHashMap::default(),
+            thread: 0,
+            store_threads: vec![Vec::new(); db.instructions.len()],
         }
+    }
+
+    /// Replays the following accesses as thread `thread`'s.
+    pub fn set_thread(&mut self, thread: u32) {
+        self.thread = thread;
+        self.stats.threads = self.stats.threads.max(thread + 1);
+    }
+
+    /// The thread that ran store instance `s`.
+    fn thread_of(&self, s: Instance) -> u32 {
+        let runs = &self.store_threads[s.id as usize];
+        let i = runs.partition_point(|&(first, _)| first <= s.n);
+        runs[i - 1].1
     }
 
     /// Replays one access; returns the instance it is, and for a load its dependences (in
@@ -137,6 +183,10 @@ impl<'a> Recovery<'a> {
         match kind {
             AccessKind::Store => {
                 self.stats.stores += 1;
+                let runs = &mut self.store_threads[a.id as usize];
+                if runs.last().is_none_or(|&(_, t)| t != self.thread) {
+                    runs.push((inst.n, self.thread));
+                }
                 self.table.write(a.addr, a.size, Writer::Store(inst));
             }
             AccessKind::Clobber => {
@@ -174,6 +224,8 @@ impl<'a> Recovery<'a> {
                         store: w,
                         offset,
                         bytes: len,
+                        thread: 0,
+                        store_thread: None,
                     })
                 }
             }
@@ -181,7 +233,13 @@ impl<'a> Recovery<'a> {
         if writers.len() > 1 {
             self.stats.multi_writer_loads += 1;
         }
-        for d in writers.iter() {
+        for i in 0..self.writers.len() {
+            let store_thread = match self.writers[i].store {
+                Writer::Store(s) => Some(self.thread_of(s)),
+                Writer::External => None,
+            };
+            let d = &mut self.writers[i];
+            (d.thread, d.store_thread) = (self.thread, store_thread);
             let store = match d.store {
                 Writer::External => {
                     self.stats.external += 1;
@@ -189,6 +247,7 @@ impl<'a> Recovery<'a> {
                 }
                 Writer::Store(s) => {
                     self.stats.dependences += 1;
+                    self.stats.cross_thread += u64::from(store_thread != Some(self.thread));
                     Some(s.id)
                 }
             };
@@ -213,18 +272,21 @@ impl<'a> Recovery<'a> {
     }
 }
 
-/// Recovers every dependence of a stream of accesses, calling `on_dep` for each.
-pub fn recover<E>(
+/// Recovers every dependence of a stream of runs of accesses (an [`crate::AtReader`], or
+/// chunks of a single thread's accesses), calling `on_dep` for each.
+pub fn recover<T: Into<Run>, E>(
     db: &MemoryDb,
-    chunks: impl IntoIterator<Item = Result<Vec<Access>, E>>,
+    runs: impl IntoIterator<Item = Result<T, E>>,
     mut on_dep: impl FnMut(&Dependence),
 ) -> Result<Stats, RecoverError>
 where
     RecoverError: From<E>,
 {
     let mut r = Recovery::new(db);
-    for chunk in chunks {
-        for a in chunk? {
+    for run in runs {
+        let run: Run = run?.into();
+        r.set_thread(run.thread);
+        for a in run.accesses {
             let (_, deps) = r.step(a)?;
             deps.iter().for_each(&mut on_dep);
         }

@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use wpp_deps::at::Run;
 use wpp_deps::chain::ChainIndex;
 use wpp_deps::{recover, Access, AccessKind, Instance, MemInstr, MemoryDb, Writer};
 
@@ -154,6 +155,39 @@ proptest! {
         let loads = acc.iter().filter(|a| db.instructions[a.id as usize].kind == AccessKind::Load).count();
         prop_assert_eq!(stats.loads, loads as u64);
         prop_assert_eq!(stats.dependences + stats.external, want.len() as u64);
+    }
+
+    /// The same accesses spread over threads (in runs, as the AT reader gives them): the
+    /// dependences are those of the one order, and each names the load's thread and the
+    /// thread of the store position the backtracking finds.
+    #[test]
+    fn threaded_recovery_matches_backtracking((db, acc) in case(), threads in prop::collection::vec(0u32..3, 120)) {
+        let thread = |p: usize| threads[p];
+        let mut runs: Vec<Run> = Vec::new();
+        for (p, &a) in acc.iter().enumerate() {
+            match runs.last_mut() {
+                Some(r) if r.thread == thread(p) => r.accesses.push(a),
+                _ => runs.push(Run { thread: thread(p), accesses: vec![a] }),
+            }
+        }
+        let mut got = BTreeMap::new();
+        let stats = recover(&db, runs.into_iter().map(Ok::<_, std::convert::Infallible>), |d| {
+            got.insert((d.load, d.store), (d.thread, d.store_thread));
+        }).unwrap();
+        let position = |i: Instance| (0..acc.len()).find(|&q| instance_at(&acc, q) == i).unwrap();
+        let want: BTreeMap<_, _> = brute_deps(&db, &acc)
+            .into_keys()
+            .map(|(u, w)| {
+                let store_thread = match w {
+                    Writer::Store(s) => Some(thread(position(s))),
+                    Writer::External => None,
+                };
+                ((u, w), (thread(position(u)), store_thread))
+            })
+            .collect();
+        let cross = want.values().filter(|(l, s)| s.is_some_and(|s| s != *l)).count();
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(stats.cross_thread, cross as u64);
     }
 
     #[test]

@@ -573,6 +573,28 @@ impl<'m> Builder<'m> {
         }
     }
 
+    /// `atomicrmw add ptr p, 1 monotonic`: the counter's value before the increment. Each
+    /// thread's increments follow its synchronizations in the counter's modification order,
+    /// which is all an order of events across threads needs.
+    pub fn fetch_increment(&self, ty: Type<'m>, p: Value<'m>) -> Value<'m> {
+        // SAFETY: as in `increment`.
+        let one = unsafe { c::LLVMConstInt(ty.0, 1, 0) };
+        // SAFETY: builder positioned in a live block; `p` points to a `ty`.
+        Value(
+            unsafe {
+                c::LLVMBuildAtomicRMW(
+                    self.0,
+                    LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                    p.0,
+                    one,
+                    LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                    0,
+                )
+            },
+            PhantomData,
+        )
+    }
+
     /// `add a, b`.
     pub fn add(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
         // SAFETY: builder positioned; operands of the same integer type.

@@ -643,7 +643,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         });
     }
     let addresses = matches!(opts.mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter);
-    if addresses && module_may_run_threads(module) {
+    // The address trace orders the accesses of all threads; the eWPP modes classify and
+    // check them in one thread's order.
+    let one_thread = matches!(opts.mode, Mode::Ewpp | Mode::EwppFilter);
+    if one_thread && module_may_run_threads(module) {
         return Err(Error::Unsupported {
             function: "(program)".into(),
             what: format!(

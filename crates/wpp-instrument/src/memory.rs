@@ -406,7 +406,10 @@ impl<'m> Helper<'m> {
         let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, i64t]);
         let flush = m.declare(flush_symbol, flush_ty);
         let args = [abuf, aidx, db, m.const_int(i64t, db_len)];
-        Self::build(m, (abuf, aidx, cap), (flush_ty, flush, &args), false)
+        let seq = m
+            .global(abi::SYM_ASEQ)
+            .unwrap_or_else(|| m.declare_global(abi::SYM_ASEQ, i64t, false));
+        Self::build(m, (abuf, aidx, cap), (flush_ty, flush, &args), Some(seq))
     }
 
     /// `ewpp`: the helper appends to the event buffer of [`crate::helpers::Helpers`] (built
@@ -424,14 +427,17 @@ impl<'m> Helper<'m> {
         let flush = m.declare(abi::SYM_FLUSH, flush_ty);
         let args = [buf, idx, depth, db, m.const_int(i64t, db_len)];
         let cap = u64::from(abi::BUF_CAP);
-        Self::build(m, (buf, idx, cap), (flush_ty, flush, &args), true)
+        Self::build(m, (buf, idx, cap), (flush_ty, flush, &args), None)
     }
 
+    /// The helper appends `id, address, size` and, given the sequence counter `seq` (an
+    /// address trace's), the access's sequence number; without it, it writes the event
+    /// buffer, with the id tagged.
     fn build(
         m: Mod<'m>,
         (buf, idx, cap): (Value<'m>, Value<'m>, u64),
         (flush_ty, flush, flush_args): (Type<'m>, Value<'m>, &[Value<'m>]),
-        tagged: bool,
+        seq: Option<Value<'m>>,
     ) -> Helper<'m> {
         let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
         m.add_fn_attr(flush, "nounwind");
@@ -445,9 +451,10 @@ impl<'m> Helper<'m> {
         let slow = m.append_block(access, "flush");
         let fast = m.append_block(access, "append");
         b.at_end(entry);
+        let words = 3 + u64::from(seq.is_some());
         let i = b.load(i32t, idx);
-        // Room for three words: idx ≤ cap − 3.
-        let full = b.icmp_uge(i, m.const_int(i32t, cap - 2));
+        // Room for the record: idx ≤ cap − words.
+        let full = b.icmp_uge(i, m.const_int(i32t, cap - words + 1));
         b.cond_br(full, slow, fast);
         b.at_end(slow);
         b.call(flush_ty, flush, flush_args);
@@ -455,16 +462,18 @@ impl<'m> Helper<'m> {
         b.at_end(fast);
         let j = b.load(i32t, idx);
         let base = b.load(ptr, buf);
-        for k in 0..3u32 {
-            let at = b.zext(b.add(j, m.const_int(i32t, u64::from(k))), i64t);
-            b.store(crate::ir::param(access, k), b.gep(i64t, base, &[at]));
+        let mut record: Vec<Value<'m>> = (0..3).map(|k| crate::ir::param(access, k)).collect();
+        record.extend(seq.map(|s| b.fetch_increment(i64t, s)));
+        for (k, &word) in record.iter().enumerate() {
+            let at = b.zext(b.add(j, m.const_int(i32t, k as u64)), i64t);
+            b.store(word, b.gep(i64t, base, &[at]));
         }
-        b.store(b.add(j, m.const_int(i32t, 3)), idx);
+        b.store(b.add(j, m.const_int(i32t, words)), idx);
         b.ret_void();
         Helper {
             access,
             access_ty,
-            tagged,
+            tagged: seq.is_none(),
         }
     }
 

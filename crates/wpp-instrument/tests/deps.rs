@@ -62,7 +62,7 @@ fn record(src: &str, flags: &[&str], dir: &Scratch) -> PathBuf {
 fn read_at(at: &Path) -> (MemoryDb, Vec<Access>) {
     let r = AtReader::open(at).expect("address trace");
     let db = r.db().clone();
-    let accesses = r.flat_map(|c| c.expect("chunk")).collect();
+    let accesses = r.flat_map(|run| run.expect("chunk").accesses).collect();
     (db, accesses)
 }
 
@@ -193,7 +193,51 @@ fn hand_known_dependences() {
     );
 }
 
-/// A program that starts threads is refused at instrumentation with a clear message.
+/// Threads, by hand (`threads_deps.c`): each worker's read of the value main stored for it
+/// depends on main's store, written by thread 0; main's reads of the results depend on the
+/// workers' stores, each by its own thread; a worker's loop reads its own stores. Threads are
+/// numbered in the order they first access memory (main 0, worker `w` is `w + 1`).
+#[test]
+fn cross_thread_dependences_name_the_writers_thread() {
+    let dir = Scratch::new();
+    let at = record("threads_deps.c", &["-O1", "-g"], &dir);
+    let r = AtReader::open(&at).expect("address trace");
+    assert_eq!(r.threads(), 4);
+    let db = r.db().clone();
+    let m = markers("threads_deps.c");
+    let line = |n: &str| *m.get(n).unwrap_or_else(|| panic!("marker {n}"));
+    let store = |n: &str| only(&db, line(n), AccessKind::Store, n);
+    let load = |n: &str| only(&db, line(n), AccessKind::Load, n);
+    // (load, instance, its thread) -> (store, instance, its thread), by hand.
+    let mut want = BTreeSet::new();
+    for w in 1..=3u64 {
+        let t = w as u32;
+        want.insert(((load("L_INPUT"), w, t), (store("S_INPUT"), w, 0)));
+        want.insert(((load("L_OUTPUT"), w, 0), (store("S_OUTPUT"), w, t)));
+        for i in 1..=4u64 {
+            let from = match i {
+                1 => (store("S_ZERO"), w, t),
+                _ => (store("L_SUM"), 4 * (w - 1) + i - 1, t),
+            };
+            want.insert(((load("L_SUM"), 4 * (w - 1) + i, t), from));
+        }
+    }
+    let marked: BTreeSet<u32> = want.iter().map(|((l, ..), _)| *l).collect();
+    let mut got = BTreeSet::new();
+    let stats = recover(&db, r, |d| {
+        if let (Writer::Store(s), true) = (d.store, marked.contains(&d.load.id)) {
+            let store_thread = d.store_thread.expect("a store's thread");
+            got.insert(((d.load.id, d.load.n, d.thread), (s.id, s.n, store_thread)));
+        }
+    })
+    .expect("recovery");
+    assert_eq!(got, want);
+    assert_eq!(stats.threads, 4);
+    assert_eq!(stats.cross_thread, 6, "{stats:?}");
+}
+
+/// A program that starts threads is refused by the eWPP modes at instrumentation, with a
+/// clear message.
 #[test]
 fn threaded_programs_are_refused() {
     let ctx = inkwell::context::Context::create();
@@ -207,10 +251,12 @@ fn threaded_programs_are_refused() {
         .expect("clang-22");
     assert!(st.success());
     let module = wpp_instrument::read_bitcode(&ctx, &bc).unwrap();
-    let e = wpp_instrument::instrument_module(&module, &Options::new(InstrumentMode::TraceAddr))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("single-threaded"), "{e}");
+    for mode in [InstrumentMode::Ewpp, InstrumentMode::EwppFilter] {
+        let e = wpp_instrument::instrument_module(&module, &Options::new(mode))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("single-threaded"), "{e}");
+    }
 }
 
 /// Every single-threaded test program behaves exactly as natively in `trace-addr` (output,

@@ -429,8 +429,8 @@ fn accesses_of(at: &Path) -> (Vec<(u32, u64)>, Option<String>) {
         .unwrap_or_else(|e| panic!("{}: header unreadable: {e}", at.display()));
     let mut got = Vec::new();
     loop {
-        match r.next_chunk() {
-            Ok(Some(chunk)) => got.extend(chunk.iter().map(|a| (a.id, a.size))),
+        match r.next_run() {
+            Ok(Some(run)) => got.extend(run.accesses.iter().map(|a| (a.id, a.size))),
             Ok(None) => return (got, None),
             Err(e) => return (got, Some(e.to_string())),
         }

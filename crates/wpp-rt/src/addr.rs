@@ -1,53 +1,83 @@
 //! The address trace of `trace-addr` programs (see `wpp_abi`'s "Address trace buffer"): the
-//! instrumented code appends `id, address, size` triples to a thread-local buffer inline and
-//! calls [`__wpp_rt_at_flush_v1`] when it is full; this module writes each full buffer as one
-//! chunk of a `wpp_deps::at` file and ends the file at exit.
+//! instrumented code appends `id, address, size, sequence number` records to a thread-local
+//! buffer inline and calls [`__wpp_rt_at_flush_v1`] when it is full; this module writes each
+//! full buffer as one chunk of a `wpp_deps::at` file and ends the file at exit.
 //!
-//! One thread is recorded: the address trace has no global order across threads, so a load
-//! whose last writer ran on another thread could not be told apart from a wrong edge. The
-//! instrumenter refuses programs that refer to a thread-starting function; if a second thread
-//! accesses memory anyway (a thread started out of the module's sight), the file is ended
-//! with an abandon record naming the problem, which every reader reports as an error, and
-//! nothing more is recorded.
+//! Every thread that accesses memory is recorded, with a buffer of its own: its first flush
+//! registers it (a `'T'` record with the counter's value then, below any sequence number it
+//! will take), each full buffer becomes a chunk of that thread, and its end (a pthread key
+//! destructor) writes its last chunk and a `'Q'` record. The sequence numbers of
+//! [`__wpp_aseq`] order the accesses of all threads; readers merge the chunks by them. At
+//! exit the buffers of threads still running are written as they are (best effort, as for the
+//! block trace: such a thread may be between taking a number and storing its record).
 //!
 //! The `ewpp-filter` mode (the filtering phase of Tallam–Gupta §3.1) has the same probes, whose
 //! full buffers reach [`__wpp_rt_filter_flush_v1`] instead: no file is written while the
 //! program runs; each buffer goes through the filter's classifier (`wpp_deps::filter`), and
-//! the report of exercised pairs is written at exit, the input of an `ewpp` build.
+//! the report of exercised pairs is written at exit, the input of an `ewpp` build. It
+//! classifies in the order of one thread: should a second thread access memory, the report is
+//! abandoned with a message naming the problem.
 //!
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
 //! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing (as for the block trace). Chunks are
-//! written by the program thread itself, so after `kill -9` every chunk written so far is
-//! readable (the reader reports the missing end record).
+//! written by the program's threads themselves, so after `kill -9` every chunk written so far is
+//! readable (the reader gives the accesses certainly complete, then reports the missing end
+//! record).
 
-use crate::abi::AT_BUF_CAP;
+use crate::abi::{AT_BUF_CAP, AT_RECORD_WORDS};
+use std::cell::Cell;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use wpp_deps::at::{Access, AtWriter};
+
+/// The next access's sequence number, taken by the instrumented code of every thread with one
+/// `atomicrmw add` (`wpp_abi::SYM_ASEQ`).
+#[no_mangle]
+pub static __wpp_aseq: AtomicU64 = AtomicU64::new(0);
 
 enum State {
     /// Not started yet.
     Idle,
-    /// Recording the thread `owner`, whose buffer is `words` (installed in its `__wpp_abuf`).
-    Active {
-        out: Output,
-        owner: libc::pthread_t,
-        abuf: *mut *mut u64,
-        aidx: *mut u32,
-        words: Vec<u64>,
-    },
+    Active(Recorder),
     /// Ended (exit, abandon, fork child, or the file could not be opened): accesses are
     /// dropped.
     Over,
 }
 
-// SAFETY: the pointers are the owner thread's TLS addresses, used only while holding the lock,
-// by the owner or by the exit path.
+/// The recording: its output and every thread's buffer.
+struct Recorder {
+    out: Output,
+    kind: Kind,
+    threads: Vec<Slot>,
+    /// Whose destructor ends a thread's recording.
+    key: libc::pthread_key_t,
+}
+
+/// A recorded thread: its TLS buffer variables and the buffer they point to.
+struct Slot {
+    abuf: *mut *mut u64,
+    aidx: *mut u32,
+    words: Vec<u64>,
+    alive: bool,
+}
+
+// SAFETY: the pointers are their threads' TLS addresses, used only while holding the lock, by
+// their owner or by the exit path (which the module docs call best effort).
 unsafe impl Send for State {}
 
 static STATE: Mutex<State> = Mutex::new(State::Idle);
+
+/// This thread's number in the recording (`UNREGISTERED` before its first flush).
+const UNREGISTERED: u32 = u32::MAX;
+/// A thread whose recording ended.
+const RETIRED: u32 = u32::MAX - 1;
+
+thread_local! {
+    static THREAD: Cell<u32> = const { Cell::new(UNREGISTERED) };
+}
 
 /// Where threads that are not recorded write their accesses: never read.
 struct Hole(std::cell::UnsafeCell<[u64; AT_BUF_CAP as usize]>);
@@ -85,12 +115,44 @@ impl Output {
         }
     }
 
-    fn chunk(&mut self, mut accesses: impl Iterator<Item = Access>) -> Result<(), String> {
+    fn begin_thread(&mut self, thread: u32) -> Result<(), String> {
         match self {
-            Output::Trace(w) => w.chunk(accesses).map_err(|e| e.to_string()),
-            Output::Filter(c, _) => accesses
-                .try_for_each(|a| c.add(a))
+            // Below every number the thread takes: it has not taken one yet.
+            Output::Trace(w) => w
+                .begin_thread(thread, __wpp_aseq.load(Ordering::SeqCst))
                 .map_err(|e| e.to_string()),
+            Output::Filter(..) => Ok(()),
+        }
+    }
+
+    /// Writes (or classifies) the first `len` words of thread `thread`'s buffer.
+    fn chunk(&mut self, thread: u32, words: &[u64], len: usize) -> Result<(), String> {
+        let records = words[..len.min(words.len())]
+            .chunks_exact(AT_RECORD_WORDS as usize)
+            .map(|w| {
+                let a = Access {
+                    id: w[0] as u32,
+                    addr: w[1],
+                    size: w[2],
+                };
+                (w[3], a)
+            });
+        match self {
+            Output::Trace(w) => w.thread_chunk(thread, records).map(drop),
+            Output::Filter(c, _) => {
+                return records
+                    .map(|(_, a)| a)
+                    .try_for_each(|a| c.add(a))
+                    .map_err(|e| e.to_string())
+            }
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    fn end_thread(&mut self, thread: u32) -> Result<(), String> {
+        match self {
+            Output::Trace(w) => w.end_thread(thread).map_err(|e| e.to_string()),
+            Output::Filter(..) => Ok(()),
         }
     }
 
@@ -140,18 +202,7 @@ fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The accesses in the first `len` words of a buffer.
-fn accesses(words: &[u64], len: usize) -> impl Iterator<Item = Access> + '_ {
-    words[..len.min(words.len())]
-        .chunks_exact(3)
-        .map(|w| Access {
-            id: w[0] as u32,
-            addr: w[1],
-            size: w[2],
-        })
-}
-
-fn start(kind: Kind, db: &[u8], abuf: *mut *mut u64, aidx: *mut u32) -> State {
+fn start(kind: Kind, db: &[u8]) -> State {
     let out = match Output::open(kind, db) {
         Ok(o) => o,
         Err(e) => {
@@ -159,25 +210,20 @@ fn start(kind: Kind, db: &[u8], abuf: *mut *mut u64, aidx: *mut u32) -> State {
             return State::Over;
         }
     };
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor has the required signature.
+    unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) };
     // SAFETY: registering plain extern "C" functions.
     unsafe {
         libc::atexit(at_exit);
         libc::pthread_atfork(None, None, Some(after_fork_in_child));
     }
-    let mut words = vec![0u64; AT_BUF_CAP as usize];
-    // SAFETY: `abuf`/`aidx` are the calling thread's globals (the ABI).
-    unsafe {
-        *abuf = words.as_mut_ptr();
-        *aidx = 0;
-    }
-    State::Active {
+    State::Active(Recorder {
         out,
-        // SAFETY: no preconditions.
-        owner: unsafe { libc::pthread_self() },
-        abuf,
-        aidx,
-        words,
-    }
+        kind,
+        threads: Vec::new(),
+        key,
+    })
 }
 
 /// Writes the calling thread's full address-trace buffer. See the module docs.
@@ -215,53 +261,110 @@ pub unsafe extern "C" fn __wpp_rt_filter_flush_v1(
 /// As [`__wpp_rt_at_flush_v1`].
 unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, db_len: u64) {
     let mut st = lock();
-    // SAFETY: no preconditions.
-    let me = unsafe { libc::pthread_self() };
-    match &mut *st {
-        State::Idle => {
-            // SAFETY: guaranteed by the caller.
-            let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
-            *st = start(kind, db, abuf, aidx);
-            if matches!(*st, State::Active { .. }) {
-                return;
-            }
-        }
-        // SAFETY: no preconditions.
-        State::Active { owner, .. } if unsafe { libc::pthread_equal(*owner, me) } == 0 => {
-            let State::Active { out, .. } = std::mem::replace(&mut *st, State::Over) else {
-                unreachable!()
-            };
-            let mode = match kind {
-                Kind::Trace => "trace-addr",
-                Kind::Filter => "ewpp-filter",
-            };
-            let msg = format!(
-                "a second thread accessed memory; the {mode} mode records single-threaded \
-                 programs only (cross-thread dependences need a global order of accesses)"
-            );
-            eprintln!("wpp-rt: {msg}; the recording of accesses stops here");
-            out.abandon(&msg);
-        }
-        State::Active {
-            out,
-            words,
-            owner: _,
-            ..
-        } => {
-            // SAFETY: `aidx` is the owner's index (checked above).
-            let len = unsafe { *aidx } as usize;
-            if let Err(e) = out.chunk(accesses(words, len)) {
-                eprintln!("wpp-rt: cannot record the accesses: {e}; the recording stops here");
-                *st = State::Over;
-            } else {
-                // SAFETY: as above.
-                unsafe { *aidx = 0 };
-                return;
-            }
-        }
-        State::Over => {}
+    if let State::Idle = *st {
+        // SAFETY: guaranteed by the caller.
+        let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
+        *st = start(kind, db);
     }
-    // Not recording this thread (any more): its accesses go to the hole.
+    let State::Active(r) = &mut *st else {
+        // SAFETY: guaranteed by the caller.
+        return unsafe { to_hole(abuf, aidx) };
+    };
+    let result = match THREAD.with(Cell::get) {
+        // SAFETY: guaranteed by the caller.
+        UNREGISTERED => unsafe { r.register(abuf, aidx) },
+        // SAFETY: as above.
+        RETIRED => return unsafe { to_hole(abuf, aidx) },
+        t => {
+            let slot = &r.threads[t as usize];
+            // SAFETY: the calling thread's own index.
+            let len = unsafe { *aidx } as usize;
+            let written = r.out.chunk(t, &slot.words, len);
+            // SAFETY: as above.
+            written.map(|()| unsafe { *aidx = 0 })
+        }
+    };
+    if let Err(e) = result {
+        let State::Active(r) = std::mem::replace(&mut *st, State::Over) else {
+            unreachable!()
+        };
+        eprintln!("wpp-rt: {e}; the recording of accesses stops here");
+        r.abandon(&e);
+        // SAFETY: guaranteed by the caller.
+        unsafe { to_hole(abuf, aidx) };
+    }
+}
+
+impl Recorder {
+    /// Registers the calling thread and gives it a buffer; refuses a second thread in
+    /// `ewpp-filter`.
+    ///
+    /// # Safety
+    /// As [`__wpp_rt_at_flush_v1`].
+    unsafe fn register(&mut self, abuf: *mut *mut u64, aidx: *mut u32) -> Result<(), String> {
+        if let (Kind::Filter, true) = (self.kind, !self.threads.is_empty()) {
+            return Err(
+                "a second thread accessed memory; the ewpp-filter mode records \
+                        single-threaded programs only (its classification follows one \
+                        thread's order)"
+                    .into(),
+            );
+        }
+        let t = self.threads.len() as u32;
+        self.out.begin_thread(t)?;
+        let mut words = vec![0u64; AT_BUF_CAP as usize];
+        // SAFETY: the caller's variables.
+        unsafe {
+            *abuf = words.as_mut_ptr();
+            *aidx = 0;
+        }
+        self.threads.push(Slot {
+            abuf,
+            aidx,
+            words,
+            alive: true,
+        });
+        THREAD.with(|c| c.set(t));
+        // SAFETY: the key was created at start; the value is only a non-null tag.
+        unsafe { libc::pthread_setspecific(self.key, std::ptr::dangling::<libc::c_void>()) };
+        Ok(())
+    }
+
+    /// Writes what thread `t`'s buffer holds, and ends the thread when `ending`.
+    ///
+    /// # Safety
+    /// Thread `t`'s TLS must be mapped (its own call, or the best-effort exit path).
+    unsafe fn drain(&mut self, t: u32, ending: bool) -> Result<(), String> {
+        let slot = &mut self.threads[t as usize];
+        if !slot.alive {
+            return Ok(());
+        }
+        // SAFETY: guaranteed by the caller.
+        let len = unsafe { *slot.aidx } as usize;
+        slot.alive = !ending;
+        self.out.chunk(t, &slot.words, len)?;
+        // SAFETY: as above.
+        unsafe { *slot.aidx = 0 };
+        match ending {
+            true => self.out.end_thread(t),
+            false => Ok(()),
+        }
+    }
+
+    /// Ends the file with `message`. Every buffer is leaked: threads still running may write
+    /// into theirs until their next flush finds the recording over.
+    fn abandon(mut self, message: &str) {
+        let threads = std::mem::take(&mut self.threads);
+        std::mem::forget(threads);
+        self.out.abandon(message);
+    }
+}
+
+/// Points the calling thread's buffer at the hole.
+///
+/// # Safety
+/// `abuf` and `aidx` must be the calling thread's.
+unsafe fn to_hole(abuf: *mut *mut u64, aidx: *mut u32) {
     // SAFETY: guaranteed by the caller.
     unsafe {
         *abuf = HOLE.0.get().cast();
@@ -269,44 +372,64 @@ unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, 
     }
 }
 
-/// Writes the owner's last buffer and the end record (at exit).
+/// pthread key destructor: the thread is ending; its last chunk and end record are written.
+extern "C" fn thread_exit(_value: *mut libc::c_void) {
+    let t = THREAD.with(Cell::get);
+    if t >= RETIRED {
+        return;
+    }
+    THREAD.with(|c| c.set(RETIRED));
+    let mut st = lock();
+    let State::Active(r) = &mut *st else {
+        return;
+    };
+    let (abuf, aidx) = (r.threads[t as usize].abuf, r.threads[t as usize].aidx);
+    // SAFETY: the thread's own slot, its TLS still live.
+    if let Err(e) = unsafe { r.drain(t, true) } {
+        eprintln!("wpp-rt: cannot record the accesses: {e}");
+    }
+    // Later accesses of this thread (other TLS destructors) go to the hole.
+    // SAFETY: own TLS.
+    unsafe { to_hole(abuf, aidx) };
+}
+
+/// Writes every thread's last buffer and the end record (at exit).
 extern "C" fn at_exit() {
     end();
 }
 
-/// Writes the owner's last buffer and the end record, once: at exit, and from the `_exit` and
-/// `exec` wrappers, which end the process image without running `atexit` handlers.
+/// Writes every thread's last buffer and the end record, once: at exit, and from the `_exit`
+/// and `exec` wrappers, which end the process image without running `atexit` handlers.
 pub(crate) fn end() {
     let mut st = lock();
-    if let State::Active {
-        mut out,
-        abuf,
-        aidx,
-        words,
-        ..
-    } = std::mem::replace(&mut *st, State::Over)
-    {
-        // SAFETY: the owner's TLS globals; at exit they are still mapped (exit runs on some
-        // thread of the process, and TLS blocks are freed only when their thread ends, which
-        // for the owner would have gone through here first only if it called exit).
-        let len = unsafe { *aidx } as usize;
-        let r = out.chunk(accesses(&words, len)).and_then(|_| out.finish());
-        if let Err(e) = r {
-            eprintln!("wpp-rt: cannot end the recording of accesses: {e}");
-        }
-        // SAFETY: as above; later accesses (other exit handlers) go to the hole.
-        unsafe {
-            *abuf = HOLE.0.get().cast();
-            *aidx = 0;
-        }
+    let State::Active(mut r) = std::mem::replace(&mut *st, State::Over) else {
+        return;
+    };
+    let mut result = Ok(());
+    for t in 0..r.threads.len() as u32 {
+        // SAFETY: live threads' TLS stays mapped while the process exits (best effort for
+        // threads still running; see the module docs).
+        result = result.and_then(|()| unsafe { r.drain(t, false) });
+    }
+    // Threads still running write on into their buffers: leaked, never freed under them.
+    let threads = std::mem::take(&mut r.threads);
+    let me = THREAD.with(Cell::get);
+    if let Some(slot) = threads.get(me as usize) {
+        // SAFETY: the calling thread's own TLS; its later accesses go to the hole.
+        unsafe { to_hole(slot.abuf, slot.aidx) };
+    }
+    std::mem::forget(threads);
+    if let Err(e) = result.and_then(|()| r.out.finish()) {
+        eprintln!("wpp-rt: cannot end the recording of accesses: {e}");
     }
 }
 
 /// A forked child does not write the parent's address trace.
 extern "C" fn after_fork_in_child() {
     let mut st = lock();
-    if let State::Active { out, .. } = std::mem::replace(&mut *st, State::Over) {
-        // Forgotten, the writer neither flushes its buffered bytes nor ends the file.
-        std::mem::forget(out);
+    if let State::Active(r) = std::mem::replace(&mut *st, State::Over) {
+        // Forgotten, the writer neither flushes its buffered bytes nor ends the file, and the
+        // child's buffer stays where its code writes.
+        std::mem::forget(r);
     }
 }

@@ -21,7 +21,8 @@ pub enum Command {
     /// List every dynamic dependence (store instance → load instance), in execution order of
     /// the loads. Instances count from 1 per instruction; `external` means the bytes were last
     /// written outside the program (the loader, a library, a fresh heap block; address traces
-    /// only).
+    /// only). An address trace of several threads names each load's thread, and the store's
+    /// where it is another (a cross-thread dependence).
     List {
         /// The address trace (`PROGRAM.PID.at`), or an eWPP (the trace or `.wpp` of a
         /// `--mode ewpp` run).
@@ -132,7 +133,7 @@ fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File
 /// What `wpp deps list|stats|chain` read.
 enum Input {
     /// An address trace.
-    At(AtReader<std::io::BufReader<std::fs::File>>),
+    At(Box<AtReader<std::io::BufReader<std::fs::File>>>),
     /// An eWPP: its memory database and its eCF.
     Ecf(MemoryDb, Box<Ecf>),
 }
@@ -157,7 +158,7 @@ impl Input {
 fn input(file: &Path) -> anyhow::Result<Input> {
     use crate::input::Kind;
     if wpp_deps::at::is_at_file(file) || !file.exists() {
-        return Ok(Input::At(open(file)?));
+        return Ok(Input::At(Box::new(open(file)?)));
     }
     let shown = file.display();
     let (program, source) = match crate::input::sniff(file)? {
@@ -338,6 +339,11 @@ struct DepOut {
     /// The filtering run did not exercise the pair (eWPPs only).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     unexpected: bool,
+    /// The load's thread and, for a store, the store's (address traces of several threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thread: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_thread: Option<u32>,
 }
 
 fn show(e: &End) -> String {
@@ -372,12 +378,23 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                 true => " (not exercised by the filtering run)",
                 false => "",
             };
-            writeln!(out, "{} <- {from}{bytes}{unexpected}", show(&o.load))
-                .map_err(anyhow::Error::from)
+            let threads = match (o.thread, o.store_thread) {
+                (Some(l), Some(s)) if l != s => format!(" (thread {l}, written by thread {s})"),
+                (Some(l), _) => format!(" (thread {l})"),
+                (None, _) => String::new(),
+            };
+            writeln!(
+                out,
+                "{} <- {from}{bytes}{threads}{unexpected}",
+                show(&o.load)
+            )
+            .map_err(anyhow::Error::from)
         };
     };
     match input {
         Input::At(r) => {
+            // Threads are named where there are several.
+            let threads = r.threads() > 1;
             wpp_deps::recover(&db, r, |d: &Dependence| {
                 print(DepOut {
                     load: end(&db, d.load),
@@ -388,6 +405,8 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                     offset: Some(d.offset),
                     bytes: Some(d.bytes),
                     unexpected: false,
+                    thread: threads.then_some(d.thread),
+                    store_thread: d.store_thread.filter(|_| threads),
                 })
             })?;
         }
@@ -399,6 +418,8 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                     offset: None,
                     bytes: None,
                     unexpected: d.unexpected,
+                    thread: None,
+                    store_thread: None,
                 })
             })?;
         }
@@ -483,15 +504,15 @@ fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
     };
     let db = r.db().clone();
     let mut left = prefix.unwrap_or(u64::MAX);
-    let chunks = r.map(|chunk| {
-        chunk.map(|mut accesses| {
-            let keep = left.min(accesses.len() as u64);
-            accesses.truncate(keep as usize);
+    let runs = r.map(|run| {
+        run.map(|mut run| {
+            let keep = left.min(run.accesses.len() as u64);
+            run.accesses.truncate(keep as usize);
             left -= keep;
-            accesses
+            run
         })
     });
-    let s = wpp_deps::recover(&db, chunks, |_| {})?;
+    let s = wpp_deps::recover(&db, runs, |_| {})?;
     if json {
         return crate::util::print_json(&s);
     }
@@ -503,6 +524,10 @@ fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
     println!("external reads       {}", s.external);
     println!("multi-writer loads   {}", s.multi_writer_loads);
     println!("static pairs         {}", s.pairs);
+    if s.threads > 1 {
+        println!("threads              {}", s.threads);
+        println!("cross-thread deps    {}", s.cross_thread);
+    }
     Ok(())
 }
 
