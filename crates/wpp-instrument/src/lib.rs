@@ -651,9 +651,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             function: "(program)".into(),
             what: format!(
                 "{} records single-threaded programs only, and this one refers to a \
-                 thread-starting function (pthread_create, std::thread, OpenMP, …): without a \
-                 global order of accesses a cross-thread dependence could not be told from a \
-                 wrong one",
+                 thread-starting function (pthread_create, std::thread, OpenMP, …): its checks \
+                 follow one thread's order of accesses; `--mode trace-addr` records every \
+                 thread, cross-thread dependences included",
                 opts.mode.name()
             ),
         });

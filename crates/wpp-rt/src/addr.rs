@@ -306,7 +306,7 @@ impl Recorder {
             return Err(
                 "a second thread accessed memory; the ewpp-filter mode records \
                         single-threaded programs only (its classification follows one \
-                        thread's order)"
+                        thread's order of accesses; --mode trace-addr records every thread)"
                     .into(),
             );
         }

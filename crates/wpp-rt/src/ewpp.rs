@@ -9,10 +9,11 @@
 //! the buffer append. The last-writer table lives there too (in the runtime's heap, so the
 //! program's heap layout is unchanged).
 //!
-//! One thread is recorded (the instrumenter refuses programs that start threads); should a
-//! second one run instrumented code anyway, or the stream not fit the program, the writer
-//! stops with a message naming the problem and the trace ends without its end marker, which
-//! every reader reports: never a wrong dependence. A forked child is not recorded in this mode
+//! One thread is recorded (the instrumenter refuses programs that refer to a thread-starting
+//! function; `trace-addr` records every thread); should a second one run instrumented code
+//! anyway, or the stream not fit the program, the writer stops with a message naming the
+//! problem and the trace ends without its end marker, which every reader reports: never a
+//! wrong dependence. A forked child is not recorded in this mode
 //! (its checks would need the parent's last-writer table).
 
 use crate::abi::{self, EmbeddedProgram, TAG_ACCESS, TAG_BITS};
@@ -67,8 +68,8 @@ impl Checks {
             Some(first) if first != thread => {
                 return Err(format!(
                     "a second thread (thread {thread}) ran instrumented code; the ewpp mode \
-                     records single-threaded programs only (cross-thread dependences need a \
-                     global order of accesses)"
+                     records single-threaded programs only (its checks follow one thread's \
+                     order of accesses; --mode trace-addr records every thread)"
                 ))
             }
             Some(_) => {}
