@@ -553,21 +553,11 @@ impl<'m> Builder<'m> {
     /// read after the threads that wrote it were joined or the process exits, and those
     /// synchronize.
     pub fn increment(&self, ty: Type<'m>, p: Value<'m>, atomic: bool) {
-        // SAFETY: `ty` is an integer type of the live context.
-        let one = unsafe { c::LLVMConstInt(ty.0, 1, 0) };
         if atomic {
-            // SAFETY: builder positioned in a live block; `p` points to a `ty`.
-            unsafe {
-                c::LLVMBuildAtomicRMW(
-                    self.0,
-                    LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
-                    p.0,
-                    one,
-                    LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                    0,
-                )
-            };
+            self.fetch_increment(ty, p);
         } else {
+            // SAFETY: `ty` is an integer type of the live context.
+            let one = unsafe { c::LLVMConstInt(ty.0, 1, 0) };
             let c = self.load(ty, p);
             self.store(self.add(c, Value(one, PhantomData)), p);
         }
@@ -577,7 +567,7 @@ impl<'m> Builder<'m> {
     /// thread's increments follow its synchronizations in the counter's modification order,
     /// which is all an order of events across threads needs.
     pub fn fetch_increment(&self, ty: Type<'m>, p: Value<'m>) -> Value<'m> {
-        // SAFETY: as in `increment`.
+        // SAFETY: `ty` is an integer type of the live context.
         let one = unsafe { c::LLVMConstInt(ty.0, 1, 0) };
         // SAFETY: builder positioned in a live block; `p` points to a `ty`.
         Value(
