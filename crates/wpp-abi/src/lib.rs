@@ -79,8 +79,11 @@
 //! [`SYM_AT_FLUSH`]`(&__wpp_abuf, &__wpp_aidx, memory_db, memory_db_len)`, which writes it as
 //! one chunk of the address-trace file (`wpp_deps::at`). Each thread has its own buffer; the
 //! sequence numbers put the accesses of all threads into one order (the order of the
-//! counter's increments, which follows every synchronization of the program), so a reader
-//! merges the threads' chunks back into it. The address trace is a stream of its own beside
+//! counter's increments), so a reader merges the threads' chunks back into it. A plain access
+//! takes its number before any synchronization that follows it and after any that precedes
+//! it, so a store another thread's load sees has the smaller number; only two instrumented
+//! *atomic* accesses that synchronize with each other may be numbered against their order
+//! (each is numbered just after it runs). The address trace is a stream of its own beside
 //! the event stream, so event words, the block trace and every reader of it are unchanged.
 //!
 //! # Accesses in the event buffer (`ewpp`)

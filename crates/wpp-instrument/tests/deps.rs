@@ -259,13 +259,17 @@ fn threaded_programs_are_refused() {
     }
 }
 
-/// Every single-threaded test program behaves exactly as natively in `trace-addr` (output,
-/// exit status; `deps_heap.c`: heap layout), and leaves an address trace that reads to its
-/// end record and replays. Programs that leave through `longjmp`, exceptions, `exit` from
-/// deep frames, `fork`, `_exit` and `exec` (which run no `atexit` handler) included.
+/// Every test program behaves exactly as natively in `trace-addr` (output, exit status;
+/// `deps_heap.c`: heap layout), and leaves an address trace that reads to its end record and
+/// replays. Programs that leave through `longjmp`, exceptions, `exit` from deep frames,
+/// `fork`, `_exit` and `exec` (which run no `atexit` handler) included, and programs whose
+/// threads run at once (`threads_count.c`) or start through libstdc++ (`std_thread.cpp`, whose main
+/// reads what its thread wrote: a cross-thread dependence).
 #[test]
 fn programs_run_unchanged_and_leave_readable_address_traces() {
-    let programs: [(&str, &[&str]); 9] = [
+    let programs: [(&str, &[&str]); 11] = [
+        ("threads_count.c", &[]),
+        ("std_thread.cpp", &[]),
         ("deps_heap.c", &[]),
         ("recursion.c", &[]),
         ("longjmp.c", &[]),
@@ -296,6 +300,24 @@ fn programs_run_unchanged_and_leave_readable_address_traces() {
         let db = r.db().clone();
         let stats = recover(&db, r, |_| {}).unwrap_or_else(|e| panic!("{src}: {e}"));
         assert!(stats.loads > 0 && stats.stores > 0, "{src}: {stats:?}");
+        let threads = match src {
+            "threads_count.c" => 5,
+            "std_thread.cpp" => 2,
+            _ => 1,
+        };
+        assert_eq!(stats.threads, threads, "{src}: {stats:?}");
+        if src == "std_thread.cpp" {
+            assert!(stats.cross_thread > 0, "{src}: {stats:?}");
+        }
+        if src == "threads_count.c" {
+            // Each worker's thread-local counters: `thirds` is incremented 333,334 times,
+            // `odds` 500,000 times, and both are read once more for the result; every read but
+            // the first of each depends on the same thread's last store. External: those 8
+            // first reads, and main's 4 reads each of `t[i]` and `r`, written by libc.
+            assert_eq!(stats.dependences, 4 * (333_333 + 499_999 + 2), "{stats:?}");
+            assert_eq!(stats.external, 8 + 8, "{stats:?}");
+            assert_eq!(stats.cross_thread, 0, "{stats:?}");
+        }
     }
 }
 
