@@ -294,6 +294,8 @@ pub struct AtReader<R: Read + Seek> {
     input: R,
     path: String,
     offset: u64,
+    /// The file's length, to check a skipped payload is there.
+    len: u64,
     db: MemoryDb,
     threads: Vec<ThreadChunks>,
     /// Threads by their next sequence number (a min-heap through `Reverse`).
@@ -330,11 +332,18 @@ pub fn is_at_file(path: &Path) -> bool {
 
 impl<R: Read + Seek> AtReader<R> {
     /// Reads the header and every record header from `input`; `path` names it in errors.
-    pub fn new(input: R, path: &str) -> Result<Self, AtError> {
+    pub fn new(mut input: R, path: &str) -> Result<Self, AtError> {
+        let io = |source| AtError::Io {
+            path: path.to_string(),
+            source,
+        };
+        let len = input.seek(SeekFrom::End(0)).map_err(io)?;
+        input.seek(SeekFrom::Start(0)).map_err(io)?;
         let mut r = AtReader {
             input,
             path: path.to_string(),
             offset: 0,
+            len,
             db: MemoryDb::default(),
             threads: Vec::new(),
             heap: BinaryHeap::new(),
@@ -540,9 +549,8 @@ impl<R: Read + Seek> AtReader<R> {
 
     /// Skips `n` bytes that must be there.
     fn skip(&mut self, n: u64, what: &str) -> Result<(), AtError> {
-        let end = self.input.seek(SeekFrom::End(0)).map_err(|e| self.io(e))?;
-        if end < self.offset + n {
-            return Err(self.err(end, format!("truncated while reading the {what}")));
+        if self.len < self.offset + n {
+            return Err(self.err(self.len, format!("truncated while reading the {what}")));
         }
         self.offset += n;
         self.input
@@ -615,9 +623,13 @@ impl<R: Read + Seek> AtReader<R> {
                 break;
             }
             if self.last_seq.is_some_and(|l| l >= seq) {
+                let chunk = th.chunks[th.next - 1];
                 return Err(self.err(
-                    0,
-                    format!("sequence number {seq} of thread {t} comes twice or out of order"),
+                    chunk.offset,
+                    format!(
+                        "chunk {}: sequence number {seq} of thread {t} comes twice or out of order",
+                        chunk.number
+                    ),
                 ));
             }
             self.last_seq = Some(seq);
