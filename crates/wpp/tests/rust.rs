@@ -75,18 +75,16 @@ impl Crate {
         self.dir.path().join(name)
     }
 
-    /// `cargo build --release` (natively) or `wpp cargo build --release --wpp-mode=MODE` into
-    /// `target-NAME`, with `interesting` as PPP's interesting paths; the program's path.
-    fn build(&self, name: &str, mode: Option<&str>, interesting: Option<&Path>) -> PathBuf {
+    /// `cargo build --release` (natively) or `wpp cargo build --release --wpp-mode=MODE
+    /// OPTIONS…` (more `--wpp-…` options) into `target-NAME`; the program's path.
+    fn build(&self, name: &str, mode: Option<&str>, options: &[String]) -> PathBuf {
         let target = self.path(&format!("target-{name}"));
         let mut c = match mode {
             None => Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
             Some(mode) => {
                 let mut c = Command::new(env!("CARGO_BIN_EXE_wpp"));
-                c.args(["cargo", &format!("--wpp-mode={mode}")]);
-                if let Some(p) = interesting {
-                    c.arg(format!("--wpp-interesting={}", p.display()));
-                }
+                c.args(["cargo", &format!("--wpp-mode={mode}")])
+                    .args(options);
                 c
             }
         };
@@ -187,13 +185,13 @@ fn wpp(args: &[&str]) -> String {
 #[test]
 fn a_rust_program_with_panics_and_threads_records_exactly() {
     let c = Crate::new();
-    let native = c.build("native", None, None);
+    let native = c.build("native", None, &[]);
     let want = c.run(&native, &[], false);
     // work(n) = Σ_{i<n} i + Σ_{i<n, 3|i} i: 13 + 18 + 37 + 45 for n = 5, 6, 8, 9, and
     // 6633 + 6733 + 6834 for n = 100, 101, 102 on the threads.
     assert_eq!(want, "caught 1, sum 20313\n");
 
-    let blocks = c.build("blocks", Some("trace-blocks"), None);
+    let blocks = c.build("blocks", Some("trace-blocks"), &[]);
     let (wpp_file, trace) = (c.path("run.wpp"), c.path("run.trace"));
     assert_eq!(c.run(&blocks, &[("WPP_OUT", &wpp_file)], false), want);
     assert_eq!(c.run(&blocks, &[("WPP_OUT", &trace)], true), want);
@@ -227,7 +225,7 @@ fn a_rust_program_with_panics_and_threads_records_exactly() {
 
     // The path recording of the same run decodes to the block recording, thread by thread.
     // Built into the block build's target directory: another mode must rebuild the program.
-    let paths = c.build("blocks", Some("trace-paths"), None);
+    let paths = c.build("blocks", Some("trace-paths"), &[]);
     let path_trace = c.path("run.paths.trace");
     assert_eq!(c.run(&paths, &[("WPP_OUT", &path_trace)], true), want);
     let decoded = c.path("run.decoded.trace");
@@ -248,14 +246,18 @@ fn a_rust_program_with_panics_and_threads_records_exactly() {
 #[test]
 fn a_rust_programs_ppp_profile_equals_its_bl_profile() {
     let c = Crate::new();
-    let bl = c.build("bl", Some("bl"), None);
+    let bl = c.build("bl", Some("bl"), &[]);
     let bl_file = c.path("run.blprof");
     assert_eq!(
         c.run(&bl, &[("WPP_OUT", &bl_file)], false),
         "caught 1, sum 20313\n"
     );
     // Into the `bl` build's target directory: another mode must rebuild the program.
-    let ppp = c.build("bl", Some("ppp"), Some(&bl_file));
+    let ppp = c.build(
+        "bl",
+        Some("ppp"),
+        &[format!("--wpp-interesting={}", bl_file.display())],
+    );
     let ppp_file = c.path("run.pppprof");
     c.run(&ppp, &[("WPP_OUT", &ppp_file)], false);
     let ppp_text = wpp(&["profile", "show", ppp_file.to_str().unwrap()]);
@@ -275,33 +277,20 @@ fn a_rust_programs_dependences_from_its_ewpp_equal_its_address_traces() {
     let c = Crate::new();
     let want = "caught 1, sum 113\n";
     let (at, addr_trace) = (c.path("run.addr.at"), c.path("run.addr.trace"));
-    let addr = c.build("addr", Some("trace-addr"), None);
+    let addr = c.build("addr", Some("trace-addr"), &[]);
     let env = [("WPP_OUT", addr_trace.as_path()), ("WPP_AT_OUT", &at)];
     let (out, _) = c.run_with(&addr, &["--no-threads"], &env, true);
     assert_eq!(out, want);
 
     let report = c.path("run.depf");
-    let filter = c.build("filter", Some("ewpp-filter"), None);
+    let filter = c.build("filter", Some("ewpp-filter"), &[]);
     let f = c.path("run.f");
     let env = [("WPP_OUT", f.as_path())];
     assert_eq!(c.run_with(&filter, &["--no-threads"], &env, true).0, want);
     std::fs::rename(c.path("run.f.depf"), &report).expect("the filtering run's report");
 
-    let mut ewpp = c.path("target-ewpp");
     let exercised = format!("--wpp-exercised={}", report.display());
-    let o = Command::new(env!("CARGO_BIN_EXE_wpp"))
-        .args(["cargo", "--wpp-mode=ewpp", &exercised])
-        .args(["build", "--release", "--quiet", "--offline"])
-        .current_dir(c.dir.path())
-        .env("CARGO_TARGET_DIR", &ewpp)
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    ewpp = walk(&ewpp)
-        .into_iter()
-        .find(|p| p.ends_with("release/hello"))
-        .expect("the ewpp build");
+    let ewpp = c.build("ewpp", Some("ewpp"), &[exercised]);
     let ecf = c.path("run.ecf.wpp");
     let (out, err) = c.run_with(&ewpp, &["--no-threads"], &[("WPP_OUT", &ecf)], false);
     assert_eq!(out, want);
