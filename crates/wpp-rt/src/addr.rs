@@ -127,7 +127,7 @@ impl Output {
 
     /// Writes (or classifies) the first `len` words of thread `thread`'s buffer.
     fn chunk(&mut self, thread: u32, words: &[u64], len: usize) -> Result<(), String> {
-        let records = words[..len.min(words.len())]
+        let mut records = words[..len.min(words.len())]
             .chunks_exact(AT_RECORD_WORDS as usize)
             .map(|w| {
                 let a = Access {
@@ -138,15 +138,14 @@ impl Output {
                 (w[3], a)
             });
         match self {
-            Output::Trace(w) => w.thread_chunk(thread, records).map(drop),
-            Output::Filter(c, _) => {
-                return records
-                    .map(|(_, a)| a)
-                    .try_for_each(|a| c.add(a))
-                    .map_err(|e| e.to_string())
-            }
+            Output::Trace(w) => w
+                .thread_chunk(thread, records)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Output::Filter(c, _) => records
+                .try_for_each(|(_, a)| c.add(a))
+                .map_err(|e| e.to_string()),
         }
-        .map_err(|e| e.to_string())
     }
 
     fn end_thread(&mut self, thread: u32) -> Result<(), String> {
