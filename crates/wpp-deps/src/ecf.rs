@@ -69,6 +69,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use wpp_trace::{BlockId, Event, FunctionId, ProgramDb};
 
+pub mod rules;
+
 /// Binary search: the target is below `mid` (`B0` of Figure 13).
 pub const LOWER: u32 = 0;
 /// Binary search: the target is above `mid` (`B1`).
@@ -643,7 +645,7 @@ pub fn recover_events(
                     events: &mut events,
                     t,
                 };
-                match call.dependence(db, &runs, stack.last().copied()) {
+                match call.dependence(db, |d| runs.of(d), stack.last().copied()) {
                     Ok(d) => on_dep(d),
                     Err(EcfError::EndsInCheck { event }) => {
                         ends_in_check = Some(event);
@@ -698,6 +700,18 @@ struct Call<'e, I> {
     t: u64,
 }
 
+/// What a check call says before its search.
+struct Head {
+    /// The load checked.
+    u: u32,
+    /// Its instance less its block execution's rank, zigzag-encoded ([`SHIFT`]).
+    shift: u64,
+    /// The filtering run did not see the pair.
+    unexpected: bool,
+    /// The source store.
+    d: u32,
+}
+
 impl<I: Iterator<Item = Event>> Call<'_, I> {
     /// The next event, a block of the check routine.
     fn block(&mut self) -> Result<u32, EcfError> {
@@ -709,15 +723,9 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         }
     }
 
-    /// `RecoverDependence` (Figure 20) for this call: `runs` counts the blocks' executions
-    /// so far, `top` is the frame the check was called from.
-    fn dependence(
-        &mut self,
-        db: &MemoryDb,
-        runs: &BlockRuns,
-        top: Option<Open>,
-    ) -> Result<EcfDependence, EcfError> {
-        let start = self.t;
+    /// The call's head: the load `u` it checks (the call site), the load's shift, whether the
+    /// pair was exercised, and the source store `d`.
+    fn head(&mut self, db: &MemoryDb) -> Result<Head, EcfError> {
         let s = self.block()?;
         let u = (s >= 8 && s % 2 == 0)
             .then(|| (s - 8) / 2)
@@ -745,8 +753,31 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             .then(|| (c - 9) / 2)
             .filter(|&d| db.get(d).is_some_and(|i| i.kind == AccessKind::Store))
             .ok_or_else(|| malformed(self.t, "the check names no source store"))?;
+        Ok(Head {
+            u,
+            shift,
+            unexpected,
+            d,
+        })
+    }
+
+    /// `RecoverDependence` (Figure 20) for this call: `runs(d)` is the executions so far of
+    /// store `d`'s block, `top` the frame the check was called from.
+    fn dependence(
+        &mut self,
+        db: &MemoryDb,
+        runs: impl Fn(u32) -> u64,
+        top: Option<Open>,
+    ) -> Result<EcfDependence, EcfError> {
+        let start = self.t;
+        let Head {
+            u,
+            shift,
+            unexpected,
+            d,
+        } = self.head(db)?;
         let ui = &db.instructions[u as usize];
-        let len = runs.of(d);
+        let len = runs(d);
         let (mut bot, mut top_) = (1u64, len);
         let mut comparisons = 0u32;
         let n = loop {

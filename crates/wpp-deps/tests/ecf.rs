@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use wpp_deps::chain::ChainIndex;
+use wpp_deps::ecf::rules::Walked;
 use wpp_deps::ecf::{self, EcfDependence};
 use wpp_deps::filter::{classify, FilterReport};
 use wpp_deps::{recover, Access, AccessKind, Instance, MemInstr, MemoryDb, Writer};
@@ -331,20 +332,122 @@ proptest! {
         let at: Vec<Access> = items.iter().filter_map(|i| match i { Item::Access(a) => Some(*a), _ => None }).collect();
         let mut report = classify(&p.db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
         report.pairs.retain(|_| r.below(8) < keep);
-        let mut c = ecf::Collector::new(&p.db, &report);
-        let mut out = Vec::new();
-        for i in &items {
-            match *i {
-                Item::Event(e) => { c.event(e).unwrap(); out.push(e); }
-                Item::Access(a) => c.access(a, &mut out).unwrap(),
-            }
-        }
+        let (out, c) = collect(&p.db, &items, &report);
         let mut got = Vec::new();
         ecf::recover(&p.db, &out, |d| got.push((d.load, d.store))).unwrap();
         let got_pairs: Pairs = got.iter().copied().collect();
         prop_assert_eq!(got_pairs.len(), got.len(), "a dependence recovered twice");
         prop_assert_eq!(got_pairs, at_truth(&p.db, &at));
         prop_assert_eq!(c.stats().dependences, got.len() as u64);
+    }
+}
+
+/// The eCF the collection run writes for `items`, and its collector.
+fn collect<'a>(
+    db: &'a MemoryDb,
+    items: &[Item],
+    report: &'a FilterReport,
+) -> (Vec<Event>, ecf::Collector<'a>) {
+    let mut c = ecf::Collector::new(db, report);
+    let mut out = Vec::new();
+    for i in items {
+        match *i {
+            Item::Event(e) => {
+                c.event(e).unwrap();
+                out.push(e);
+            }
+            Item::Access(a) => c.access(a, &mut out).unwrap(),
+        }
+    }
+    (out, c)
+}
+
+/// A collection eCF of `runs` calls from the top, some loads' pairs not exercised.
+fn collection_case(seed: u64, runs: u64) -> (Program, Vec<Event>) {
+    let mut r = Rng(seed);
+    let p = program(&mut r);
+    let mut items = Vec::new();
+    for _ in 0..1 + r.below(runs) {
+        let f = r.below(p.blocks.len() as u64) as usize;
+        run_anywhere(&p, &mut r, f, 0, &mut items);
+    }
+    let at: Vec<Access> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Access(a) => Some(*a),
+            _ => None,
+        })
+        .collect();
+    let mut report = classify(&p.db, [Ok::<_, std::convert::Infallible>(at)]).unwrap();
+    report.pairs.retain(|_| r.below(8) < 6);
+    let out = collect(&p.db, &items, &report).0;
+    (p, out)
+}
+
+/// What a full recovery of `events` (§5) gives for `loads`: their dependences, and the error.
+fn full_recovery(
+    db: &MemoryDb,
+    events: &[Event],
+    loads: &[u32],
+) -> (Vec<EcfDependence>, Option<String>) {
+    let mut got = Vec::new();
+    let r = ecf::recover(db, events, |d| {
+        if loads.contains(&d.load.id) {
+            got.push(d)
+        }
+    });
+    (got, r.err().map(|e| e.to_string()))
+}
+
+/// The same from the grammar `algorithm` makes of `events`, by [`ecf::rules::recover_loads`].
+fn rule_recovery(
+    db: &MemoryDb,
+    events: &[Event],
+    loads: &[u32],
+    algorithm: Algorithm,
+) -> (Vec<EcfDependence>, Option<String>, Walked) {
+    let mut alphabet = Alphabet::new();
+    let terms: Vec<_> = events
+        .iter()
+        .map(|&e| alphabet.intern(e).unwrap())
+        .collect();
+    let g = compress(algorithm, &[&terms]).unwrap();
+    let mut got = Vec::new();
+    let r = ecf::rules::recover_loads(db, &g, alphabet.events(), g.starts()[0].rule, loads, |d| {
+        got.push(d)
+    });
+    let walked = r.as_ref().copied().unwrap_or_default();
+    (got, r.err().map(|e| e.to_string()), walked)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// One load's (or a few loads') dependences from the grammar, summarizing the rules that
+    /// hold none of its calls, are exactly the full recovery's for those loads, with every
+    /// compressor, on eCFs with recursion from mid-block, blocks left half-way, and cut short
+    /// anywhere (a recording killed inside a check).
+    #[test]
+    fn one_loads_dependences_from_the_grammar_equal_the_full_recovery(seed in any::<u64>(), cut in any::<prop::sample::Index>(), cut_it in any::<bool>()) {
+        let (p, mut events) = collection_case(seed, 40);
+        if cut_it {
+            events.truncate(cut.index(events.len() + 1));
+        }
+        let loads: Vec<u32> = (0..p.db.instructions.len() as u32).filter(|&i| p.db.instructions[i as usize].kind == AccessKind::Load).collect();
+        let mut asked: Vec<Vec<u32>> = loads.iter().map(|&u| vec![u]).collect();
+        asked.push(loads.clone());
+        asked.push(loads.iter().copied().step_by(2).collect());
+        for algorithm in Algorithm::ALL {
+            for a in &asked {
+                let (want, want_err) = full_recovery(&p.db, &events, a);
+                let (got, got_err, walked) = rule_recovery(&p.db, &events, a, algorithm);
+                prop_assert_eq!(&got, &want, "{:?} loads {:?}", algorithm, a);
+                prop_assert_eq!(&got_err, &want_err, "{:?} loads {:?}", algorithm, a);
+                if got_err.is_none() {
+                    prop_assert_eq!(walked.events, events.len() as u64);
+                }
+            }
+        }
     }
 }
 
@@ -418,4 +521,45 @@ fn shift_by_hand() {
     ecf::recover(&db, &out, |d| got.push((d.load, d.store))).unwrap();
     let want = at_truth(&db, &[store, store, load, load]);
     assert_eq!(got.into_iter().collect::<Pairs>(), want);
+}
+
+/// A damaged eCF whose last check of load 1 follows, in the load's frame, another block and
+/// a call (a stretch that repeats, so a rule holds it): the grammar walk, which applies that
+/// rule whole, refuses the check as a full recovery does, never taking the earlier execution
+/// of the load's block as its caller.
+#[test]
+fn a_check_after_another_block_is_refused_from_the_grammar() {
+    let mut db = store_then_load();
+    db.program.functions = vec![wpp_trace::Function::default(); 2];
+    let (b, check) = (|x| Event::Block(BlockId(x)), ecf::check_function(&db));
+    let check_call = [
+        Event::Enter(check),
+        Event::Block(ecf::site(1)),
+        Event::Block(ecf::source(0)),
+        b(ecf::LAST),
+        Event::Leave,
+    ];
+    let other = [b(2), Event::Enter(FunctionId(1)), b(3), Event::Leave];
+    let mut events = vec![Event::Enter(FunctionId(0))];
+    for _ in 0..30 {
+        events.extend([b(0), b(1)]);
+        events.extend(check_call);
+        events.extend(other);
+    }
+    events.extend([b(0), b(1)]);
+    events.extend(other);
+    events.extend(check_call);
+    events.push(Event::Leave);
+    let (want, want_err) = full_recovery(&db, &events, &[1]);
+    assert_eq!(want.len(), 30);
+    let want_err = want_err.expect("the full recovery refuses the last check");
+    assert!(
+        want_err.contains("not called from its load's block"),
+        "{want_err}"
+    );
+    for algorithm in Algorithm::ALL {
+        let (got, got_err, _) = rule_recovery(&db, &events, &[1], algorithm);
+        assert_eq!(got, want, "{algorithm:?}");
+        assert_eq!(got_err.as_ref(), Some(&want_err), "{algorithm:?}");
+    }
 }

@@ -504,6 +504,31 @@ fn collection_equals_address_trace_recovery() {
             .unwrap_or_else(|e| panic!("{src}: {e}"));
             assert_eq!(got, want, "{src}: {}", file.display());
         }
+        each_load_from_the_grammar(src, &wpp, &want);
+    }
+}
+
+/// Each load's dependences recovered from the eWPP's grammar alone, the rules without its
+/// checks summarized (`wpp_deps::ecf::rules`), are the address trace's for that load.
+fn each_load_from_the_grammar(
+    src: &str,
+    wpp: &Path,
+    want: &BTreeSet<(wpp_deps::Instance, wpp_deps::Instance)>,
+) {
+    let w = wpp_grammar::file::WppFile::read(wpp).expect("eWPP");
+    let db = wpp_deps::ecf::memory_db(&w.program).unwrap().unwrap();
+    let start = w.grammar.starts()[0].rule;
+    let loads = (0..db.instructions.len() as u32)
+        .filter(|&u| db.instructions[u as usize].kind == AccessKind::Load);
+    for u in loads {
+        let mut got = BTreeSet::new();
+        let alphabet = w.alphabet.events();
+        wpp_deps::ecf::rules::recover_loads(&db, &w.grammar, alphabet, start, &[u], |d| {
+            assert!(got.insert((d.store, d.load)), "{src}: {d:?} twice");
+        })
+        .unwrap_or_else(|e| panic!("{src}: load {u}: {e}"));
+        let want_u: BTreeSet<_> = want.iter().filter(|(_, l)| l.id == u).copied().collect();
+        assert_eq!(got, want_u, "{src}: load {u}");
     }
 }
 

@@ -261,6 +261,15 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (code, stats, err) = wpp(&["deps", "stats", w]);
     assert_eq!(code, Some(0), "{err}");
     assert!(stats.contains("dependences          2"), "{stats}");
+    // One load of a `.wpp` is answered on its rules, as the whole listing has it.
+    for load in ["1", ":2"] {
+        let (code, got, err) = wpp(&["deps", "list", w, "--load", load]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(strip(got), want, "--load {load}");
+    }
+    let (code, _, err) = wpp(&["deps", "list", w, "--load", "0"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("is not a load"), "{err}");
 
     // Chains from the eWPP are the address trace's (Figure 21).
     let (code, from_at, err) = wpp(&["deps", "chain", e, "--load", "1", "--json"]);

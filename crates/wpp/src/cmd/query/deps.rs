@@ -411,17 +411,31 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
             })?;
         }
         Input::Ecf(_, source) => {
-            ecf_recover(file, &db, source, drop, |d| {
-                print(DepOut {
-                    load: end(&db, d.load),
-                    store: Some(end(&db, d.store)),
-                    offset: None,
-                    bytes: None,
-                    unexpected: d.unexpected,
-                    thread: None,
-                    store_thread: None,
-                })
-            })?;
+            let dep = |d: EcfDependence| DepOut {
+                load: end(&db, d.load),
+                store: Some(end(&db, d.store)),
+                offset: None,
+                bytes: None,
+                unexpected: d.unexpected,
+                thread: None,
+                store_thread: None,
+            };
+            match (*source, &only) {
+                // A few loads of a `.wpp`: only the rules that hold their checks are expanded.
+                (Ecf::Wpp(wpp), Some(ids)) => {
+                    // An eWPP without events has no start rule, and no dependences.
+                    if let Some(start) = wpp.grammar.starts().first() {
+                        let (g, alphabet) = (&wpp.grammar, wpp.alphabet.events());
+                        ecf::rules::recover_loads(&db, g, alphabet, start.rule, ids, |d| {
+                            print(dep(d))
+                        })
+                        .with_context(|| format!("{}", file.display()))?;
+                    }
+                }
+                (source, _) => {
+                    ecf_recover(file, &db, Box::new(source), drop, |d| print(dep(d)))?;
+                }
+            }
         }
     }
     err?;
