@@ -416,7 +416,7 @@ fn rule_recovery(
     let r = ecf::rules::recover_loads(db, &g, alphabet.events(), g.starts()[0].rule, loads, |d| {
         got.push(d)
     });
-    let walked = r.as_ref().copied().unwrap_or_default();
+    let walked = r.as_ref().cloned().unwrap_or_default();
     (got, r.err().map(|e| e.to_string()), walked)
 }
 
@@ -445,7 +445,39 @@ proptest! {
                 prop_assert_eq!(&got_err, &want_err, "{:?} loads {:?}", algorithm, a);
                 if got_err.is_none() {
                     prop_assert_eq!(walked.events, events.len() as u64);
+                    let runs = ecf::recover(&p.db, &events, |_| {}).unwrap();
+                    let want_runs: Vec<_> = a.iter().map(|&u| (u, runs[u as usize])).collect();
+                    prop_assert_eq!(&walked.instances, &want_runs);
                 }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// Chains and `ChainFreq` (Figure 21) from the grammar, whose dependences are recovered
+    /// level by level for the loads the chains reach, are the whole eCF's.
+    #[test]
+    fn chains_from_the_grammar_equal_the_whole_runs(seed in any::<u64>(), depth in 1usize..4, pick in any::<prop::sample::Index>()) {
+        let (p, events) = collection_case(seed, 40);
+        let db = &p.db;
+        let loads: Vec<u32> = (0..db.instructions.len() as u32).filter(|&i| db.instructions[i as usize].kind == AccessKind::Load).collect();
+        prop_assume!(!loads.is_empty());
+        let u0 = loads[pick.index(loads.len())];
+        let mut deps = Vec::new();
+        let instances = ecf::recover(db, &events, |d| deps.push((d.load, d.store))).unwrap();
+        let whole = ChainIndex::from_dependences(db, deps, instances);
+        let mut alphabet = Alphabet::new();
+        let terms: Vec<_> = events.iter().map(|&e| alphabet.intern(e).unwrap()).collect();
+        for algorithm in [Algorithm::Sequitur, Algorithm::Frequency] {
+            let g = compress(algorithm, &[&terms]).unwrap();
+            let index = ecf::rules::chain_index(db, &g, alphabet.events(), g.starts()[0].rule, &[u0], depth).unwrap();
+            let chains = whole.chains(u0, depth);
+            prop_assert_eq!(&index.chains(u0, depth), &chains);
+            for chain in chains.keys() {
+                prop_assert_eq!(index.chain_freq(u0, chain), whole.chain_freq(u0, chain));
             }
         }
     }

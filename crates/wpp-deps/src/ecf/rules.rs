@@ -38,10 +38,11 @@ use wpp_grammar::{Grammar, RuleId};
 use wpp_trace::Event;
 
 use super::{check_function, malformed, site, Call, EcfDependence, EcfError, Open};
+use crate::chain::{statement_uses, ChainIndex};
 use crate::memdb::{AccessKind, MemoryDb};
 
 /// What [`recover_loads`] read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Walked {
     /// The eCF's events.
     pub events: u64,
@@ -49,6 +50,9 @@ pub struct Walked {
     pub expanded: u64,
     /// Rule summaries computed (both passes).
     pub summaries: u64,
+    /// Each load asked for, with its block's executions (its instances where blocks run
+    /// whole: `ChainFreq`'s denominators, as [`super::Recovered::instances`]).
+    pub instances: Vec<(u32, u64)>,
 }
 
 /// Recovers the dependences of `loads` from the eWPP grammar `grammar` (start rule `start`,
@@ -82,7 +86,7 @@ pub fn recover_loads(
     walked.summaries += first.summaries.len() as u64;
     blocks.extend(sources);
     let mut second = Walker::new(db, grammar, alphabet, &loads, &blocks);
-    second.walk(start, |call, state, slots| {
+    let end = second.walk(start, |call, state, slots| {
         let runs = |d: u32| {
             let i = &db.instructions[d as usize];
             state.runs(slots, i.function, i.block)
@@ -93,6 +97,15 @@ pub fn recover_loads(
     walked.expanded += second.expanded;
     walked.summaries += second.summaries.len() as u64;
     walked.events = grammar.expanded_len(start);
+    let mut asked: Vec<u32> = loads.into_iter().collect();
+    asked.sort_unstable();
+    walked.instances = asked
+        .into_iter()
+        .map(|u| {
+            let i = &db.instructions[u as usize];
+            (u, end.runs(&second.slots, i.function, i.block))
+        })
+        .collect();
     Ok(walked)
 }
 
@@ -425,12 +438,12 @@ impl<'a> Walker<'a> {
     }
 
     /// Walks the start rule, calling `on_call` with each call of a load asked for, the state
-    /// it was called in, and `S`.
+    /// it was called in, and `S`; the state at the end.
     fn walk(
         &mut self,
         start: RuleId,
         mut on_call: impl FnMut(&mut CallEvents, &State, &Slots) -> Result<(), EcfError>,
-    ) -> Result<(), EcfError> {
+    ) -> Result<State, EcfError> {
         let mut state = State {
             frames: Vec::new(),
             counts: vec![0; self.slots.len()],
@@ -469,7 +482,7 @@ impl<'a> Walker<'a> {
         let in_check = state.frames.last().map(|f| f.function) == Some(self.check);
         match in_check {
             true => Err(EcfError::EndsInCheck { event: t }),
-            false => Ok(()),
+            false => Ok(state),
         }
     }
 
@@ -673,4 +686,43 @@ struct Job {
     /// Rules being replayed (the summarized rule, and those inside it that return too far
     /// to be summarized themselves).
     stack: Vec<(RuleId, usize)>,
+}
+
+/// The dependences that chains from `loads` of at most `depth` dependences use (Figure 21),
+/// from the eWPP's rules: the loads' dependences, then those of the uses at their stores'
+/// statements, level by level (one [`recover_loads`] per level), indexed as
+/// [`ChainIndex::from_dependences`] indexes a whole run's. Its chains and `ChainFreq` from
+/// `loads` are the whole run's.
+pub fn chain_index(
+    db: &MemoryDb,
+    grammar: &Grammar,
+    alphabet: &[Event],
+    start: RuleId,
+    loads: &[u32],
+    depth: usize,
+) -> Result<ChainIndex, EcfError> {
+    let uses = statement_uses(db);
+    let mut instances = vec![0; db.instructions.len()];
+    let mut deps = Vec::new();
+    let mut asked: FxHashSet<u32> = loads.iter().copied().collect();
+    let mut level: Vec<u32> = loads.to_vec();
+    for _ in 0..depth {
+        if level.is_empty() {
+            break;
+        }
+        let mut stores = FxHashSet::default();
+        let walked = recover_loads(db, grammar, alphabet, start, &level, |d| {
+            stores.insert(d.store.id);
+            deps.push((d.load, d.store));
+        })?;
+        for (u, n) in walked.instances {
+            instances[u as usize] = n;
+        }
+        let next = stores
+            .iter()
+            .flat_map(|&d| uses[d as usize].iter().copied());
+        level = next.filter(|&u| asked.insert(u)).collect();
+        level.sort_unstable();
+    }
+    Ok(ChainIndex::from_dependences(db, deps, instances))
 }

@@ -82,7 +82,8 @@ pub enum Command {
     },
     /// Dependence chains from a load (Figure 21's RecoverChain/ChainFreq): load → the store
     /// it read → a load of that store's statement → … , each chain with the number of the
-    /// load's instances that start it. Holds the run's dependences in memory.
+    /// load's instances that start it. Holds the run's dependences in memory; from a `.wpp`
+    /// eWPP, only those of the loads the chains reach, recovered on its rules.
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
@@ -560,11 +561,24 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     let ids = loads(&db, load)?;
     let index = match input {
         Input::At(r) => ChainIndex::build(&db, r)?,
-        Input::Ecf(_, source) => {
-            let mut deps = Vec::new();
-            let instances = ecf_recover(file, &db, source, drop, |d| deps.push((d.load, d.store)))?;
-            ChainIndex::from_dependences(&db, deps, instances)
-        }
+        Input::Ecf(_, source) => match *source {
+            // A `.wpp`: only the dependences of the loads the chains reach, from its rules.
+            Ecf::Wpp(wpp) => match wpp.grammar.starts().first() {
+                Some(start) => {
+                    let (g, alphabet) = (&wpp.grammar, wpp.alphabet.events());
+                    ecf::rules::chain_index(&db, g, alphabet, start.rule, &ids, depth)
+                        .with_context(|| format!("{}", file.display()))?
+                }
+                None => ChainIndex::from_dependences(&db, [], vec![0; db.instructions.len()]),
+            },
+            source => {
+                let mut deps = Vec::new();
+                let source = Box::new(source);
+                let instances =
+                    ecf_recover(file, &db, source, drop, |d| deps.push((d.load, d.store)))?;
+                ChainIndex::from_dependences(&db, deps, instances)
+            }
+        },
     };
     let mut all = Vec::new();
     for u0 in ids {
