@@ -258,6 +258,7 @@ fn binary_search_by_hand() {
             load: Instance { id: 1, n: 6 },
             unexpected: false,
             comparisons: 3,
+            predicted: false,
             linear: 4,
         }]
     );
@@ -531,8 +532,9 @@ fn shift_by_hand() {
     // The inner load ran first (instance 1) in block 1's second execution (rank 2): shift
     // zigzag(1 - 2) = 1; the outer load is instance 2 at rank 1: zigzag(1) = 2, binary 10.
     // Each reads the store of its own frame's block 0: instance 2, then instance 2 again
-    // (the inner store overwrote the outer's), the latest of 2 executions.
-    let tail = &out[out.len() - 12..out.len() - 1];
+    // (the inner store overwrote the outer's), the latest of 2 executions: the second check
+    // is the pair's previous instance, `AGAIN`, with no search.
+    let tail = &out[out.len() - 11..out.len() - 1];
     assert_eq!(
         *tail,
         [
@@ -544,8 +546,7 @@ fn shift_by_hand() {
             b(ecf::END),
             b(ecf::UNEXPECTED),
             Event::Block(ecf::source(0)),
-            b(ecf::HIGHER),
-            b(ecf::END),
+            b(ecf::AGAIN),
             Event::Leave,
         ]
     );
@@ -594,4 +595,69 @@ fn a_check_after_another_block_is_refused_from_the_grammar() {
         assert_eq!(got, want, "{algorithm:?}");
         assert_eq!(got_err.as_ref(), Some(&want_err), "{algorithm:?}");
     }
+}
+
+/// A stream read in the order it was written: store 0 fills five bytes (instances 1–5), then
+/// load 1 reads them in order. The first check searches (no previous dependence of the pair);
+/// each later one is the instance after the previous one's, `NEXT`; a second pass reading the
+/// last byte twice is the same instance, `AGAIN`. Recovery gives the AT's instances.
+#[test]
+fn predicted_instances_by_hand() {
+    let db = store_then_load();
+    let mut ev = vec![Event::Enter(FunctionId(0))];
+    let mut at = Vec::new();
+    for k in 0..5 {
+        ev.push(Event::Block(BlockId(0)));
+        at.push(Access {
+            id: 0,
+            addr: k,
+            size: 1,
+        });
+    }
+    for k in [0, 1, 2, 3, 4, 4] {
+        ev.push(Event::Block(BlockId(1)));
+        at.push(Access {
+            id: 1,
+            addr: k,
+            size: 1,
+        });
+    }
+    ev.push(Event::Leave);
+    let mut report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
+    assert_eq!(report.pairs.len(), 1);
+    report.pairs[0].class = wpp_deps::filter::Class::AnyInstance;
+    let built = ecf::build(
+        &db,
+        &ev,
+        [Ok::<_, std::convert::Infallible>(at.clone())],
+        &report,
+    )
+    .unwrap();
+    let after_source: Vec<u32> = built
+        .events
+        .windows(2)
+        .filter(|w| w[0] == Event::Block(ecf::source(0)))
+        .map(|w| match w[1] {
+            Event::Block(b) => b.0,
+            e => panic!("{e:?} after the source"),
+        })
+        .collect();
+    // Store 0 ran 5 times: the first search for 1 compares with 3 (B0), then 1 (E).
+    let b0 = ecf::LOWER;
+    assert_eq!(
+        after_source,
+        [b0, ecf::NEXT, ecf::NEXT, ecf::NEXT, ecf::NEXT, ecf::AGAIN]
+    );
+    assert_eq!(built.stats.predicted, 5);
+    assert_eq!(built.stats.binary, 2 + 4 * 2 + 1);
+    let mut got = Vec::new();
+    ecf::recover(&db, &built.events, |d| got.push(d)).unwrap();
+    let stores: Vec<u64> = got.iter().map(|d| d.store.n).collect();
+    assert_eq!(stores, [1, 2, 3, 4, 5, 5]);
+    assert_eq!(
+        got.iter().map(|d| u64::from(d.comparisons)).sum::<u64>(),
+        built.stats.binary
+    );
+    let pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
+    assert_eq!(pairs, at_truth(&db, &at));
 }

@@ -372,9 +372,11 @@ impl RawSink {
                 );
             }
             format!(
-                "; {} dependences checked ({} fixed-cost, {} unexpected; {:.2} comparisons each)",
+                "; {} dependences checked ({} fixed-cost, {} predicted, {} unexpected; {:.2} \
+                 comparisons each)",
                 c.dependences,
                 c.fixed,
+                c.predicted,
                 c.unexpected,
                 c.binary as f64 / c.dependences.max(1) as f64
             )

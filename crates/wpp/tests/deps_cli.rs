@@ -223,7 +223,7 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (code, stdout, err) = wpp(&["deps", "ecf", e, &good, "-o", o]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        stdout.contains("2 dependences checked (2 fixed-cost, 0 unexpected)"),
+        stdout.contains("2 dependences checked (2 fixed-cost, 0 predicted, 0 unexpected)"),
         "{stdout}"
     );
     let (p, events) = wpp_trace::file::read_events(&out).unwrap();

@@ -37,7 +37,7 @@ use wpp_grammar::symbol::SymbolKind;
 use wpp_grammar::{Grammar, RuleId};
 use wpp_trace::Event;
 
-use super::{check_function, malformed, site, Call, EcfDependence, EcfError, Open};
+use super::{check_function, malformed, site, Call, EcfDependence, EcfError, Open, Previous};
 use crate::chain::{statement_uses, ChainIndex};
 use crate::memdb::{AccessKind, MemoryDb};
 
@@ -86,12 +86,14 @@ pub fn recover_loads(
     walked.summaries += first.summaries.len() as u64;
     blocks.extend(sources);
     let mut second = Walker::new(db, grammar, alphabet, &loads, &blocks);
+    // The predictions of a load's checks depend only on its earlier checks, all read here.
+    let mut previous = Previous::default();
     let end = second.walk(start, |call, state, slots| {
         let runs = |d: u32| {
             let i = &db.instructions[d as usize];
             state.runs(slots, i.function, i.block)
         };
-        on_dep(call.dependence(db, runs, state.top())?);
+        on_dep(call.dependence(db, runs, state.top(), &mut previous)?);
         Ok(())
     })?;
     walked.expanded += second.expanded;

@@ -453,6 +453,7 @@ struct EcfStats {
     dependences: usize,
     unexpected: usize,
     fixed_cost: usize,
+    predicted: usize,
     comparisons: u64,
     linear: u64,
 }
@@ -470,12 +471,13 @@ fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow
         }
         check_events += usize::from(inside || was);
     };
-    let (mut dependences, mut unexpected, mut fixed_cost) = (0, 0, 0);
+    let (mut dependences, mut unexpected, mut fixed_cost, mut predicted) = (0, 0, 0, 0);
     let (mut comparisons, mut linear) = (0, 0);
     ecf_recover(file, db, source, count, |d| {
         dependences += 1;
         unexpected += usize::from(d.unexpected);
-        fixed_cost += usize::from(d.comparisons == 1);
+        fixed_cost += usize::from(d.comparisons == 1 && !d.predicted);
+        predicted += usize::from(d.predicted);
         comparisons += u64::from(d.comparisons);
         linear += d.linear;
     })?;
@@ -486,6 +488,7 @@ fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow
         dependences,
         unexpected,
         fixed_cost,
+        predicted,
         comparisons,
         linear,
     };
@@ -498,6 +501,11 @@ fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow
         s.events, s.check_events
     );
     println!("dependences          {}", s.dependences);
+    println!("fixed-cost           {}", s.fixed_cost);
+    println!(
+        "predicted            {} (the pair's previous instance or the next)",
+        s.predicted
+    );
     println!("not exercised        {}", s.unexpected);
     let per = |n: u64| n as f64 / s.dependences.max(1) as f64;
     println!(
@@ -722,11 +730,12 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
     let s = &built.stats;
     let per = |n: u64| n as f64 / s.dependences.max(1) as f64;
     println!(
-        "eCF: {} events ({} in the block trace); {} dependences checked ({} fixed-cost, {} unexpected), recovered equal to the address trace's",
+        "eCF: {} events ({} in the block trace); {} dependences checked ({} fixed-cost, {} predicted, {} unexpected), recovered equal to the address trace's",
         built.events.len(),
         events.len(),
         s.dependences,
         s.fixed,
+        s.predicted,
         s.unexpected
     );
     println!(
