@@ -147,7 +147,10 @@ use crate::algorithm::Algorithm;
 use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
 use crate::symbol::{Symbol, SymbolKind};
 
+mod model;
 mod rules;
+#[doc(hidden)]
+pub use rules::{modeled_refs, raw_streams};
 mod segments;
 
 pub use segments::{

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use wpp_trace::wire::{write_varint, Reader, WireError};
 use wpp_trace::Terminal;
 
+use super::model::{self, Context, Model};
 use super::{DecodedRules, WppError, RULE};
 use crate::grammar::{Grammar, RuleId};
 use crate::symbol::{Symbol, SymbolKind};
@@ -14,6 +15,9 @@ use crate::symbol::{Symbol, SymbolKind};
 const STORED: u8 = 0;
 /// A stream stored as one zstd frame.
 const ZSTD: u8 = 1;
+/// `REFS` only: the rule ids coded by [`model`]'s context-mixing coder, with the other three
+/// streams as context.
+const MODEL: u8 = 2;
 /// A zstd stream may declare at most this many raw bytes per stored byte; the writer stores a
 /// stream as is when zstd would compress it further (which no real grammar does).
 pub(super) const MAX_RATIO: usize = 1024;
@@ -59,7 +63,7 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
     write_varint(&mut out, g.num_symbols() as u64);
     let refs = streams.refs.concat();
     let raws = [streams.lens, streams.kinds, streams.terms, refs];
-    for stream in put_streams(&raws, level, threads) {
+    for stream in put_streams(&raws, g.num_rules(), level, threads) {
         out.extend_from_slice(&stream);
     }
     out
@@ -68,10 +72,14 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
 /// Each of `raws` as [`put_stream`] writes it, stream `i` on thread `i % threads` (scoped
 /// threads; zstd at level 19 takes seconds per million symbols, the serial tail of a parallel
 /// `wpp compress` otherwise).
-fn put_streams(raws: &[Vec<u8>; 4], level: i32, threads: usize) -> Vec<Vec<u8>> {
+fn put_streams(raws: &[Vec<u8>; 4], rules: usize, level: i32, threads: usize) -> Vec<Vec<u8>> {
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
-        put_stream(&mut out, raw, level);
+        if std::ptr::eq(raw, &raws[3]) {
+            put_refs(&mut out, raws, rules, level);
+        } else {
+            put_stream(&mut out, raw, level);
+        }
         out
     };
     let threads = threads.clamp(1, raws.len());
@@ -100,6 +108,21 @@ fn put_streams(raws: &[Vec<u8>; 4], level: i32, threads: usize) -> Vec<Vec<u8>> 
     done
 }
 
+/// The four raw streams (`LENS`, `KINDS`, `TERMS`, `REFS`) of `g`'s `RULE` section, before
+/// compression; for measuring coders.
+pub fn raw_streams(g: &Grammar) -> [Vec<u8>; 4] {
+    let s = encode_streams(g, g.starts().iter().map(|s| s.rule))
+        .or_else(|| encode_streams(g, g.rules()))
+        .expect("a bottom-up grammar encodes with every rule as a root");
+    let refs = s.refs.concat();
+    [s.lens, s.kinds, s.terms, refs]
+}
+
+/// `REFS` of `g` coded by the [`MODEL`] coder (`None` without references); for measuring.
+pub fn modeled_refs(g: &Grammar) -> Option<Vec<u8>> {
+    model_refs(&raw_streams(g), g.num_rules())
+}
+
 /// Appends `raw` as a stream, zstd-compressed at `level` unless that does not make it smaller.
 pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
     if raw.len() > 32 {
@@ -116,6 +139,174 @@ pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
     out.push(STORED);
     write_varint(out, raw.len() as u64);
     out.extend_from_slice(raw);
+}
+
+/// Appends `REFS` (`raws[3]`) as [`put_stream`] does or [`MODEL`]-coded, whichever is
+/// smaller.
+fn put_refs(out: &mut Vec<u8>, raws: &[Vec<u8>; 4], rules: usize, level: i32) {
+    let mut plain = Vec::new();
+    put_stream(&mut plain, &raws[3], level);
+    if let Some(coded) = model_refs(raws, rules) {
+        let mut modeled = vec![MODEL];
+        write_varint(&mut modeled, raws[3].len() as u64);
+        write_varint(&mut modeled, coded.len() as u64);
+        modeled.extend_from_slice(&coded);
+        if modeled.len() < plain.len() && raws[3].len() <= MAX_RATIO * coded.len() {
+            out.extend_from_slice(&modeled);
+            return;
+        }
+    }
+    out.extend_from_slice(&plain);
+}
+
+/// `REFS` coded by the model; `None` when there are no references.
+pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize) -> Option<Vec<u8>> {
+    let stream = |i: usize| Stream {
+        name: NAMES[i],
+        data: Cow::Borrowed(&raws[i][..]),
+        offset: 0,
+        compressed: false,
+        pending: None,
+    };
+    let (kinds, terms) = (stream(1), stream(2));
+    let sh = shape(&stream(0), &kinds, rules).ok()?;
+    let refs = sh.planes[1];
+    if refs == 0 || sh.planes[4] != raws[3].len() {
+        return None;
+    }
+    let planes = &raws[3];
+    let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
+    let mut model = Model::new(rules, refs);
+    let mut e = model::Encoder::new();
+    walk_refs(&sh, &kinds, &terms, rules, |ctx, next| {
+        let mut dist = 0u32;
+        for (k, a) in at[..width(next)].iter_mut().enumerate() {
+            dist |= u32::from(planes[*a]) << (8 * k);
+            *a += 1;
+        }
+        let q = next - 1 - dist;
+        model.encode(&mut e, ctx, q);
+        Ok(q)
+    })
+    .ok()?;
+    Some(e.finish())
+}
+
+/// Decodes a [`MODEL`]-coded `REFS` of `raw` bytes into its byte planes.
+fn unmodel_refs(
+    sh: &Shape,
+    kinds: &Stream<'_>,
+    terms: &Stream<'_>,
+    refs: &Stream<'_>,
+    rules: usize,
+    raw: u64,
+) -> Result<Vec<u8>, WppError> {
+    if raw != sh.planes[4] as u64 {
+        return Err(refs.error(format!(
+            "declares {raw} raw bytes, but the references need {}",
+            sh.planes[4]
+        )));
+    }
+    // `raw` is bounded by the stored bytes (read_stream checked the ratio).
+    let mut planes = vec![0u8; sh.planes[4]];
+    let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
+    let mut model = Model::new(rules, sh.planes[1]);
+    let mut d = model::Decoder::new(&refs.data);
+    walk_refs(sh, kinds, terms, rules, |ctx, next| {
+        let q = model.decode(&mut d, ctx);
+        if d.overran() {
+            return Err(refs.error("the coded references end too soon".into()));
+        }
+        if q >= next {
+            return Err(refs.error(format!(
+                "a reference to rule {q}, but only {next} rules precede it"
+            )));
+        }
+        let dist = (next - 1 - q).to_le_bytes();
+        for (k, a) in at[..width(next)].iter_mut().enumerate() {
+            planes[*a] = dist[k];
+            *a += 1;
+        }
+        Ok(q)
+    })?;
+    if d.read() != refs.data.len() {
+        return Err(refs.error(format!(
+            "the coded references use {} of its {} bytes",
+            d.read(),
+            refs.data.len()
+        )));
+    }
+    Ok(planes)
+}
+
+/// Walks the definitions in file order, as [`decode_bodies`] does, calling `code` for every
+/// reference with its [`Context`] and the number of rules defined before it; `code` returns
+/// the rule referred to, below that number.
+fn walk_refs(
+    sh: &Shape,
+    kinds: &Stream<'_>,
+    terms: &Stream<'_>,
+    rules: usize,
+    mut code: impl FnMut(&Context, u32) -> Result<u32, WppError>,
+) -> Result<(), WppError> {
+    struct Open {
+        def: usize,
+        read: u32,
+        ctx: Context,
+    }
+    // Per rule, the last terminal of its expansion.
+    let mut last = vec![u64::MAX; rules];
+    let mut tr = terms.reader();
+    let kind_bytes: &[u8] = &kinds.data;
+    let mut k = 0usize;
+    let mut next_def = 0usize;
+    // Rules defined so far.
+    let mut next = 0u32;
+    let mut stack: Vec<Open> = Vec::new();
+    while next_def < rules {
+        stack.push(Open {
+            def: next_def,
+            read: 0,
+            ctx: Context::NONE,
+        });
+        next_def += 1;
+        while let Some(top) = stack.last_mut() {
+            if top.read == sh.body_len[top.def] {
+                let id = sh.id[top.def];
+                last[id as usize] = top.ctx.t1;
+                next += 1;
+                stack.pop();
+                if let Some(parent) = stack.last_mut() {
+                    parent.ctx = parent.ctx.then(u64::from(id), last[id as usize]);
+                }
+                continue;
+            }
+            top.read += 1;
+            // The shape walk checked the kinds' count and values.
+            let kind = kind_bytes[k];
+            k += 1;
+            match kind {
+                TERMINAL => {
+                    let t = tr.varint("terminal").map_err(|e| terms.fix(e))?;
+                    top.ctx = top.ctx.then(t | 1 << 40, t);
+                }
+                REFERENCE => {
+                    let q = code(&top.ctx, next)?;
+                    top.ctx = top.ctx.then(u64::from(q), last[q as usize]);
+                }
+                _ => {
+                    let ctx = top.ctx;
+                    stack.push(Open {
+                        def: next_def,
+                        read: 0,
+                        ctx,
+                    });
+                    next_def += 1;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Walks each root depth-first, defining a rule inline at its first use; `None` if the rules
@@ -173,6 +364,8 @@ pub(super) struct Stream<'a> {
     /// File offset of the stream's stored bytes.
     pub(super) offset: u64,
     pub(super) compressed: bool,
+    /// A [`MODEL`]-coded stream not decoded yet: its raw length (`data` is the stored bytes).
+    pending: Option<u64>,
 }
 
 impl<'a> Stream<'a> {
@@ -213,6 +406,17 @@ pub(super) fn read_stream<'a>(
     name: &'static str,
     limit: u64,
 ) -> Result<Stream<'a>, WppError> {
+    read_stream_of(r, name, limit, false)
+}
+
+/// [`read_stream`], also accepting a [`MODEL`]-coded stream if `modeled` (left for the caller
+/// to decode: [`Stream::pending`]).
+fn read_stream_of<'a>(
+    r: &mut Reader<'a>,
+    name: &'static str,
+    limit: u64,
+    modeled: bool,
+) -> Result<Stream<'a>, WppError> {
     let codec_offset = r.offset();
     let codec = r.u8("stream codec")?;
     match codec {
@@ -232,6 +436,7 @@ pub(super) fn read_stream<'a>(
                 data: Cow::Borrowed(data),
                 offset,
                 compressed: false,
+                pending: None,
             })
         }
         ZSTD => {
@@ -269,6 +474,32 @@ pub(super) fn read_stream<'a>(
                 data: Cow::Owned(out),
                 offset,
                 compressed: true,
+                pending: None,
+            })
+        }
+        MODEL if modeled => {
+            let raw_offset = r.offset();
+            let raw = r.varint("stream raw length")?;
+            let len = r.count(1, "stream length")?;
+            let offset = r.offset();
+            let data = r.bytes(len, "stream bytes")?;
+            let cap = limit.min((MAX_RATIO * len) as u64);
+            if raw > cap {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset: raw_offset,
+                    message: format!(
+                        "declares {raw} raw bytes, more than {cap} ({MAX_RATIO} × the {len} \
+                         stored bytes, and what the counts allow)"
+                    ),
+                });
+            }
+            Ok(Stream {
+                name,
+                data: Cow::Borrowed(data),
+                offset,
+                compressed: true,
+                pending: Some(raw),
             })
         }
         _ => Err(WppError::Stream {
@@ -289,7 +520,7 @@ pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules
     let lens = read_stream(r, NAMES[0], 5 * rules)?;
     let kinds = read_stream(r, NAMES[1], symbols)?;
     let terms = read_stream(r, NAMES[2], 5 * symbols)?;
-    let refs = read_stream(r, NAMES[3], 4 * symbols)?;
+    let mut refs = read_stream_of(r, NAMES[3], 4 * symbols, true)?;
     super::finished(r, RULE)?;
     if (lens.data.len() as u64) < rules {
         return Err(lens.error(format!("too short for {rules} rules")));
@@ -303,6 +534,11 @@ pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules
     // Both counts are now bounded by bytes held in memory.
     let (rules, symbols) = (rules as usize, symbols as usize);
     let shape = shape(&lens, &kinds, rules)?;
+    if let Some(raw) = refs.pending {
+        let planes = unmodel_refs(&shape, &kinds, &terms, &refs, rules, raw)?;
+        refs.data = Cow::Owned(planes);
+        refs.pending = None;
+    }
     decode_bodies(&shape, &kinds, &terms, &refs, rules, symbols, alphabet)
 }
 
