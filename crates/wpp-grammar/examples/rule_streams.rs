@@ -13,13 +13,17 @@ fn main() {
     for (name, s) in ["lens", "kinds", "terms", "refs"].iter().zip(&streams) {
         let t = Instant::now();
         let z = zstd::bulk::compress(s, 19).expect("zstd").len();
-        println!("{name}\traw {}\tzstd-19 {z}\t{:.2} s", s.len(), t.elapsed().as_secs_f64());
+        println!(
+            "{name}\traw {}\tzstd-19 {z}\t{:.2} s",
+            s.len(),
+            t.elapsed().as_secs_f64()
+        );
         if let Some(prefix) = args.get(2) {
             std::fs::write(format!("{prefix}.{name}"), s).expect("write");
         }
     }
     let t = Instant::now();
-    let m = wpp_grammar::file::modeled_refs(&file.grammar).map_or(0, |m| m.len());
+    let m = wpp_grammar::file::modeled_refs(&file.grammar, &file.alphabet).map_or(0, |m| m.len());
     println!("refs\tmodel {m}\t{:.2} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
     let bytes = file.to_bytes().expect("encode");
@@ -28,5 +32,8 @@ fn main() {
     let back = wpp_grammar::file::WppFile::from_bytes(&bytes).expect("decode");
     let dec = t.elapsed().as_secs_f64();
     assert_eq!(back.grammar, file.grammar);
-    println!("file\t{} bytes\tencode {enc:.2} s\tdecode {dec:.2} s", bytes.len());
+    println!(
+        "file\t{} bytes\tencode {enc:.2} s\tdecode {dec:.2} s",
+        bytes.len()
+    );
 }

@@ -523,7 +523,12 @@ impl WppFile {
         let rules = if version == 1 {
             encode_rules_v1(&self.grammar)
         } else {
-            rules::encode(&self.grammar, level, threads)
+            rules::encode(
+                &self.grammar,
+                level,
+                threads,
+                &model::classes(&self.alphabet),
+            )
         };
         put_section(&mut out, RULE, &rules);
         put_section(&mut out, STRT, &encode_starts(&self.grammar));
@@ -600,7 +605,7 @@ impl WppFile {
         let decoded = if version == 1 {
             decode_rules_v1(&mut rules, alphabet.len())?
         } else {
-            rules::decode(&mut rules, alphabet.len())?
+            rules::decode(&mut rules, alphabet.len(), &model::classes(&alphabet))?
         };
         let mut strt = section(&mut r, STRT)?;
         let starts = decode_starts(&mut strt, &decoded, Some(threads))?;

@@ -3,22 +3,32 @@
 //! Each reference is coded as its rule id `q` (not the distance the raw stream stores), `B`
 //! bits most significant first, where `B` is the fewest bits that hold `rules − 1`. Every bit is
 //! coded by a binary arithmetic coder with a probability that a logistic mixer (as in lpaq1)
-//! makes of five predictions, each an adaptive counter found by hashing the bits of `q` coded
+//! makes of eight predictions, each an adaptive counter found by hashing the bits of `q` coded
 //! so far with one context:
 //!
 //! | input | context |
 //! |---|---|
 //! | 0 | none (the rule's frequency) |
-//! | 1 | `t1`: the last terminal of the symbol before the reference, in expansion order |
+//! | 1 | `t1`: the last terminal before the reference, in expansion order |
 //! | 2 | `s1`: the symbol before the reference (a terminal or a rule) |
-//! | 3 | `t1`, `t2` (the last terminal of the symbol before that) |
-//! | 4 | `s1`, `s2` |
+//! | 3 | `t1`, `u2` (the last terminal of the symbol before `s1`) |
+//! | 4 | `s1`, `s2` (the symbol before `s1`) |
+//! | 5 | `f`, `t1`, where `f` is the function the reference is in |
+//! | 6 | `f`, `t1`, `u2` |
+//! | 7 | `f` |
 //!
 //! "Before, in expansion order" is within the body; at the start of a body defined inline, it is
 //! what precedes the body's use in its parent, so the contexts follow the trace (the next path a
-//! program takes depends on the last one). The mixer's weights are chosen by the bit's position.
-//! Encoder and decoder walk the rule structure (`LENS`, `KINDS`, `TERMS`, already decoded) the
-//! same way and keep the same model, so the stream holds nothing but the coder's bytes.
+//! program takes depends on the last one, and path and block ids are local to a function, hence
+//! `f`). `f` comes from a call stack the walk keeps: each rule's net effect on it (frames
+//! popped, frames pushed, the function of the last one pushed) is known once it is defined, so
+//! a reference moves the stack at once; functions deeper than the walk knows are "unknown".
+//! A segmented file (version 4) writes its alphabet after its segments, so its segments are
+//! coded with no terminal known as `Enter` or `Leave` (`f` always unknown). The mixer's weights
+//! are chosen by the bit's position and by how often input 7's counter has been seen (0, 1–3,
+//! 4–15, more). Encoder and decoder walk the rule structure (`LENS`, `KINDS`, `TERMS`, already
+//! decoded) the same way and keep the same model, so the stream holds nothing but the coder's
+//! bytes.
 //!
 //! # The arithmetic coder
 //!
@@ -30,18 +40,22 @@
 //! decoder would read past its end; missing bytes read as zero) or one with bytes left over is
 //! an error, never a hang — the number of bits decoded is fixed by the counts.
 //!
-//! Hash tables hold `2^k` 32-bit counters each, with `k` from the number of references (at
-//! most [`MAX_TABLE_BITS`]), so the model's memory is bounded by the stream's declared size,
-//! itself bounded by the bytes in the file.
+//! Each input's counters are a hash table of `2^k` 32-bit counters (a 22-bit probability and
+//! a 10-bit count that sets the adaptation rate, `1 / (count + 1.5)`), in blocks of 16 (one
+//! cache line) for each group of four bits, with `k` from the number of references (at most
+//! [`MAX_TABLE_BITS`]), so the model's memory is bounded by the stream's declared size, itself
+//! bounded by the bytes in the file. Nothing depends on the platform: integer arithmetic only.
 
-/// The most table bits: five tables of 2^22 counters take 80 MiB.
+/// The most table bits: eight tables of 2^22 counters take 128 MiB.
 pub(super) const MAX_TABLE_BITS: u32 = 22;
 const MIN_TABLE_BITS: u32 = 12;
-const INPUTS: usize = 6;
+const INPUTS: usize = 9;
 /// Counters stop slowing their adaptation after this many updates.
-const COUNT_LIMIT: u32 = 255;
-/// Mixer learning rate.
-const LEARNING_RATE: i32 = 6;
+const COUNT_LIMIT: u32 = 127;
+/// Mixer learning rate, in 4096ths.
+const LEARNING_RATE: i32 = 2;
+/// The input whose counter's count selects the mixer's weights.
+const SELECTOR: usize = 7;
 
 /// `squash(d) = 4096 / (1 + e^−d/256)`, by interpolating a table (lpaq1).
 fn squash(d: i32) -> i32 {
@@ -77,12 +91,18 @@ fn stretch_table() -> Vec<i16> {
     t
 }
 
-/// The context of one reference: last terminals and symbols of the two symbols before it.
+/// The context of one reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Context {
+    /// The last terminal before the reference, in expansion order.
     pub(super) t1: u64,
-    pub(super) t2: u64,
+    /// The last terminal of the symbol before the previous one.
+    pub(super) u2: u64,
+    /// The function the reference is in, as far as the walk knows ([`UNKNOWN`] if not).
+    pub(super) func: u64,
+    /// The symbol before the reference (a rule id, or a terminal plus 2^40).
     pub(super) s1: u64,
+    /// The symbol before that.
     pub(super) s2: u64,
 }
 
@@ -90,20 +110,130 @@ impl Context {
     /// Nothing before.
     pub(super) const NONE: Context = Context {
         t1: u64::MAX,
-        t2: u64::MAX,
+        u2: u64::MAX,
+        func: UNKNOWN,
         s1: u64::MAX,
         s2: u64::MAX,
     };
 
-    /// The context after a symbol `s` whose expansion ends with terminal `t`.
+    /// The context after a symbol `s` whose expansion ends with terminal `t1`, in function
+    /// `func`.
     #[inline]
-    pub(super) fn then(self, s: u64, t: u64) -> Context {
+    pub(super) fn then(self, s: u64, t1: u64, func: u64) -> Context {
         Context {
-            t1: t,
-            t2: self.t1,
+            t1,
+            u2: self.t1,
+            func,
             s1: s,
             s2: self.s1,
         }
+    }
+}
+
+/// A function not known.
+pub(super) const UNKNOWN: u64 = u64::MAX;
+/// A terminal's class for the call stack: `LEAVE`, `OTHER`, or the function an `Enter` enters.
+pub(super) const LEAVE: u64 = u64::MAX - 1;
+pub(super) const OTHER: u64 = u64::MAX - 2;
+/// The deepest call stack the walk keeps (deeper frames are forgotten).
+const MAX_DEPTH: usize = 256;
+
+/// Each terminal's class: the function of an `Enter`, [`LEAVE`], or [`OTHER`].
+pub(super) fn classes(a: &wpp_trace::Alphabet) -> Vec<u64> {
+    a.events()
+        .iter()
+        .map(|e| match e {
+            wpp_trace::Event::Enter(f) => u64::from(f.0),
+            wpp_trace::Event::Leave => LEAVE,
+            _ => OTHER,
+        })
+        .collect()
+}
+
+/// What a symbol does to the call stack: pops `pops` frames, then pushes `pushes`, the last
+/// of them `top` ([`UNKNOWN`] if not known or none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Effect {
+    pops: u32,
+    pushes: u32,
+    top: u64,
+}
+
+impl Effect {
+    pub(super) const NONE: Effect = Effect {
+        pops: 0,
+        pushes: 0,
+        top: UNKNOWN,
+    };
+
+    /// A terminal's effect, by its class.
+    pub(super) fn of(class: u64) -> Effect {
+        match class {
+            LEAVE => Effect {
+                pops: 1,
+                ..Effect::NONE
+            },
+            OTHER => Effect::NONE,
+            f => Effect {
+                pops: 0,
+                pushes: 1,
+                top: f,
+            },
+        }
+    }
+
+    /// This effect, then `next`'s.
+    pub(super) fn then(self, next: Effect) -> Effect {
+        if next.pops <= self.pushes {
+            let top = if next.pushes > 0 {
+                next.top
+            } else if next.pops == 0 {
+                self.top
+            } else {
+                UNKNOWN
+            };
+            Effect {
+                pops: self.pops,
+                pushes: (self.pushes - next.pops).saturating_add(next.pushes),
+                top,
+            }
+        } else {
+            Effect {
+                pops: self.pops.saturating_add(next.pops - self.pushes),
+                pushes: next.pushes,
+                top: if next.pushes > 0 { next.top } else { UNKNOWN },
+            }
+        }
+    }
+}
+
+/// The call stack as the walk knows it: functions entered and not left, newest last, at
+/// most [`MAX_DEPTH`].
+#[derive(Default)]
+pub(super) struct CallStack(std::collections::VecDeque<u64>);
+
+impl CallStack {
+    /// Applies `e`; at most [`MAX_DEPTH`] steps whatever its counts.
+    pub(super) fn apply(&mut self, e: Effect) {
+        for _ in 0..(e.pops as usize).min(self.0.len()) {
+            self.0.pop_back();
+        }
+        let pushes = (e.pushes as usize).min(MAX_DEPTH);
+        for i in 0..pushes {
+            if self.0.len() == MAX_DEPTH {
+                self.0.pop_front();
+            }
+            self.0
+                .push_back(if i + 1 == pushes { e.top } else { UNKNOWN });
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub(super) fn top(&self) -> u64 {
+        self.0.back().copied().unwrap_or(UNKNOWN)
     }
 }
 
@@ -114,53 +244,88 @@ fn hash(a: u64, b: u64) -> u64 {
         .wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
-/// The model: counters, mixer weights, and the bits per rule id.
+/// Codes one bit: the encoder codes and returns `bit`, the decoder ignores it and returns the
+/// bit it decodes.
+pub(super) trait BitCoder {
+    fn code(&mut self, bit: u32, p: u32) -> u32;
+}
+
+/// The model: counters, mixer weights, and the bits per rule id and per terminal.
 pub(super) struct Model {
-    bits: u32,
+    rule_bits: u32,
+    /// Bits of a block index: a block is 16 counters (one cache line), for 4 bits of a value.
     shift: u32,
     tables: [Vec<u32>; INPUTS - 1],
+    /// Per part and bit position.
     weights: Vec<[i32; INPUTS]>,
     stretch: Vec<i16>,
     /// Reciprocals for counter adaptation: `65536 / (n + 1.5)`.
     rate: [u32; COUNT_LIMIT as usize + 1],
     // Per bit, between predict and update:
+    block: [usize; INPUTS - 1],
     index: [usize; INPUTS - 1],
     st: [i32; INPUTS],
     p: i32,
+    /// The weight set in use.
+    wsel: usize,
 }
 
 impl Model {
     /// A model for ids below `rules`, sized for `refs` references.
     pub(super) fn new(rules: usize, refs: usize) -> Model {
-        let bits = usize::BITS - rules.saturating_sub(1).leading_zeros();
-        let want = (refs as u64 * u64::from(bits.max(1))).max(1);
+        Model::with_bits(usize::BITS - rules.saturating_sub(1).leading_zeros(), refs)
+    }
+
+    /// A model for `values` values of `rule_bits` bits.
+    fn with_bits(rule_bits: u32, refs: usize) -> Model {
+        let want = (refs as u64 * u64::from(rule_bits.max(1))).max(1);
         let table_bits = (64 - want.leading_zeros()).clamp(MIN_TABLE_BITS, MAX_TABLE_BITS);
         let mut rate = [0u32; COUNT_LIMIT as usize + 1];
         for (n, r) in rate.iter_mut().enumerate() {
             *r = (131_072 / (2 * n as u32 + 3)).max(1);
         }
         Model {
-            bits,
-            shift: 64 - table_bits,
+            rule_bits,
+            shift: 64 - (table_bits - 4),
             tables: std::array::from_fn(|_| vec![1 << 31; 1 << table_bits]),
-            weights: vec![[1 << 14; INPUTS]; bits.max(1) as usize],
+            weights: vec![[1 << 14; INPUTS]; 32 * 4],
             stretch: stretch_table(),
             rate,
+            block: [0; INPUTS - 1],
             index: [0; INPUTS - 1],
             st: [0; INPUTS],
             p: 2048,
+            wsel: 0,
         }
     }
 
-    /// The probability (12 bits) that the next bit is one; `node` is the bits coded so far
-    /// after a leading one, `k` how many.
+    /// The probability (12 bits) that bit `k` of a value is one; `node` is the bits coded so
+    /// far after a leading one.
     #[inline]
     fn predict(&mut self, bases: &[u64; INPUTS - 1], node: u64, k: usize) -> u32 {
+        if k % 4 == 0 {
+            for i in 0..INPUTS - 1 {
+                self.block[i] = ((hash(bases[i], node) >> self.shift) as usize) << 4;
+            }
+        }
+        // The bits of this group of four coded so far, after a leading one: 1..=15.
+        let within = ((node & ((1 << (k % 4)) - 1)) | (1 << (k % 4))) as usize;
         let mut dot = 0i64;
-        let w = &self.weights[k];
         for i in 0..INPUTS - 1 {
-            let at = (hash(bases[i], node) >> self.shift) as usize;
-            self.index[i] = at;
+            self.index[i] = self.block[i] | within;
+        }
+        let seen = self.tables[SELECTOR][self.index[SELECTOR]] & 1023;
+        let w = k * 4
+            + match seen {
+                0 => 0,
+                1..=3 => 1,
+                4..=15 => 2,
+                _ => 3,
+            };
+        self.wsel = w;
+        let w = &self.weights[w];
+        for i in 0..INPUTS - 1 {
+            let at = self.index[i];
             let st = i32::from(self.stretch[(self.tables[i][at] >> 20) as usize]);
             self.st[i] = st;
             dot += i64::from(st) * i64::from(w[i]);
@@ -173,11 +338,11 @@ impl Model {
     }
 
     #[inline]
-    fn update(&mut self, bit: u32, k: usize) {
+    fn update(&mut self, bit: u32) {
         let err = (((bit as i32) << 12) - self.p) * LEARNING_RATE;
-        let w = &mut self.weights[k];
+        let w = &mut self.weights[self.wsel];
         for i in 0..INPUTS {
-            w[i] = (w[i] + ((self.st[i] * err) >> 10)).clamp(-(1 << 22), 1 << 22);
+            w[i] = (w[i] + ((self.st[i] * err) >> 12)).clamp(-(1 << 22), 1 << 22);
         }
         let target: i64 = if bit == 1 { (1 << 22) - 1 } else { 0 };
         for i in 0..INPUTS - 1 {
@@ -189,41 +354,92 @@ impl Model {
         }
     }
 
-    fn bases(c: &Context) -> [u64; INPUTS - 1] {
-        [
+    /// Codes the `bits` low bits of `value` (the decoder's is ignored), most significant
+    /// first, with contexts `bases`.
+    fn code_value<C: BitCoder>(
+        &mut self,
+        coder: &mut C,
+        bases: &[u64; INPUTS - 1],
+        bits: u32,
+        value: u32,
+    ) -> u32 {
+        let mut node = 1u64;
+        for k in 0..bits as usize {
+            let p = self.predict(bases, node, k);
+            let bit = coder.code((value >> (bits as usize - 1 - k)) & 1, p);
+            self.update(bit);
+            node = (node << 1) | u64::from(bit);
+        }
+        (node - (1 << bits)) as u32
+    }
+
+    /// Codes a reference to rule `rule` (ignored by the decoder) in context `c`; returns it
+    /// (decoded, for the decoder: below `2^bits`, the caller checks the bound).
+    pub(super) fn code<C: BitCoder>(&mut self, coder: &mut C, c: &Context, rule: u32) -> u32 {
+        let t1 = c.t1;
+        let f = c.func;
+        let bases = [
             0x1234_5678,
-            hash(1, c.t1),
+            hash(1, t1),
             hash(2, c.s1),
-            hash(hash(3, c.t1), c.t2),
+            hash(hash(3, t1), c.u2),
             hash(hash(4, c.s1), c.s2),
-        ]
+            hash(hash(5, f), t1),
+            hash(hash(hash(6, f), t1), c.u2),
+            hash(7, f),
+        ];
+        self.code_value(coder, &bases, self.rule_bits, rule)
     }
+}
 
-    /// Codes rule id `q` in context `c`.
-    pub(super) fn encode(&mut self, e: &mut Encoder, c: &Context, q: u32) {
-        let bases = Model::bases(c);
-        let mut node = 1u64;
-        for k in 0..self.bits as usize {
-            let bit = (q >> (self.bits as usize - 1 - k)) & 1;
-            let p = self.predict(&bases, node, k);
-            e.bit(bit, p);
-            self.update(bit, k);
-            node = (node << 1) | u64::from(bit);
+/// `KINDS` (codec 2): each byte, below 4, as two bits in the context of the bytes before it
+/// (orders 1, 2, 3, 4, 6, 8, 12 and 16, hashed).
+pub(super) struct KindsModel {
+    model: Model,
+    /// The kinds before, two bits each, newest lowest.
+    history: u64,
+}
+
+impl KindsModel {
+    /// A model for `kinds` bytes.
+    pub(super) fn new(kinds: usize) -> KindsModel {
+        KindsModel {
+            model: Model::with_bits(2, kinds),
+            history: 0,
         }
     }
 
-    /// Decodes a rule id in context `c` (below `2^bits`; the caller checks the bound).
-    pub(super) fn decode(&mut self, d: &mut Decoder<'_>, c: &Context) -> u32 {
-        let bases = Model::bases(c);
-        let mut node = 1u64;
-        for k in 0..self.bits as usize {
-            let p = self.predict(&bases, node, k);
-            let bit = d.bit(p);
-            self.update(bit, k);
-            node = (node << 1) | u64::from(bit);
-        }
-        (node - (1 << self.bits)) as u32
+    /// Codes `kind` (ignored by the decoder, below 4 for the encoder); returns it (decoded).
+    pub(super) fn code<C: BitCoder>(&mut self, coder: &mut C, kind: u8) -> u8 {
+        let h = self.history;
+        let order = |n: u32| hash(u64::from(n) + 100, h & ((1 << (2 * n)) - 1));
+        let bases = [
+            order(1),
+            order(2),
+            order(3),
+            order(4),
+            order(6),
+            order(8),
+            order(12),
+            order(16),
+        ];
+        let kind = self.model.code_value(coder, &bases, 2, u32::from(kind)) as u8;
+        self.history = (h << 2) | u64::from(kind);
+        kind
     }
+}
+
+/// `KINDS` coded by [`KindsModel`]; `None` if a byte is 4 or more.
+pub(super) fn encode_kinds(kinds: &[u8]) -> Option<Vec<u8>> {
+    if kinds.iter().any(|&k| k >= 4) {
+        return None;
+    }
+    let mut m = KindsModel::new(kinds.len());
+    let mut e = Encoder::new();
+    for &k in kinds {
+        m.code(&mut e, k);
+    }
+    Some(e.finish())
 }
 
 /// The arithmetic encoder.
@@ -244,7 +460,7 @@ impl Encoder {
 
     /// Codes `bit` whose probability of being one is `p / 4096`, `0 < p < 4096`.
     #[inline]
-    fn bit(&mut self, bit: u32, p: u32) {
+    fn bit(&mut self, bit: u32, p: u32) -> u32 {
         let mid = self.low + ((self.high - self.low) >> 12) * p;
         if bit == 1 {
             self.high = mid;
@@ -256,11 +472,26 @@ impl Encoder {
             self.low <<= 8;
             self.high = (self.high << 8) | 0xff;
         }
+        bit
     }
 
     pub(super) fn finish(mut self) -> Vec<u8> {
         self.out.extend_from_slice(&self.low.to_be_bytes());
         self.out
+    }
+}
+
+impl BitCoder for Encoder {
+    #[inline]
+    fn code(&mut self, bit: u32, p: u32) -> u32 {
+        self.bit(bit, p)
+    }
+}
+
+impl BitCoder for Decoder<'_> {
+    #[inline]
+    fn code(&mut self, _: u32, p: u32) -> u32 {
+        self.bit(p)
     }
 }
 
@@ -340,17 +571,20 @@ mod tests {
     #[test]
     fn ids_round_trip() {
         let ids: Vec<u32> = (0..5000u32).map(|i| (i * 7919 + i / 3) % 1000).collect();
-        let ctx = |i: usize| Context::NONE.then(i as u64 % 5, ids[i.saturating_sub(1)] as u64);
+        let ctx = |i: usize| {
+            let before = u64::from(ids[i.saturating_sub(1)]);
+            Context::NONE.then(i as u64 % 5, before, before % 7)
+        };
         let mut m = Model::new(1000, ids.len());
         let mut e = Encoder::new();
         for (i, &q) in ids.iter().enumerate() {
-            m.encode(&mut e, &ctx(i), q);
+            m.code(&mut e, &ctx(i), q);
         }
         let bytes = e.finish();
         let mut m = Model::new(1000, ids.len());
         let mut d = Decoder::new(&bytes);
         for (i, &q) in ids.iter().enumerate() {
-            assert_eq!(m.decode(&mut d, &ctx(i)), q);
+            assert_eq!(m.code(&mut d, &ctx(i), 0), q);
         }
         assert_eq!(d.read(), bytes.len());
     }

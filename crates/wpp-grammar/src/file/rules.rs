@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use wpp_trace::wire::{write_varint, Reader, WireError};
 use wpp_trace::Terminal;
 
-use super::model::{self, Context, Model};
+use super::model::{self, CallStack, Context, Effect, Model, OTHER};
 use super::{DecodedRules, WppError, RULE};
 use crate::grammar::{Grammar, RuleId};
 use crate::symbol::{Symbol, SymbolKind};
@@ -54,7 +54,9 @@ fn width(defined: u32) -> usize {
 /// Encodes the rules with the start rules as roots if the grammar is numbered in their
 /// depth-first post-order (as SEQUITUR numbers it), else with every rule as its own root.
 /// The four streams are compressed on up to `threads` threads (the same bytes either way).
-pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
+/// `classes` are the terminals' [`model::classes`] (empty in a segmented file, whose alphabet
+/// follows the segments).
+pub(super) fn encode(g: &Grammar, level: i32, threads: usize, classes: &[u64]) -> Vec<u8> {
     let streams = encode_streams(g, g.starts().iter().map(|s| s.rule))
         .or_else(|| encode_streams(g, g.rules()))
         .expect("a bottom-up grammar encodes with every rule as a root");
@@ -63,7 +65,7 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
     write_varint(&mut out, g.num_symbols() as u64);
     let refs = streams.refs.concat();
     let raws = [streams.lens, streams.kinds, streams.terms, refs];
-    for stream in put_streams(&raws, g.num_rules(), level, threads) {
+    for stream in put_streams(&raws, g.num_rules(), classes, level, threads) {
         out.extend_from_slice(&stream);
     }
     out
@@ -72,11 +74,19 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
 /// Each of `raws` as [`put_stream`] writes it, stream `i` on thread `i % threads` (scoped
 /// threads; zstd at level 19 takes seconds per million symbols, the serial tail of a parallel
 /// `wpp compress` otherwise).
-fn put_streams(raws: &[Vec<u8>; 4], rules: usize, level: i32, threads: usize) -> Vec<Vec<u8>> {
+fn put_streams(
+    raws: &[Vec<u8>; 4],
+    rules: usize,
+    classes: &[u64],
+    level: i32,
+    threads: usize,
+) -> Vec<Vec<u8>> {
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
         if std::ptr::eq(raw, &raws[3]) {
-            put_refs(&mut out, raws, rules, level);
+            put_refs(&mut out, raws, rules, classes, level);
+        } else if std::ptr::eq(raw, &raws[1]) {
+            put_smallest(&mut out, raw, model::encode_kinds(raw), level);
         } else {
             put_stream(&mut out, raw, level);
         }
@@ -119,8 +129,8 @@ pub fn raw_streams(g: &Grammar) -> [Vec<u8>; 4] {
 }
 
 /// `REFS` of `g` coded by the [`MODEL`] coder (`None` without references); for measuring.
-pub fn modeled_refs(g: &Grammar) -> Option<Vec<u8>> {
-    model_refs(&raw_streams(g), g.num_rules())
+pub fn modeled_refs(g: &Grammar, alphabet: &wpp_trace::Alphabet) -> Option<Vec<u8>> {
+    model_refs(&raw_streams(g), g.num_rules(), &model::classes(alphabet))
 }
 
 /// Appends `raw` as a stream, zstd-compressed at `level` unless that does not make it smaller.
@@ -143,15 +153,21 @@ pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
 
 /// Appends `REFS` (`raws[3]`) as [`put_stream`] does or [`MODEL`]-coded, whichever is
 /// smaller.
-fn put_refs(out: &mut Vec<u8>, raws: &[Vec<u8>; 4], rules: usize, level: i32) {
+fn put_refs(out: &mut Vec<u8>, raws: &[Vec<u8>; 4], rules: usize, classes: &[u64], level: i32) {
+    put_smallest(out, &raws[3], model_refs(raws, rules, classes), level);
+}
+
+/// Appends `raw` as [`put_stream`] does or as `coded`, its [`MODEL`] coding, whichever is
+/// smaller (and `coded` only within [`MAX_RATIO`]).
+fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, level: i32) {
     let mut plain = Vec::new();
-    put_stream(&mut plain, &raws[3], level);
-    if let Some(coded) = model_refs(raws, rules) {
+    put_stream(&mut plain, raw, level);
+    if let Some(coded) = coded {
         let mut modeled = vec![MODEL];
-        write_varint(&mut modeled, raws[3].len() as u64);
+        write_varint(&mut modeled, raw.len() as u64);
         write_varint(&mut modeled, coded.len() as u64);
         modeled.extend_from_slice(&coded);
-        if modeled.len() < plain.len() && raws[3].len() <= MAX_RATIO * coded.len() {
+        if modeled.len() < plain.len() && raw.len() <= MAX_RATIO * coded.len() {
             out.extend_from_slice(&modeled);
             return;
         }
@@ -160,7 +176,7 @@ fn put_refs(out: &mut Vec<u8>, raws: &[Vec<u8>; 4], rules: usize, level: i32) {
 }
 
 /// `REFS` coded by the model; `None` when there are no references.
-pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize) -> Option<Vec<u8>> {
+pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize, classes: &[u64]) -> Option<Vec<u8>> {
     let stream = |i: usize| Stream {
         name: NAMES[i],
         data: Cow::Borrowed(&raws[i][..]),
@@ -178,18 +194,39 @@ pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize) -> Option<Vec<u8>> {
     let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
     let mut model = Model::new(rules, refs);
     let mut e = model::Encoder::new();
-    walk_refs(&sh, &kinds, &terms, rules, |ctx, next| {
+    walk_refs(&sh, &kinds, &terms, rules, classes, |ctx, next| {
         let mut dist = 0u32;
         for (k, a) in at[..width(next)].iter_mut().enumerate() {
             dist |= u32::from(planes[*a]) << (8 * k);
             *a += 1;
         }
         let q = next - 1 - dist;
-        model.encode(&mut e, ctx, q);
+        model.code(&mut e, ctx, q);
         Ok(q)
     })
     .ok()?;
     Some(e.finish())
+}
+
+/// Decodes a [`MODEL`]-coded `KINDS` of `raw` bytes (bounded by the caller).
+fn unmodel_kinds(kinds: &Stream<'_>, raw: u64) -> Result<Vec<u8>, WppError> {
+    let mut m = model::KindsModel::new(raw as usize);
+    let mut d = model::Decoder::new(&kinds.data);
+    let mut out = Vec::with_capacity(raw as usize);
+    for _ in 0..raw {
+        out.push(m.code(&mut d, 0));
+        if d.overran() {
+            return Err(kinds.error("the coded kinds end too soon".into()));
+        }
+    }
+    if d.read() != kinds.data.len() {
+        return Err(kinds.error(format!(
+            "the coded kinds use {} of its {} bytes",
+            d.read(),
+            kinds.data.len()
+        )));
+    }
+    Ok(out)
 }
 
 /// Decodes a [`MODEL`]-coded `REFS` of `raw` bytes into its byte planes.
@@ -200,6 +237,7 @@ fn unmodel_refs(
     refs: &Stream<'_>,
     rules: usize,
     raw: u64,
+    classes: &[u64],
 ) -> Result<Vec<u8>, WppError> {
     if raw != sh.planes[4] as u64 {
         return Err(refs.error(format!(
@@ -212,8 +250,8 @@ fn unmodel_refs(
     let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
     let mut model = Model::new(rules, sh.planes[1]);
     let mut d = model::Decoder::new(&refs.data);
-    walk_refs(sh, kinds, terms, rules, |ctx, next| {
-        let q = model.decode(&mut d, ctx);
+    walk_refs(sh, kinds, terms, rules, classes, |ctx, next| {
+        let q = model.code(&mut d, ctx, 0);
         if d.overran() {
             return Err(refs.error("the coded references end too soon".into()));
         }
@@ -247,15 +285,20 @@ fn walk_refs(
     kinds: &Stream<'_>,
     terms: &Stream<'_>,
     rules: usize,
+    classes: &[u64],
     mut code: impl FnMut(&Context, u32) -> Result<u32, WppError>,
 ) -> Result<(), WppError> {
     struct Open {
         def: usize,
         read: u32,
         ctx: Context,
+        effect: Effect,
     }
-    // Per rule, the last terminal of its expansion.
+    // Per rule, the last terminal of its expansion (before its first use, if it is empty:
+    // the reader rejects references to it), and its effect on the call stack.
     let mut last = vec![u64::MAX; rules];
+    let mut effect = vec![Effect::NONE; rules];
+    let mut calls = CallStack::default();
     let mut tr = terms.reader();
     let kind_bytes: &[u8] = &kinds.data;
     let mut k = 0usize;
@@ -268,16 +311,20 @@ fn walk_refs(
             def: next_def,
             read: 0,
             ctx: Context::NONE,
+            effect: Effect::NONE,
         });
         next_def += 1;
+        calls.clear();
         while let Some(top) = stack.last_mut() {
             if top.read == sh.body_len[top.def] {
-                let id = sh.id[top.def];
-                last[id as usize] = top.ctx.t1;
+                let id = sh.id[top.def] as usize;
+                last[id] = top.ctx.t1;
+                effect[id] = top.effect;
                 next += 1;
                 stack.pop();
                 if let Some(parent) = stack.last_mut() {
-                    parent.ctx = parent.ctx.then(u64::from(id), last[id as usize]);
+                    parent.ctx = parent.ctx.then(id as u64, last[id], calls.top());
+                    parent.effect = parent.effect.then(effect[id]);
                 }
                 continue;
             }
@@ -288,11 +335,18 @@ fn walk_refs(
             match kind {
                 TERMINAL => {
                     let t = tr.varint("terminal").map_err(|e| terms.fix(e))?;
-                    top.ctx = top.ctx.then(t | 1 << 40, t);
+                    let class = usize::try_from(t).ok().and_then(|t| classes.get(t));
+                    let e = Effect::of(class.copied().unwrap_or(OTHER));
+                    calls.apply(e);
+                    top.effect = top.effect.then(e);
+                    top.ctx = top.ctx.then(t | 1 << 40, t, calls.top());
                 }
                 REFERENCE => {
                     let q = code(&top.ctx, next)?;
-                    top.ctx = top.ctx.then(u64::from(q), last[q as usize]);
+                    let e = effect[q as usize];
+                    calls.apply(e);
+                    top.effect = top.effect.then(e);
+                    top.ctx = top.ctx.then(u64::from(q), last[q as usize], calls.top());
                 }
                 _ => {
                     let ctx = top.ctx;
@@ -300,6 +354,7 @@ fn walk_refs(
                         def: next_def,
                         read: 0,
                         ctx,
+                        effect: Effect::NONE,
                     });
                     next_def += 1;
                 }
@@ -406,7 +461,17 @@ pub(super) fn read_stream<'a>(
     name: &'static str,
     limit: u64,
 ) -> Result<Stream<'a>, WppError> {
-    read_stream_of(r, name, limit, false)
+    read_stream_of(r, name, limit, Modeled::No)
+}
+
+/// Which [`MODEL`] coding a stream may have.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Modeled {
+    No,
+    /// [`model::KindsModel`], decoded at once.
+    Kinds,
+    /// [`model::Model`], decoded once the other streams are ([`Stream::pending`]).
+    Refs,
 }
 
 /// [`read_stream`], also accepting a [`MODEL`]-coded stream if `modeled` (left for the caller
@@ -415,7 +480,7 @@ fn read_stream_of<'a>(
     r: &mut Reader<'a>,
     name: &'static str,
     limit: u64,
-    modeled: bool,
+    modeled: Modeled,
 ) -> Result<Stream<'a>, WppError> {
     let codec_offset = r.offset();
     let codec = r.u8("stream codec")?;
@@ -477,7 +542,7 @@ fn read_stream_of<'a>(
                 pending: None,
             })
         }
-        MODEL if modeled => {
+        MODEL if modeled != Modeled::No => {
             let raw_offset = r.offset();
             let raw = r.varint("stream raw length")?;
             let len = r.count(1, "stream length")?;
@@ -494,13 +559,18 @@ fn read_stream_of<'a>(
                     ),
                 });
             }
-            Ok(Stream {
+            let mut stream = Stream {
                 name,
                 data: Cow::Borrowed(data),
                 offset,
                 compressed: true,
                 pending: Some(raw),
-            })
+            };
+            if modeled == Modeled::Kinds {
+                stream.data = Cow::Owned(unmodel_kinds(&stream, raw)?);
+                stream.pending = None;
+            }
+            Ok(stream)
         }
         _ => Err(WppError::Stream {
             stream: name,
@@ -511,16 +581,21 @@ fn read_stream_of<'a>(
 }
 
 /// Decodes and validates the section; see the module documentation for what is checked.
-pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules, WppError> {
+/// `classes` as for [`encode`].
+pub(super) fn decode(
+    r: &mut Reader<'_>,
+    alphabet: usize,
+    classes: &[u64],
+) -> Result<DecodedRules, WppError> {
     // Every rule has a body length in `LENS` and every symbol a byte in `KINDS`, so the
     // streams bound the counts; the counts in turn bound the streams. Varints of 32-bit
     // values take at most 5 bytes.
     let rules = r.varint_max((1 << 31) - 1, "rule count")?;
     let symbols = r.varint_max(u64::from(u32::MAX), "symbol count")?;
     let lens = read_stream(r, NAMES[0], 5 * rules)?;
-    let kinds = read_stream(r, NAMES[1], symbols)?;
+    let kinds = read_stream_of(r, NAMES[1], symbols, Modeled::Kinds)?;
     let terms = read_stream(r, NAMES[2], 5 * symbols)?;
-    let mut refs = read_stream_of(r, NAMES[3], 4 * symbols, true)?;
+    let mut refs = read_stream_of(r, NAMES[3], 4 * symbols, Modeled::Refs)?;
     super::finished(r, RULE)?;
     if (lens.data.len() as u64) < rules {
         return Err(lens.error(format!("too short for {rules} rules")));
@@ -535,7 +610,7 @@ pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules
     let (rules, symbols) = (rules as usize, symbols as usize);
     let shape = shape(&lens, &kinds, rules)?;
     if let Some(raw) = refs.pending {
-        let planes = unmodel_refs(&shape, &kinds, &terms, &refs, rules, raw)?;
+        let planes = unmodel_refs(&shape, &kinds, &terms, &refs, rules, raw, classes)?;
         refs.data = Cow::Owned(planes);
         refs.pending = None;
     }
