@@ -588,4 +588,78 @@ mod tests {
         }
         assert_eq!(d.read(), bytes.len());
     }
+
+    fn kinds_back(coded: &[u8], n: usize) -> Vec<u8> {
+        let mut m = KindsModel::new(n);
+        let mut d = Decoder::new(coded);
+        let out: Vec<u8> = (0..n).map(|_| m.code(&mut d, 0)).collect();
+        assert!(!d.overran());
+        assert_eq!(d.read(), coded.len());
+        out
+    }
+
+    #[test]
+    fn kinds_of_zero_and_one_byte_round_trip() {
+        for kinds in [vec![], vec![0], vec![1], vec![2], vec![3]] {
+            let coded = encode_kinds(&kinds).unwrap();
+            assert_eq!(coded.len(), 4);
+            assert_eq!(kinds_back(&coded, kinds.len()), kinds);
+        }
+        assert_eq!(encode_kinds(&[1, 4]), None);
+    }
+
+    #[test]
+    fn effects_compose_like_the_stack() {
+        let seq = [5, 6, LEAVE, OTHER, 7, LEAVE, LEAVE, LEAVE, 8, 9];
+        let mut stack = CallStack::default();
+        stack.apply(Effect::of(1));
+        stack.apply(Effect::of(2));
+        let mut whole = Effect::NONE;
+        for &c in &seq {
+            whole = whole.then(Effect::of(c));
+        }
+        let mut one_by_one = CallStack::default();
+        one_by_one.apply(Effect::of(1));
+        one_by_one.apply(Effect::of(2));
+        for &c in &seq {
+            one_by_one.apply(Effect::of(c));
+        }
+        stack.apply(whole);
+        // The effect keeps the top of what it pushes, not what is below it.
+        assert_eq!(stack.0, [1, UNKNOWN, 9]);
+        assert_eq!(one_by_one.0, [1, 8, 9]);
+        assert_eq!(whole.pops, 1);
+        assert_eq!(whole.pushes, 2);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn random_kinds_round_trip(kinds in proptest::collection::vec(0u8..4, 0..3000)) {
+            let coded = encode_kinds(&kinds).unwrap();
+            proptest::prop_assert_eq!(kinds_back(&coded, kinds.len()), kinds);
+        }
+
+        #[test]
+        fn random_ids_round_trip(
+            rules in 1usize..200_000,
+            picks in proptest::collection::vec((0u32..u32::MAX, 0u64..50, 0u64..4), 0..2000),
+        ) {
+            let ids: Vec<u32> = picks.iter().map(|p| p.0 % rules as u32).collect();
+            let ctx = |i: usize| Context::NONE.then(picks[i].1, picks[i].2, picks[i].1 % 3);
+            let mut m = Model::new(rules, ids.len());
+            let mut e = Encoder::new();
+            for (i, &q) in ids.iter().enumerate() {
+                m.code(&mut e, &ctx(i), q);
+            }
+            let bytes = e.finish();
+            let mut m = Model::new(rules, ids.len());
+            let mut d = Decoder::new(&bytes);
+            for (i, &q) in ids.iter().enumerate() {
+                proptest::prop_assert_eq!(m.code(&mut d, &ctx(i), 0), q);
+            }
+            proptest::prop_assert_eq!(d.read(), bytes.len());
+        }
+    }
 }

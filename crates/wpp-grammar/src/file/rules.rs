@@ -865,3 +865,65 @@ fn decode_bodies(
     }
     Ok(d)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{compress, Algorithm};
+    use proptest::prelude::*;
+
+    /// `REFS` of `g` through the model and back.
+    fn refs_round_trip(g: &Grammar, classes: &[u64]) {
+        let raws = raw_streams(g);
+        let Some(coded) = model_refs(&raws, g.num_rules(), classes) else {
+            assert!(raws[3].is_empty());
+            return;
+        };
+        let stream = |i: usize, data: &[u8]| Stream {
+            name: NAMES[i],
+            data: Cow::Owned(data.to_vec()),
+            offset: 0,
+            compressed: i == 3,
+            pending: None,
+        };
+        let (kinds, terms) = (stream(1, &raws[1]), stream(2, &raws[2]));
+        let sh = shape(&stream(0, &raws[0]), &kinds, g.num_rules()).unwrap();
+        let refs = stream(3, &coded);
+        let raw = raws[3].len() as u64;
+        let back = unmodel_refs(&sh, &kinds, &terms, &refs, g.num_rules(), raw, classes);
+        assert_eq!(back.unwrap(), raws[3]);
+        // Cut short anywhere, or with a byte more, it is an error.
+        for cut in 0..coded.len() {
+            let refs = stream(3, &coded[..cut]);
+            let e = unmodel_refs(&sh, &kinds, &terms, &refs, g.num_rules(), raw, classes);
+            assert!(
+                matches!(e, Err(WppError::Stream { stream: "REFS", .. })),
+                "cut {cut}"
+            );
+        }
+        let mut longer = coded.clone();
+        longer.push(0);
+        let refs = stream(3, &longer);
+        let e = unmodel_refs(&sh, &kinds, &terms, &refs, g.num_rules(), raw, classes);
+        assert!(matches!(e, Err(WppError::Stream { stream: "REFS", .. })));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn random_grammars_refs_round_trip(
+            streams in prop::collection::vec(prop::collection::vec(0u32..6, 0..300), 1..3),
+            frequency in any::<bool>(),
+        ) {
+            let ts: Vec<Vec<Terminal>> =
+                streams.iter().map(|s| s.iter().map(|&t| Terminal(t)).collect()).collect();
+            let refs: Vec<&[Terminal]> = ts.iter().map(|s| s.as_slice()).collect();
+            let algorithm = if frequency { Algorithm::Frequency } else { Algorithm::Sequitur };
+            let g = compress(algorithm, &refs).unwrap();
+            // Terminals 0 and 1 enter functions 3 and 4, terminal 2 leaves.
+            refs_round_trip(&g, &[3, 4, model::LEAVE, model::OTHER, model::OTHER]);
+            refs_round_trip(&g, &[]);
+        }
+    }
+}
