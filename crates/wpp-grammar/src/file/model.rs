@@ -303,9 +303,9 @@ impl Model {
     /// far after a leading one.
     #[inline]
     fn predict(&mut self, bases: &[u64; INPUTS - 1], node: u64, k: usize) -> u32 {
-        if k % 4 == 0 {
-            for i in 0..INPUTS - 1 {
-                self.block[i] = ((hash(bases[i], node) >> self.shift) as usize) << 4;
+        if k.is_multiple_of(4) {
+            for (block, &base) in self.block.iter_mut().zip(bases) {
+                *block = ((hash(base, node) >> self.shift) as usize) << 4;
             }
         }
         // The bits of this group of four coded so far, after a leading one: 1..=15.
@@ -324,11 +324,11 @@ impl Model {
             };
         self.wsel = w;
         let w = &self.weights[w];
-        for i in 0..INPUTS - 1 {
+        for (i, &weight) in w.iter().enumerate().take(INPUTS - 1) {
             let at = self.index[i];
             let st = i32::from(self.stretch[(self.tables[i][at] >> 20) as usize]);
             self.st[i] = st;
-            dot += i64::from(st) * i64::from(w[i]);
+            dot += i64::from(st) * i64::from(weight);
         }
         self.st[INPUTS - 1] = 256;
         dot += 256 * i64::from(w[INPUTS - 1]);
@@ -341,8 +341,8 @@ impl Model {
     fn update(&mut self, bit: u32) {
         let err = (((bit as i32) << 12) - self.p) * LEARNING_RATE;
         let w = &mut self.weights[self.wsel];
-        for i in 0..INPUTS {
-            w[i] = (w[i] + ((self.st[i] * err) >> 12)).clamp(-(1 << 22), 1 << 22);
+        for (weight, &st) in w.iter_mut().zip(&self.st) {
+            *weight = (*weight + ((st * err) >> 12)).clamp(-(1 << 22), 1 << 22);
         }
         let target: i64 = if bit == 1 { (1 << 22) - 1 } else { 0 };
         for i in 0..INPUTS - 1 {

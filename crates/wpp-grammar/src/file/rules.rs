@@ -18,6 +18,10 @@ const ZSTD: u8 = 1;
 /// `REFS` only: the rule ids coded by [`model`]'s context-mixing coder, with the other three
 /// streams as context.
 const MODEL: u8 = 2;
+/// The lowest zstd level at which the writer also tries [`MODEL`] (several times slower to
+/// write and to read than zstd, for smaller files): the default of `wpp compress` and
+/// [`WppFile::to_bytes`](super::WppFile::to_bytes), not the recording runtime's level 3.
+pub(super) const MODEL_LEVEL: i32 = 19;
 /// A zstd stream may declare at most this many raw bytes per stored byte; the writer stores a
 /// stream as is when zstd would compress it further (which no real grammar does).
 pub(super) const MAX_RATIO: usize = 1024;
@@ -83,7 +87,9 @@ fn put_streams(
 ) -> Vec<Vec<u8>> {
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
-        if std::ptr::eq(raw, &raws[3]) {
+        if level < MODEL_LEVEL {
+            put_stream(&mut out, raw, level);
+        } else if std::ptr::eq(raw, &raws[3]) {
             put_refs(&mut out, raws, rules, classes, level);
         } else if std::ptr::eq(raw, &raws[1]) {
             put_smallest(&mut out, raw, model::encode_kinds(raw), level);
