@@ -145,8 +145,8 @@
 //! checked against the ratio and count bounds above; corrupt or truncated zstd data, or a
 //! wrong size, is a [`WppError::Stream`] naming the stream and its offset. So is a codec-2
 //! stream cut short (its decoder would read past its end), with bytes left over, or decoding
-//! to a reference to a rule not yet defined; its model's tables grow with the declared size
-//! (at most 8 × 16 MiB).
+//! to a reference to a rule not yet defined; its model's tables grow with the declared size,
+//! to at most 1024 times the coded bytes and 8 × 16 MiB.
 //! Every error names the section or item and the absolute byte offset; inside a compressed
 //! stream, where bytes have no file offset, it is the offset of the stream's stored bytes. No
 //! allocation is larger than a constant times the file's size (1024 × for decompressed

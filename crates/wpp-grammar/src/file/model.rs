@@ -42,9 +42,11 @@
 //!
 //! Each input's counters are a hash table of `2^k` 32-bit counters (a 22-bit probability and
 //! a 10-bit count that sets the adaptation rate, `1 / (count + 1.5)`), in blocks of 16 (one
-//! cache line) for each group of four bits, with `k` from the number of references (at most
-//! [`MAX_TABLE_BITS`]), so the model's memory is bounded by the stream's declared size, itself
-//! bounded by the bytes in the file. Nothing depends on the platform: integer arithmetic only.
+//! cache line) for each group of four bits, with `k` from the number of values coded and at
+//! most [`MAX_TABLE_BITS`], and small enough that the tables take at most 1024 times the coded
+//! stream's bytes (or 128 KiB): the allocation is bounded by the bytes in the file, as zstd's
+//! output is. The encoder finds that size by coding again if its output turns out too short
+//! for the tables it used ([`settle`]). Nothing depends on the platform: integer arithmetic only.
 
 /// The most table bits: eight tables of 2^22 counters take 128 MiB.
 pub(super) const MAX_TABLE_BITS: u32 = 22;
@@ -250,6 +252,38 @@ pub(super) trait BitCoder {
     fn code(&mut self, bit: u32, p: u32) -> u32;
 }
 
+/// Bits of each of the model's tables for `values` values of `bits` bits coded in `coded` bytes:
+/// about one counter per bit coded, at least 2^12, at most 2^22, and at most `32 × coded`, so the
+/// eight tables (4 bytes a counter) take at most 1024 times the coded bytes in the file.
+pub(super) fn table_bits(bits: u32, values: usize, coded: usize) -> u32 {
+    let want = (values as u64)
+        .saturating_mul(u64::from(bits.max(1)))
+        .max(1);
+    let cap = 63 - (coded as u64).saturating_mul(32).max(1).leading_zeros();
+    (64 - want.leading_zeros())
+        .clamp(MIN_TABLE_BITS, MAX_TABLE_BITS)
+        .min(cap.max(MIN_TABLE_BITS))
+}
+
+/// Runs `encode(coded)`, which codes with tables sized for a coded length `coded`, until the
+/// length it gives sizes the tables the same way (so a decoder, which knows only the length,
+/// agrees); `None` if that does not settle in four tries.
+pub(super) fn settle(
+    bits: u32,
+    values: usize,
+    mut encode: impl FnMut(usize) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let mut guess = usize::MAX;
+    for _ in 0..4 {
+        let out = encode(guess)?;
+        if table_bits(bits, values, out.len()) == table_bits(bits, values, guess) {
+            return Some(out);
+        }
+        guess = out.len();
+    }
+    None
+}
+
 /// The model: counters, mixer weights, and the bits per rule id and per terminal.
 pub(super) struct Model {
     rule_bits: u32,
@@ -272,14 +306,18 @@ pub(super) struct Model {
 
 impl Model {
     /// A model for ids below `rules`, sized for `refs` references.
-    pub(super) fn new(rules: usize, refs: usize) -> Model {
-        Model::with_bits(usize::BITS - rules.saturating_sub(1).leading_zeros(), refs)
+    /// `coded` is the coded stream's length (see [`table_bits`]).
+    pub(super) fn new(rules: usize, refs: usize, coded: usize) -> Model {
+        Model::with_bits(
+            usize::BITS - rules.saturating_sub(1).leading_zeros(),
+            refs,
+            coded,
+        )
     }
 
-    /// A model for `values` values of `rule_bits` bits.
-    fn with_bits(rule_bits: u32, refs: usize) -> Model {
-        let want = (refs as u64 * u64::from(rule_bits.max(1))).max(1);
-        let table_bits = (64 - want.leading_zeros()).clamp(MIN_TABLE_BITS, MAX_TABLE_BITS);
+    /// A model for `refs` values of `rule_bits` bits coded in `coded` bytes.
+    fn with_bits(rule_bits: u32, refs: usize, coded: usize) -> Model {
+        let table_bits = table_bits(rule_bits, refs, coded);
         let mut rate = [0u32; COUNT_LIMIT as usize + 1];
         for (n, r) in rate.iter_mut().enumerate() {
             *r = (131_072 / (2 * n as u32 + 3)).max(1);
@@ -401,10 +439,10 @@ pub(super) struct KindsModel {
 }
 
 impl KindsModel {
-    /// A model for `kinds` bytes.
-    pub(super) fn new(kinds: usize) -> KindsModel {
+    /// A model for `kinds` bytes coded in `coded` bytes.
+    pub(super) fn new(kinds: usize, coded: usize) -> KindsModel {
         KindsModel {
-            model: Model::with_bits(2, kinds),
+            model: Model::with_bits(2, kinds, coded),
             history: 0,
         }
     }
@@ -434,12 +472,14 @@ pub(super) fn encode_kinds(kinds: &[u8]) -> Option<Vec<u8>> {
     if kinds.iter().any(|&k| k >= 4) {
         return None;
     }
-    let mut m = KindsModel::new(kinds.len());
-    let mut e = Encoder::new();
-    for &k in kinds {
-        m.code(&mut e, k);
-    }
-    Some(e.finish())
+    settle(2, kinds.len(), |coded| {
+        let mut m = KindsModel::new(kinds.len(), coded);
+        let mut e = Encoder::new();
+        for &k in kinds {
+            m.code(&mut e, k);
+        }
+        Some(e.finish())
+    })
 }
 
 /// The arithmetic encoder.
@@ -575,13 +615,13 @@ mod tests {
             let before = u64::from(ids[i.saturating_sub(1)]);
             Context::NONE.then(i as u64 % 5, before, before % 7)
         };
-        let mut m = Model::new(1000, ids.len());
+        let mut m = Model::new(1000, ids.len(), usize::MAX);
         let mut e = Encoder::new();
         for (i, &q) in ids.iter().enumerate() {
             m.code(&mut e, &ctx(i), q);
         }
         let bytes = e.finish();
-        let mut m = Model::new(1000, ids.len());
+        let mut m = Model::new(1000, ids.len(), usize::MAX);
         let mut d = Decoder::new(&bytes);
         for (i, &q) in ids.iter().enumerate() {
             assert_eq!(m.code(&mut d, &ctx(i), 0), q);
@@ -590,7 +630,7 @@ mod tests {
     }
 
     fn kinds_back(coded: &[u8], n: usize) -> Vec<u8> {
-        let mut m = KindsModel::new(n);
+        let mut m = KindsModel::new(n, coded.len());
         let mut d = Decoder::new(coded);
         let out: Vec<u8> = (0..n).map(|_| m.code(&mut d, 0)).collect();
         assert!(!d.overran());
@@ -606,6 +646,17 @@ mod tests {
             assert_eq!(kinds_back(&coded, kinds.len()), kinds);
         }
         assert_eq!(encode_kinds(&[1, 4]), None);
+    }
+
+    #[test]
+    fn tables_are_bounded_by_the_coded_bytes() {
+        assert_eq!(table_bits(17, 1 << 20, usize::MAX), MAX_TABLE_BITS);
+        assert_eq!(table_bits(17, 1 << 20, 4), MIN_TABLE_BITS);
+        assert_eq!(table_bits(17, 10, usize::MAX), MIN_TABLE_BITS);
+        for coded in [0, 1, 100, 5000, 1 << 16, 1 << 20] {
+            let bytes = ((INPUTS - 1) * 4) << table_bits(31, usize::MAX, coded);
+            assert!(bytes <= (1024 * coded).max(((INPUTS - 1) * 4) << MIN_TABLE_BITS));
+        }
     }
 
     #[test]
@@ -648,13 +699,13 @@ mod tests {
         ) {
             let ids: Vec<u32> = picks.iter().map(|p| p.0 % rules as u32).collect();
             let ctx = |i: usize| Context::NONE.then(picks[i].1, picks[i].2, picks[i].1 % 3);
-            let mut m = Model::new(rules, ids.len());
+            let mut m = Model::new(rules, ids.len(), usize::MAX);
             let mut e = Encoder::new();
             for (i, &q) in ids.iter().enumerate() {
                 m.code(&mut e, &ctx(i), q);
             }
             let bytes = e.finish();
-            let mut m = Model::new(rules, ids.len());
+            let mut m = Model::new(rules, ids.len(), usize::MAX);
             let mut d = Decoder::new(&bytes);
             for (i, &q) in ids.iter().enumerate() {
                 proptest::prop_assert_eq!(m.code(&mut d, &ctx(i), 0), q);

@@ -197,26 +197,29 @@ pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize, classes: &[u64]) -> 
         return None;
     }
     let planes = &raws[3];
-    let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
-    let mut model = Model::new(rules, refs);
-    let mut e = model::Encoder::new();
-    walk_refs(&sh, &kinds, &terms, rules, classes, |ctx, next| {
-        let mut dist = 0u32;
-        for (k, a) in at[..width(next)].iter_mut().enumerate() {
-            dist |= u32::from(planes[*a]) << (8 * k);
-            *a += 1;
-        }
-        let q = next - 1 - dist;
-        model.code(&mut e, ctx, q);
-        Ok(q)
+    let bits = usize::BITS - rules.saturating_sub(1).leading_zeros();
+    model::settle(bits, refs, |coded| {
+        let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
+        let mut model = Model::new(rules, refs, coded);
+        let mut e = model::Encoder::new();
+        walk_refs(&sh, &kinds, &terms, rules, classes, |ctx, next| {
+            let mut dist = 0u32;
+            for (k, a) in at[..width(next)].iter_mut().enumerate() {
+                dist |= u32::from(planes[*a]) << (8 * k);
+                *a += 1;
+            }
+            let q = next - 1 - dist;
+            model.code(&mut e, ctx, q);
+            Ok(q)
+        })
+        .ok()?;
+        Some(e.finish())
     })
-    .ok()?;
-    Some(e.finish())
 }
 
 /// Decodes a [`MODEL`]-coded `KINDS` of `raw` bytes (bounded by the caller).
 fn unmodel_kinds(kinds: &Stream<'_>, raw: u64) -> Result<Vec<u8>, WppError> {
-    let mut m = model::KindsModel::new(raw as usize);
+    let mut m = model::KindsModel::new(raw as usize, kinds.data.len());
     let mut d = model::Decoder::new(&kinds.data);
     let mut out = Vec::with_capacity(raw as usize);
     for _ in 0..raw {
@@ -254,7 +257,7 @@ fn unmodel_refs(
     // `raw` is bounded by the stored bytes (read_stream checked the ratio).
     let mut planes = vec![0u8; sh.planes[4]];
     let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
-    let mut model = Model::new(rules, sh.planes[1]);
+    let mut model = Model::new(rules, sh.planes[1], refs.data.len());
     let mut d = model::Decoder::new(&refs.data);
     walk_refs(sh, kinds, terms, rules, classes, |ctx, next| {
         let q = model.code(&mut d, ctx, 0);
