@@ -54,7 +54,22 @@
 //! ```text
 //! stream = 0:u8 length bytes:[u8; length]                      stored
 //!        | 1:u8 raw_length length zstd:[u8; length]            one zstd frame
+//!        | 2:u8 raw_length length coded:[u8; length]           context-mixing coder (KINDS, REFS)
 //! ```
+//!
+//! Codec 2 (since this build; files without it read as before) is an adaptive binary
+//! arithmetic coder with context mixing (`file/model.rs` documents the models). For `KINDS`,
+//! each byte (below 4) is two bits in the context of the 1–16 kinds before it. For `REFS`, each
+//! reference is coded as its rule id in the context of what precedes it in expansion order —
+//! the previous symbols, their last terminals, and the function it runs in, from a call stack
+//! kept with each rule's net `Enter`/`Leave` effect over the alphabet of `ALPH` (none in a
+//! version 4 segment, whose alphabet comes later) — so `REFS` is decoded after the other three
+//! streams, walking their structure; its `raw_length` must equal the byte planes' length the
+//! references need. The writer tries codec 2 for these two streams at zstd level 19 and above
+//! (the default; not the recording runtime's level 3) and keeps whichever of stored, zstd and
+//! codec 2 is smallest. It is slow, ~1.5 MB of raw stream per second each way, against zstd's
+//! hundreds: on the high-entropy traces where it wins (zlib paths: 1.93 MB for 2.35 MB) it
+//! makes reading the file take seconds.
 //!
 //! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
 //! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
@@ -128,7 +143,10 @@
 //! 2^31 − 1 rules and 2^31 alphabet entries, so ids fit a [`Symbol`]; nothing after `END `.
 //! A zstd stream is decompressed into a buffer of its declared size only after that size is
 //! checked against the ratio and count bounds above; corrupt or truncated zstd data, or a
-//! wrong size, is a [`WppError::Stream`] naming the stream and its offset.
+//! wrong size, is a [`WppError::Stream`] naming the stream and its offset. So is a codec-2
+//! stream cut short (its decoder would read past its end), with bytes left over, or decoding
+//! to a reference to a rule not yet defined; its model's tables grow with the declared size,
+//! to at most 1024 times the coded bytes and 8 × 16 MiB.
 //! Every error names the section or item and the absolute byte offset; inside a compressed
 //! stream, where bytes have no file offset, it is the offset of the stream's stored bytes. No
 //! allocation is larger than a constant times the file's size (1024 × for decompressed
@@ -147,7 +165,10 @@ use crate::algorithm::Algorithm;
 use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
 use crate::symbol::{Symbol, SymbolKind};
 
+mod model;
 mod rules;
+#[doc(hidden)]
+pub use rules::{modeled_refs, raw_streams};
 mod segments;
 
 pub use segments::{
@@ -520,7 +541,12 @@ impl WppFile {
         let rules = if version == 1 {
             encode_rules_v1(&self.grammar)
         } else {
-            rules::encode(&self.grammar, level, threads)
+            rules::encode(
+                &self.grammar,
+                level,
+                threads,
+                &model::classes(&self.alphabet),
+            )
         };
         put_section(&mut out, RULE, &rules);
         put_section(&mut out, STRT, &encode_starts(&self.grammar));
@@ -597,7 +623,7 @@ impl WppFile {
         let decoded = if version == 1 {
             decode_rules_v1(&mut rules, alphabet.len())?
         } else {
-            rules::decode(&mut rules, alphabet.len())?
+            rules::decode(&mut rules, alphabet.len(), &model::classes(&alphabet))?
         };
         let mut strt = section(&mut r, STRT)?;
         let starts = decode_starts(&mut strt, &decoded, Some(threads))?;

@@ -874,3 +874,201 @@ fn every_zstd_level_reads_back_the_same_file() {
     );
     assert!(sizes[0] > sizes[2], "{sizes:?}");
 }
+
+// ---- codec 2: the context-mixing coder of `KINDS` and `REFS` ----
+
+/// A high-entropy block trace (random calls, trip counts and branches, as
+/// `bench/entropy-trace.py` makes) compressed by the frequency compressor: its `KINDS` and
+/// `REFS` are smallest context-coded.
+fn high_entropy(events: usize, seed: u64) -> WppFile {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut trace = Vec::new();
+    fn run(trace: &mut Vec<Event>, rnd: &mut dyn FnMut(u64) -> u64, f: u32, depth: u32) {
+        trace.push(Event::Enter(wpp_trace::FunctionId(f)));
+        trace.push(Event::Block(BlockId(0)));
+        for _ in 0..rnd(8) {
+            for point in 0..3 {
+                trace.push(Event::Block(BlockId(1 + 2 * point + rnd(2) as u32)));
+            }
+            if depth < 3 && rnd(6) == 0 {
+                let g = rnd(8) as u32;
+                run(trace, rnd, g, depth + 1);
+            }
+        }
+        trace.push(Event::Leave);
+    }
+    while trace.len() < events {
+        let f = rnd(8) as u32;
+        run(&mut trace, &mut rnd, f, 0);
+    }
+    let mut alphabet = Alphabet::new();
+    let terminals: Vec<_> = trace.iter().map(|&e| alphabet.intern(e).unwrap()).collect();
+    let grammar = wpp_grammar::compress(Algorithm::Frequency, &[&terminals]).unwrap();
+    WppFile {
+        program: Default::default(),
+        alphabet,
+        grammar,
+        algorithm: Algorithm::Frequency,
+        events: trace.len() as u64,
+        extra: Vec::new(),
+    }
+}
+
+/// The `RULE` payload's four streams: codec and the range of the stored bytes in the payload.
+fn rule_streams(payload: &[u8]) -> Vec<(u8, std::ops::Range<usize>)> {
+    let mut r = wpp_trace::wire::Reader::new(payload, 0);
+    r.varint("rules").unwrap();
+    r.varint("symbols").unwrap();
+    (0..4)
+        .map(|_| {
+            let codec = r.u8("codec").unwrap();
+            if codec != 0 {
+                r.varint("raw").unwrap();
+            }
+            let len = r.varint("len").unwrap() as usize;
+            let at = r.offset() as usize;
+            r.bytes(len, "data").unwrap();
+            (codec, at..at + len)
+        })
+        .collect()
+}
+
+/// `bytes` with its `RULE` payload replaced (and its length and checksum made right).
+fn with_rule_payload(bytes: &[u8], payload: &[u8]) -> Vec<u8> {
+    let range = rule_payload_range(bytes);
+    let mut head = bytes[..range.start].to_vec();
+    // Drop the old length varint: back up to the tag.
+    let tag_end = head
+        .windows(4)
+        .rposition(|w| w == b"RULE")
+        .expect("RULE tag")
+        + 4;
+    head.truncate(tag_end);
+    write_varint(&mut head, payload.len() as u64);
+    head.extend_from_slice(payload);
+    head.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    head.extend_from_slice(&bytes[range.end + 4..]);
+    head
+}
+
+/// The payload with stream `i`'s stored bytes replaced by `data` (its length fixed).
+fn with_stream(payload: &[u8], i: usize, data: &[u8]) -> Vec<u8> {
+    let streams = rule_streams(payload);
+    let range = streams[i].1.clone();
+    // The length varint sits right before the data; rewrite it.
+    let mut len_at = range.start - 1;
+    while len_at > 0 && payload[len_at - 1] & 0x80 != 0 {
+        len_at -= 1;
+    }
+    let mut out = payload[..len_at].to_vec();
+    write_varint(&mut out, data.len() as u64);
+    out.extend_from_slice(data);
+    out.extend_from_slice(&payload[range.end..]);
+    out
+}
+
+#[test]
+fn high_entropy_streams_are_context_coded_and_read_back() {
+    let file = high_entropy(60_000, 1);
+    let bytes = file.to_bytes().unwrap();
+    let payload = &bytes[rule_payload_range(&bytes)];
+    let codecs: Vec<u8> = rule_streams(payload).iter().map(|s| s.0).collect();
+    assert_eq!(codecs[1], 2, "KINDS context-coded: {codecs:?}");
+    assert_eq!(codecs[3], 2, "REFS context-coded: {codecs:?}");
+    let back = WppFile::from_bytes(&bytes).unwrap();
+    assert_eq!(back, file);
+    check(&back.grammar).unwrap();
+    // The rewriting helpers change nothing when given the same payload.
+    assert_eq!(with_rule_payload(&bytes, payload), bytes);
+}
+
+#[test]
+fn context_coded_streams_cut_short_or_lengthened_are_errors() {
+    let file = high_entropy(6_000, 2);
+    let bytes = file.to_bytes().unwrap();
+    let payload = bytes[rule_payload_range(&bytes)].to_vec();
+    let streams = rule_streams(&payload);
+    for (i, name) in [(1, "KINDS"), (3, "REFS")] {
+        assert_eq!(streams[i].0, 2, "{name} is context-coded");
+        let data = &payload[streams[i].1.clone()];
+        let mut longer = data.to_vec();
+        longer.push(0x55);
+        let cuts = (0..data.len()).map(|cut| data[..cut].to_vec());
+        for (n, changed) in cuts.chain([longer]).enumerate() {
+            let file = with_rule_payload(&bytes, &with_stream(&payload, i, &changed));
+            let e = WppFile::from_bytes(&file).unwrap_err();
+            let (stream, msg) = stream_error(&e).unwrap_or_else(|| panic!("{name} {n}: {e}"));
+            assert_eq!(stream, name, "{n}: {msg}");
+            assert!(e.to_string().contains("byte offset"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn context_coded_streams_with_any_byte_changed_never_panic() {
+    let file = high_entropy(4_000, 3);
+    let bytes = file.to_bytes().unwrap();
+    let payload = bytes[rule_payload_range(&bytes)].to_vec();
+    let streams = rule_streams(&payload);
+    for i in [1, 3] {
+        for at in streams[i].1.clone() {
+            for x in [0x01, 0x80, 0xff] {
+                let mut changed = payload.clone();
+                changed[at] ^= x;
+                if let Ok(f) = WppFile::from_bytes(&with_rule_payload(&bytes, &changed)) {
+                    for s in f.grammar.starts() {
+                        let _ = Expander::new(&f.grammar, s.rule).take(1000).count();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn codec_2_is_checked_before_allocating_and_only_for_kinds_and_refs() {
+    let coded = |raw: u64, data: &[u8]| {
+        let mut out = vec![2];
+        write_varint(&mut out, raw);
+        write_varint(&mut out, data.len() as u64);
+        out.extend_from_slice(data);
+        out
+    };
+    let lens = stored(&[2]);
+    let kinds = stored(&[TERM, TERM]);
+    let terms = stored(&varints(&[0, 1]));
+    // Codec 2 for `LENS` or `TERMS` is unknown.
+    for i in [0, 2] {
+        let mut streams = [lens.clone(), kinds.clone(), terms.clone(), stored(&[])];
+        streams[i] = coded(2, &[0, 0, 0, 0]);
+        let e = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, streams), 0)).unwrap_err();
+        assert!(e.to_string().contains("unknown codec 2"), "{e}");
+    }
+    // Declared sizes beyond the ratio or the counts are refused before decoding.
+    for (i, raw) in [(1, 1 << 40), (3, 1 << 40), (1, 5000), (3, 5000)] {
+        let mut streams = [lens.clone(), kinds.clone(), terms.clone(), stored(&[])];
+        streams[i] = coded(raw, &[0, 0, 0, 0]);
+        let e = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, streams), 0)).unwrap_err();
+        assert!(e.to_string().contains("declares"), "{e}");
+    }
+    // `REFS` must declare exactly what the references need (here none).
+    let streams = [
+        lens.clone(),
+        kinds.clone(),
+        terms.clone(),
+        coded(1, &[0, 0, 0, 0]),
+    ];
+    let e = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, streams), 0)).unwrap_err();
+    assert_eq!(stream_error(&e).map(|s| s.0), Some("REFS"), "{e}");
+    // Two kinds coded: 4 bytes of the coder are enough for any two; the result must then be
+    // valid kinds.
+    let kinds_coded = coded(2, &[0, 0, 0, 0]);
+    let streams = [lens, kinds_coded, terms, stored(&[])];
+    let _ = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, streams), 0));
+}

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use wpp_trace::wire::{write_varint, Reader, WireError};
 use wpp_trace::Terminal;
 
+use super::model::{self, CallStack, Context, Effect, Model, OTHER};
 use super::{DecodedRules, WppError, RULE};
 use crate::grammar::{Grammar, RuleId};
 use crate::symbol::{Symbol, SymbolKind};
@@ -14,6 +15,13 @@ use crate::symbol::{Symbol, SymbolKind};
 const STORED: u8 = 0;
 /// A stream stored as one zstd frame.
 const ZSTD: u8 = 1;
+/// `REFS` only: the rule ids coded by [`model`]'s context-mixing coder, with the other three
+/// streams as context.
+const MODEL: u8 = 2;
+/// The lowest zstd level at which the writer also tries [`MODEL`] (several times slower to
+/// write and to read than zstd, for smaller files): the default of `wpp compress` and
+/// [`WppFile::to_bytes`](super::WppFile::to_bytes), not the recording runtime's level 3.
+pub(super) const MODEL_LEVEL: i32 = 19;
 /// A zstd stream may declare at most this many raw bytes per stored byte; the writer stores a
 /// stream as is when zstd would compress it further (which no real grammar does).
 pub(super) const MAX_RATIO: usize = 1024;
@@ -50,7 +58,9 @@ fn width(defined: u32) -> usize {
 /// Encodes the rules with the start rules as roots if the grammar is numbered in their
 /// depth-first post-order (as SEQUITUR numbers it), else with every rule as its own root.
 /// The four streams are compressed on up to `threads` threads (the same bytes either way).
-pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
+/// `classes` are the terminals' [`model::classes`] (empty in a segmented file, whose alphabet
+/// follows the segments).
+pub(super) fn encode(g: &Grammar, level: i32, threads: usize, classes: &[u64]) -> Vec<u8> {
     let streams = encode_streams(g, g.starts().iter().map(|s| s.rule))
         .or_else(|| encode_streams(g, g.rules()))
         .expect("a bottom-up grammar encodes with every rule as a root");
@@ -59,7 +69,7 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
     write_varint(&mut out, g.num_symbols() as u64);
     let refs = streams.refs.concat();
     let raws = [streams.lens, streams.kinds, streams.terms, refs];
-    for stream in put_streams(&raws, level, threads) {
+    for stream in put_streams(&raws, g.num_rules(), classes, level, threads) {
         out.extend_from_slice(&stream);
     }
     out
@@ -68,10 +78,24 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize) -> Vec<u8> {
 /// Each of `raws` as [`put_stream`] writes it, stream `i` on thread `i % threads` (scoped
 /// threads; zstd at level 19 takes seconds per million symbols, the serial tail of a parallel
 /// `wpp compress` otherwise).
-fn put_streams(raws: &[Vec<u8>; 4], level: i32, threads: usize) -> Vec<Vec<u8>> {
+fn put_streams(
+    raws: &[Vec<u8>; 4],
+    rules: usize,
+    classes: &[u64],
+    level: i32,
+    threads: usize,
+) -> Vec<Vec<u8>> {
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
-        put_stream(&mut out, raw, level);
+        if level < MODEL_LEVEL {
+            put_stream(&mut out, raw, level);
+        } else if std::ptr::eq(raw, &raws[3]) {
+            put_refs(&mut out, raws, rules, classes, level);
+        } else if std::ptr::eq(raw, &raws[1]) {
+            put_smallest(&mut out, raw, model::encode_kinds(raw), level);
+        } else {
+            put_stream(&mut out, raw, level);
+        }
         out
     };
     let threads = threads.clamp(1, raws.len());
@@ -100,6 +124,21 @@ fn put_streams(raws: &[Vec<u8>; 4], level: i32, threads: usize) -> Vec<Vec<u8>> 
     done
 }
 
+/// The four raw streams (`LENS`, `KINDS`, `TERMS`, `REFS`) of `g`'s `RULE` section, before
+/// compression; for measuring coders.
+pub fn raw_streams(g: &Grammar) -> [Vec<u8>; 4] {
+    let s = encode_streams(g, g.starts().iter().map(|s| s.rule))
+        .or_else(|| encode_streams(g, g.rules()))
+        .expect("a bottom-up grammar encodes with every rule as a root");
+    let refs = s.refs.concat();
+    [s.lens, s.kinds, s.terms, refs]
+}
+
+/// `REFS` of `g` coded by the [`MODEL`] coder (`None` without references); for measuring.
+pub fn modeled_refs(g: &Grammar, alphabet: &wpp_trace::Alphabet) -> Option<Vec<u8>> {
+    model_refs(&raw_streams(g), g.num_rules(), &model::classes(alphabet))
+}
+
 /// Appends `raw` as a stream, zstd-compressed at `level` unless that does not make it smaller.
 pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
     if raw.len() > 32 {
@@ -116,6 +155,222 @@ pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
     out.push(STORED);
     write_varint(out, raw.len() as u64);
     out.extend_from_slice(raw);
+}
+
+/// Appends `REFS` (`raws[3]`) as [`put_stream`] does or [`MODEL`]-coded, whichever is
+/// smaller.
+fn put_refs(out: &mut Vec<u8>, raws: &[Vec<u8>; 4], rules: usize, classes: &[u64], level: i32) {
+    put_smallest(out, &raws[3], model_refs(raws, rules, classes), level);
+}
+
+/// Appends `raw` as [`put_stream`] does or as `coded`, its [`MODEL`] coding, whichever is
+/// smaller (and `coded` only within [`MAX_RATIO`]).
+fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, level: i32) {
+    let mut plain = Vec::new();
+    put_stream(&mut plain, raw, level);
+    if let Some(coded) = coded {
+        let mut modeled = vec![MODEL];
+        write_varint(&mut modeled, raw.len() as u64);
+        write_varint(&mut modeled, coded.len() as u64);
+        modeled.extend_from_slice(&coded);
+        if modeled.len() < plain.len() && raw.len() <= MAX_RATIO * coded.len() {
+            out.extend_from_slice(&modeled);
+            return;
+        }
+    }
+    out.extend_from_slice(&plain);
+}
+
+/// `REFS` coded by the model; `None` when there are no references.
+pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize, classes: &[u64]) -> Option<Vec<u8>> {
+    let stream = |i: usize| Stream {
+        name: NAMES[i],
+        data: Cow::Borrowed(&raws[i][..]),
+        offset: 0,
+        compressed: false,
+        pending: None,
+    };
+    let (kinds, terms) = (stream(1), stream(2));
+    let sh = shape(&stream(0), &kinds, rules).ok()?;
+    let refs = sh.planes[1];
+    if refs == 0 || sh.planes[4] != raws[3].len() {
+        return None;
+    }
+    let planes = &raws[3];
+    let bits = usize::BITS - rules.saturating_sub(1).leading_zeros();
+    model::settle(bits, refs, |coded| {
+        let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
+        let mut model = Model::new(rules, refs, coded);
+        let mut e = model::Encoder::new();
+        walk_refs(&sh, &kinds, &terms, rules, classes, |ctx, next| {
+            let mut dist = 0u32;
+            for (k, a) in at[..width(next)].iter_mut().enumerate() {
+                dist |= u32::from(planes[*a]) << (8 * k);
+                *a += 1;
+            }
+            let q = next - 1 - dist;
+            model.code(&mut e, ctx, q);
+            Ok(q)
+        })
+        .ok()?;
+        Some(e.finish())
+    })
+}
+
+/// Decodes a [`MODEL`]-coded `KINDS` of `raw` bytes (bounded by the caller).
+fn unmodel_kinds(kinds: &Stream<'_>, raw: u64) -> Result<Vec<u8>, WppError> {
+    let mut m = model::KindsModel::new(raw as usize, kinds.data.len());
+    let mut d = model::Decoder::new(&kinds.data);
+    let mut out = Vec::with_capacity(raw as usize);
+    for _ in 0..raw {
+        out.push(m.code(&mut d, 0));
+        if d.overran() {
+            return Err(kinds.error("the coded kinds end too soon".into()));
+        }
+    }
+    if d.read() != kinds.data.len() {
+        return Err(kinds.error(format!(
+            "the coded kinds use {} of its {} bytes",
+            d.read(),
+            kinds.data.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// Decodes a [`MODEL`]-coded `REFS` of `raw` bytes into its byte planes.
+fn unmodel_refs(
+    sh: &Shape,
+    kinds: &Stream<'_>,
+    terms: &Stream<'_>,
+    refs: &Stream<'_>,
+    rules: usize,
+    raw: u64,
+    classes: &[u64],
+) -> Result<Vec<u8>, WppError> {
+    if raw != sh.planes[4] as u64 {
+        return Err(refs.error(format!(
+            "declares {raw} raw bytes, but the references need {}",
+            sh.planes[4]
+        )));
+    }
+    // `raw` is bounded by the stored bytes (read_stream checked the ratio).
+    let mut planes = vec![0u8; sh.planes[4]];
+    let mut at: [usize; 4] = sh.planes[..4].try_into().expect("4 planes");
+    let mut model = Model::new(rules, sh.planes[1], refs.data.len());
+    let mut d = model::Decoder::new(&refs.data);
+    walk_refs(sh, kinds, terms, rules, classes, |ctx, next| {
+        let q = model.code(&mut d, ctx, 0);
+        if d.overran() {
+            return Err(refs.error("the coded references end too soon".into()));
+        }
+        if q >= next {
+            return Err(refs.error(format!(
+                "a reference to rule {q}, but only {next} rules precede it"
+            )));
+        }
+        let dist = (next - 1 - q).to_le_bytes();
+        for (k, a) in at[..width(next)].iter_mut().enumerate() {
+            planes[*a] = dist[k];
+            *a += 1;
+        }
+        Ok(q)
+    })?;
+    if d.read() != refs.data.len() {
+        return Err(refs.error(format!(
+            "the coded references use {} of its {} bytes",
+            d.read(),
+            refs.data.len()
+        )));
+    }
+    Ok(planes)
+}
+
+/// Walks the definitions in file order, as [`decode_bodies`] does, calling `code` for every
+/// reference with its [`Context`] and the number of rules defined before it; `code` returns
+/// the rule referred to, below that number.
+fn walk_refs(
+    sh: &Shape,
+    kinds: &Stream<'_>,
+    terms: &Stream<'_>,
+    rules: usize,
+    classes: &[u64],
+    mut code: impl FnMut(&Context, u32) -> Result<u32, WppError>,
+) -> Result<(), WppError> {
+    struct Open {
+        def: usize,
+        read: u32,
+        ctx: Context,
+        effect: Effect,
+    }
+    // Per rule, the last terminal of its expansion (before its first use, if it is empty:
+    // the reader rejects references to it), and its effect on the call stack.
+    let mut last = vec![u64::MAX; rules];
+    let mut effect = vec![Effect::NONE; rules];
+    let mut calls = CallStack::default();
+    let mut tr = terms.reader();
+    let kind_bytes: &[u8] = &kinds.data;
+    let mut k = 0usize;
+    let mut next_def = 0usize;
+    // Rules defined so far.
+    let mut next = 0u32;
+    let mut stack: Vec<Open> = Vec::new();
+    while next_def < rules {
+        stack.push(Open {
+            def: next_def,
+            read: 0,
+            ctx: Context::NONE,
+            effect: Effect::NONE,
+        });
+        next_def += 1;
+        calls.clear();
+        while let Some(top) = stack.last_mut() {
+            if top.read == sh.body_len[top.def] {
+                let id = sh.id[top.def] as usize;
+                last[id] = top.ctx.t1;
+                effect[id] = top.effect;
+                next += 1;
+                stack.pop();
+                if let Some(parent) = stack.last_mut() {
+                    parent.ctx = parent.ctx.then(id as u64, last[id], calls.top());
+                    parent.effect = parent.effect.then(effect[id]);
+                }
+                continue;
+            }
+            top.read += 1;
+            // The shape walk checked the kinds' count and values.
+            let kind = kind_bytes[k];
+            k += 1;
+            match kind {
+                TERMINAL => {
+                    let t = tr.varint("terminal").map_err(|e| terms.fix(e))?;
+                    let class = usize::try_from(t).ok().and_then(|t| classes.get(t));
+                    let e = Effect::of(class.copied().unwrap_or(OTHER));
+                    calls.apply(e);
+                    top.effect = top.effect.then(e);
+                    top.ctx = top.ctx.then(t | 1 << 40, t, calls.top());
+                }
+                REFERENCE => {
+                    let q = code(&top.ctx, next)?;
+                    let e = effect[q as usize];
+                    calls.apply(e);
+                    top.effect = top.effect.then(e);
+                    top.ctx = top.ctx.then(u64::from(q), last[q as usize], calls.top());
+                }
+                _ => {
+                    let ctx = top.ctx;
+                    stack.push(Open {
+                        def: next_def,
+                        read: 0,
+                        ctx,
+                        effect: Effect::NONE,
+                    });
+                    next_def += 1;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Walks each root depth-first, defining a rule inline at its first use; `None` if the rules
@@ -173,6 +428,8 @@ pub(super) struct Stream<'a> {
     /// File offset of the stream's stored bytes.
     pub(super) offset: u64,
     pub(super) compressed: bool,
+    /// A [`MODEL`]-coded stream not decoded yet: its raw length (`data` is the stored bytes).
+    pending: Option<u64>,
 }
 
 impl<'a> Stream<'a> {
@@ -213,6 +470,27 @@ pub(super) fn read_stream<'a>(
     name: &'static str,
     limit: u64,
 ) -> Result<Stream<'a>, WppError> {
+    read_stream_of(r, name, limit, Modeled::No)
+}
+
+/// Which [`MODEL`] coding a stream may have.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Modeled {
+    No,
+    /// [`model::KindsModel`], decoded at once.
+    Kinds,
+    /// [`model::Model`], decoded once the other streams are ([`Stream::pending`]).
+    Refs,
+}
+
+/// [`read_stream`], also accepting a [`MODEL`]-coded stream if `modeled` (left for the caller
+/// to decode: [`Stream::pending`]).
+fn read_stream_of<'a>(
+    r: &mut Reader<'a>,
+    name: &'static str,
+    limit: u64,
+    modeled: Modeled,
+) -> Result<Stream<'a>, WppError> {
     let codec_offset = r.offset();
     let codec = r.u8("stream codec")?;
     match codec {
@@ -232,6 +510,7 @@ pub(super) fn read_stream<'a>(
                 data: Cow::Borrowed(data),
                 offset,
                 compressed: false,
+                pending: None,
             })
         }
         ZSTD => {
@@ -269,7 +548,38 @@ pub(super) fn read_stream<'a>(
                 data: Cow::Owned(out),
                 offset,
                 compressed: true,
+                pending: None,
             })
+        }
+        MODEL if modeled != Modeled::No => {
+            let raw_offset = r.offset();
+            let raw = r.varint("stream raw length")?;
+            let len = r.count(1, "stream length")?;
+            let offset = r.offset();
+            let data = r.bytes(len, "stream bytes")?;
+            let cap = limit.min((MAX_RATIO * len) as u64);
+            if raw > cap {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset: raw_offset,
+                    message: format!(
+                        "declares {raw} raw bytes, more than {cap} ({MAX_RATIO} × the {len} \
+                         stored bytes, and what the counts allow)"
+                    ),
+                });
+            }
+            let mut stream = Stream {
+                name,
+                data: Cow::Borrowed(data),
+                offset,
+                compressed: true,
+                pending: Some(raw),
+            };
+            if modeled == Modeled::Kinds {
+                stream.data = Cow::Owned(unmodel_kinds(&stream, raw)?);
+                stream.pending = None;
+            }
+            Ok(stream)
         }
         _ => Err(WppError::Stream {
             stream: name,
@@ -280,16 +590,21 @@ pub(super) fn read_stream<'a>(
 }
 
 /// Decodes and validates the section; see the module documentation for what is checked.
-pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules, WppError> {
+/// `classes` as for [`encode`].
+pub(super) fn decode(
+    r: &mut Reader<'_>,
+    alphabet: usize,
+    classes: &[u64],
+) -> Result<DecodedRules, WppError> {
     // Every rule has a body length in `LENS` and every symbol a byte in `KINDS`, so the
     // streams bound the counts; the counts in turn bound the streams. Varints of 32-bit
     // values take at most 5 bytes.
     let rules = r.varint_max((1 << 31) - 1, "rule count")?;
     let symbols = r.varint_max(u64::from(u32::MAX), "symbol count")?;
     let lens = read_stream(r, NAMES[0], 5 * rules)?;
-    let kinds = read_stream(r, NAMES[1], symbols)?;
+    let kinds = read_stream_of(r, NAMES[1], symbols, Modeled::Kinds)?;
     let terms = read_stream(r, NAMES[2], 5 * symbols)?;
-    let refs = read_stream(r, NAMES[3], 4 * symbols)?;
+    let mut refs = read_stream_of(r, NAMES[3], 4 * symbols, Modeled::Refs)?;
     super::finished(r, RULE)?;
     if (lens.data.len() as u64) < rules {
         return Err(lens.error(format!("too short for {rules} rules")));
@@ -303,6 +618,11 @@ pub(super) fn decode(r: &mut Reader<'_>, alphabet: usize) -> Result<DecodedRules
     // Both counts are now bounded by bytes held in memory.
     let (rules, symbols) = (rules as usize, symbols as usize);
     let shape = shape(&lens, &kinds, rules)?;
+    if let Some(raw) = refs.pending {
+        let planes = unmodel_refs(&shape, &kinds, &terms, &refs, rules, raw, classes)?;
+        refs.data = Cow::Owned(planes);
+        refs.pending = None;
+    }
     decode_bodies(&shape, &kinds, &terms, &refs, rules, symbols, alphabet)
 }
 
@@ -553,4 +873,66 @@ fn decode_bodies(
         return Err(terms.error("has unread bytes".into()));
     }
     Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{compress, Algorithm};
+    use proptest::prelude::*;
+
+    /// `REFS` of `g` through the model and back.
+    fn refs_round_trip(g: &Grammar, classes: &[u64]) {
+        let raws = raw_streams(g);
+        let Some(coded) = model_refs(&raws, g.num_rules(), classes) else {
+            assert!(raws[3].is_empty());
+            return;
+        };
+        let stream = |i: usize, data: &[u8]| Stream {
+            name: NAMES[i],
+            data: Cow::Owned(data.to_vec()),
+            offset: 0,
+            compressed: i == 3,
+            pending: None,
+        };
+        let (kinds, terms) = (stream(1, &raws[1]), stream(2, &raws[2]));
+        let sh = shape(&stream(0, &raws[0]), &kinds, g.num_rules()).unwrap();
+        let refs = stream(3, &coded);
+        let raw = raws[3].len() as u64;
+        let back = unmodel_refs(&sh, &kinds, &terms, &refs, g.num_rules(), raw, classes);
+        assert_eq!(back.unwrap(), raws[3]);
+        // Cut short anywhere, or with a byte more, it is an error.
+        for cut in 0..coded.len() {
+            let refs = stream(3, &coded[..cut]);
+            let e = unmodel_refs(&sh, &kinds, &terms, &refs, g.num_rules(), raw, classes);
+            assert!(
+                matches!(e, Err(WppError::Stream { stream: "REFS", .. })),
+                "cut {cut}"
+            );
+        }
+        let mut longer = coded.clone();
+        longer.push(0);
+        let refs = stream(3, &longer);
+        let e = unmodel_refs(&sh, &kinds, &terms, &refs, g.num_rules(), raw, classes);
+        assert!(matches!(e, Err(WppError::Stream { stream: "REFS", .. })));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn random_grammars_refs_round_trip(
+            streams in prop::collection::vec(prop::collection::vec(0u32..6, 0..300), 1..3),
+            frequency in any::<bool>(),
+        ) {
+            let ts: Vec<Vec<Terminal>> =
+                streams.iter().map(|s| s.iter().map(|&t| Terminal(t)).collect()).collect();
+            let refs: Vec<&[Terminal]> = ts.iter().map(|s| s.as_slice()).collect();
+            let algorithm = if frequency { Algorithm::Frequency } else { Algorithm::Sequitur };
+            let g = compress(algorithm, &refs).unwrap();
+            // Terminals 0 and 1 enter functions 3 and 4, terminal 2 leaves.
+            refs_round_trip(&g, &[3, 4, model::LEAVE, model::OTHER, model::OTHER]);
+            refs_round_trip(&g, &[]);
+        }
+    }
 }

@@ -138,7 +138,7 @@ impl<W: Write> SegmentWriter<W> {
         let mut payload = Vec::new();
         write_varint(&mut payload, self.segments);
         write_varint(&mut payload, events);
-        let rules = rules::encode(g, self.level, self.threads);
+        let rules = rules::encode(g, self.level, self.threads, &[]);
         write_varint(&mut payload, rules.len() as u64);
         payload.extend_from_slice(&rules);
         drop(rules);
@@ -283,7 +283,7 @@ fn split<'a>(r: &mut Reader<'a>) -> Result<(Vec<Reader<'a>>, u64, Reader<'a>), W
 /// Reads segment number `index` over an alphabet of `alphabet` terminals.
 fn decode_segment(r: &mut Reader<'_>, index: usize, alphabet: usize) -> Result<Grammar, WppError> {
     let (_, mut rule_bytes) = segment_header(r, index)?;
-    let decoded = rules::decode(&mut rule_bytes, alphabet)?;
+    let decoded = rules::decode(&mut rule_bytes, alphabet, &[])?;
     let starts = decode_starts(r, &decoded, None)?;
     super::finished(r, STRT)?;
     let bodies = decoded.ends.iter().scan(0, |from, &to| {
