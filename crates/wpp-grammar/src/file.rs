@@ -65,11 +65,12 @@
 //! kept with each rule's net `Enter`/`Leave` effect over the alphabet of `ALPH` (none in a
 //! version 4 segment, whose alphabet comes later) — so `REFS` is decoded after the other three
 //! streams, walking their structure; its `raw_length` must equal the byte planes' length the
-//! references need. The writer tries codec 2 for these two streams at zstd level 19 and above
-//! (the default; not the recording runtime's level 3) and keeps whichever of stored, zstd and
-//! codec 2 is smallest. It is slow, ~1.5 MB of raw stream per second each way, against zstd's
-//! hundreds: on the high-entropy traces where it wins (zlib paths: 1.93 MB for 2.35 MB) it
-//! makes reading the file take seconds.
+//! references need. The writer tries codec 2 for these two streams only when asked for the
+//! smallest file (level [`SMALLEST_LEVEL`], `wpp compress --smallest`) and keeps whichever of
+//! stored, zstd and codec 2 is smallest. It is slow, ~1.5 MB of raw stream per second each
+//! way, against zstd's hundreds: on the high-entropy traces where it wins (zlib paths:
+//! 1.93 MB for 2.35 MB) reading the file takes seconds, so it is for archives, not for files
+//! queried often.
 //!
 //! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
 //! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
@@ -167,6 +168,7 @@ use crate::symbol::{Symbol, SymbolKind};
 
 mod model;
 mod rules;
+pub use rules::SMALLEST_LEVEL;
 #[doc(hidden)]
 pub use rules::{modeled_refs, raw_streams};
 mod segments;

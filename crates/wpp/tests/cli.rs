@@ -297,6 +297,17 @@ fn any_zstd_level_verifies() {
     let r = wpp(&["compress", &trace, "-o", &out, "--zstd-level", "0"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("--zstd-level"), "{}", r.stderr);
+    // The smallest file (context-coded rule streams) verifies, and is no larger.
+    let small = dir.path("s.wpp");
+    for algorithm in ["sequitur", "frequency"] {
+        ok(&["compress", &trace, "-o", &out, "--algorithm", algorithm]);
+        ok(&["compress", &trace, "-o", &small, "--algorithm", algorithm, "--smallest"]);
+        ok(&["verify", &small, &trace]);
+        let size = |p: &str| std::fs::metadata(p).unwrap().len();
+        assert!(size(&small) <= size(&out), "{algorithm}");
+    }
+    let r = wpp(&["compress", &trace, "-o", &out, "--smallest", "--zstd-level", "3"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
 }
 
 /// A `.wpp` compresses again with any algorithm; the oracle is `verify` against the original

@@ -18,10 +18,10 @@ const ZSTD: u8 = 1;
 /// `REFS` only: the rule ids coded by [`model`]'s context-mixing coder, with the other three
 /// streams as context.
 const MODEL: u8 = 2;
-/// The lowest zstd level at which the writer also tries [`MODEL`] (several times slower to
-/// write and to read than zstd, for smaller files): the default of `wpp compress` and
-/// [`WppFile::to_bytes`](super::WppFile::to_bytes), not the recording runtime's level 3.
-pub(super) const MODEL_LEVEL: i32 = 19;
+/// The level at which the writer also tries [`MODEL`]: zstd's highest, asked for explicitly
+/// (`wpp compress --smallest`), because a [`MODEL`] stream is some hundred times slower to
+/// read than zstd (seconds per MB of rules) and every query of the file reads it.
+pub const SMALLEST_LEVEL: i32 = 22;
 /// A zstd stream may declare at most this many raw bytes per stored byte; the writer stores a
 /// stream as is when zstd would compress it further (which no real grammar does).
 pub(super) const MAX_RATIO: usize = 1024;
@@ -87,7 +87,7 @@ fn put_streams(
 ) -> Vec<Vec<u8>> {
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
-        if level < MODEL_LEVEL {
+        if level < SMALLEST_LEVEL {
             put_stream(&mut out, raw, level);
         } else if std::ptr::eq(raw, &raws[3]) {
             put_refs(&mut out, raws, rules, classes, level);
