@@ -301,12 +301,28 @@ fn any_zstd_level_verifies() {
     let small = dir.path("s.wpp");
     for algorithm in ["sequitur", "frequency"] {
         ok(&["compress", &trace, "-o", &out, "--algorithm", algorithm]);
-        ok(&["compress", &trace, "-o", &small, "--algorithm", algorithm, "--smallest"]);
+        ok(&[
+            "compress",
+            &trace,
+            "-o",
+            &small,
+            "--algorithm",
+            algorithm,
+            "--smallest",
+        ]);
         ok(&["verify", &small, &trace]);
         let size = |p: &str| std::fs::metadata(p).unwrap().len();
         assert!(size(&small) <= size(&out), "{algorithm}");
     }
-    let r = wpp(&["compress", &trace, "-o", &out, "--smallest", "--zstd-level", "3"]);
+    let r = wpp(&[
+        "compress",
+        &trace,
+        "-o",
+        &out,
+        "--smallest",
+        "--zstd-level",
+        "3",
+    ]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
 }
 
