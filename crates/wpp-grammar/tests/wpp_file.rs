@@ -921,7 +921,7 @@ fn high_entropy(events: usize, seed: u64) -> WppFile {
 }
 
 /// The `RULE` payload's four streams: codec and the range of the stored bytes in the payload.
-fn rule_streams(payload: &[u8]) -> Vec<(u8, std::ops::Range<usize>)> {
+fn rule_streams(payload: &[u8]) -> Vec<StreamAt> {
     let mut r = wpp_trace::wire::Reader::new(payload, 0);
     r.varint("rules").unwrap();
     r.varint("symbols").unwrap();
@@ -994,14 +994,23 @@ fn high_entropy_streams_are_context_coded_and_read_back() {
     assert!(rule_streams(payload).iter().all(|s| s.0 < 2));
 }
 
-#[test]
-fn context_coded_streams_cut_short_or_lengthened_are_errors() {
-    let file = high_entropy(6_000, 2);
-    let bytes = file
+/// A stream of a `RULE` payload: its codec and where its stored bytes are.
+type StreamAt = (u8, std::ops::Range<usize>);
+
+/// A high-entropy file written as small as it goes: its bytes, its `RULE` payload, and the
+/// payload's streams.
+fn smallest(events: usize, seed: u64) -> (Vec<u8>, Vec<u8>, Vec<StreamAt>) {
+    let bytes = high_entropy(events, seed)
         .to_bytes_with_level(wpp_grammar::file::SMALLEST_LEVEL)
         .unwrap();
     let payload = bytes[rule_payload_range(&bytes)].to_vec();
     let streams = rule_streams(&payload);
+    (bytes, payload, streams)
+}
+
+#[test]
+fn context_coded_streams_cut_short_or_lengthened_are_errors() {
+    let (bytes, payload, streams) = smallest(6_000, 2);
     for (i, name) in [(1, "KINDS"), (3, "REFS")] {
         assert_eq!(streams[i].0, 2, "{name} is context-coded");
         let data = &payload[streams[i].1.clone()];
@@ -1020,12 +1029,7 @@ fn context_coded_streams_cut_short_or_lengthened_are_errors() {
 
 #[test]
 fn context_coded_streams_with_any_byte_changed_never_panic() {
-    let file = high_entropy(4_000, 3);
-    let bytes = file
-        .to_bytes_with_level(wpp_grammar::file::SMALLEST_LEVEL)
-        .unwrap();
-    let payload = bytes[rule_payload_range(&bytes)].to_vec();
-    let streams = rule_streams(&payload);
+    let (bytes, payload, streams) = smallest(4_000, 3);
     for i in [1, 3] {
         for at in streams[i].1.clone() {
             for x in [0x01, 0x80, 0xff] {

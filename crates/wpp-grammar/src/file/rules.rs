@@ -228,14 +228,20 @@ fn unmodel_kinds(kinds: &Stream<'_>, raw: u64) -> Result<Vec<u8>, WppError> {
             return Err(kinds.error("the coded kinds end too soon".into()));
         }
     }
-    if d.read() != kinds.data.len() {
-        return Err(kinds.error(format!(
-            "the coded kinds use {} of its {} bytes",
-            d.read(),
-            kinds.data.len()
-        )));
-    }
+    used_up(kinds, &d, "kinds")?;
     Ok(out)
+}
+
+/// A [`MODEL`]-coded stream ends where its decoder does: bytes left over are an error.
+fn used_up(s: &Stream<'_>, d: &model::Decoder<'_>, what: &str) -> Result<(), WppError> {
+    match d.read() == s.data.len() {
+        true => Ok(()),
+        false => Err(s.error(format!(
+            "the coded {what} use {} of its {} bytes",
+            d.read(),
+            s.data.len()
+        ))),
+    }
 }
 
 /// Decodes a [`MODEL`]-coded `REFS` of `raw` bytes into its byte planes.
@@ -276,13 +282,7 @@ fn unmodel_refs(
         }
         Ok(q)
     })?;
-    if d.read() != refs.data.len() {
-        return Err(refs.error(format!(
-            "the coded references use {} of its {} bytes",
-            d.read(),
-            refs.data.len()
-        )));
-    }
+    used_up(refs, &d, "references")?;
     Ok(planes)
 }
 
