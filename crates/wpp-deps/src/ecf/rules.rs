@@ -41,24 +41,12 @@ use super::{check_function, malformed, site, Call, EcfDependence, EcfError, Open
 use crate::chain::{statement_uses, ChainIndex};
 use crate::memdb::{AccessKind, MemoryDb};
 
-/// What [`recover_loads`] read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Walked {
-    /// The eCF's events.
-    pub events: u64,
-    /// Of which were read one by one (both passes); the rest were summarized.
-    pub expanded: u64,
-    /// Rule summaries computed (both passes).
-    pub summaries: u64,
-    /// Each load asked for, with its block's executions (its instances where blocks run
-    /// whole: `ChainFreq`'s denominators, as [`super::Recovered::instances`]).
-    pub instances: Vec<(u32, u64)>,
-}
-
 /// Recovers the dependences of `loads` from the eWPP grammar `grammar` (start rule `start`,
 /// terminals `alphabet`), calling `on_dep` for each in eCF order: exactly the dependences
 /// [`super::recover`] finds for those loads on the expanded eCF, or its error where the path
-/// to them is damaged.
+/// to them is damaged. Returns each load asked for, in id order, with its block's executions
+/// (its instances where blocks run whole: `ChainFreq`'s denominators, as
+/// [`super::Recovered::instances`]).
 pub fn recover_loads(
     db: &MemoryDb,
     grammar: &Grammar,
@@ -66,14 +54,13 @@ pub fn recover_loads(
     start: RuleId,
     loads: &[u32],
     mut on_dep: impl FnMut(EcfDependence),
-) -> Result<Walked, EcfError> {
+) -> Result<Vec<(u32, u64)>, EcfError> {
     let loads: FxHashSet<u32> = loads
         .iter()
         .copied()
         .filter(|&u| db.get(u).is_some_and(|i| i.kind == AccessKind::Load))
         .collect();
     let mut blocks: Vec<u32> = loads.iter().copied().collect();
-    let mut walked = Walked::default();
     let mut sources = FxHashSet::default();
     let mut first = Walker::new(db, grammar, alphabet, &loads, &blocks);
     // An error here (a damaged eCF, one cut short in a check) stops the second pass at the
@@ -82,8 +69,6 @@ pub fn recover_loads(
         sources.insert(call.head(db)?.d);
         Ok(())
     });
-    walked.expanded += first.expanded;
-    walked.summaries += first.summaries.len() as u64;
     blocks.extend(sources);
     let mut second = Walker::new(db, grammar, alphabet, &loads, &blocks);
     // The predictions of a load's checks depend only on its earlier checks, all read here.
@@ -96,19 +81,13 @@ pub fn recover_loads(
         on_dep(call.dependence(db, runs, state.top(), &mut previous)?);
         Ok(())
     })?;
-    walked.expanded += second.expanded;
-    walked.summaries += second.summaries.len() as u64;
-    walked.events = grammar.expanded_len(start);
     let mut asked: Vec<u32> = loads.into_iter().collect();
     asked.sort_unstable();
-    walked.instances = asked
-        .into_iter()
-        .map(|u| {
-            let i = &db.instructions[u as usize];
-            (u, end.runs(&second.slots, i.function, i.block))
-        })
-        .collect();
-    Ok(walked)
+    let instances = asked.into_iter().map(|u| {
+        let i = &db.instructions[u as usize];
+        (u, end.runs(&second.slots, i.function, i.block))
+    });
+    Ok(instances.collect())
 }
 
 /// One frame of the walk's call stack: its function and its current block with that block
@@ -394,7 +373,6 @@ struct Walker<'a> {
     summary_counts: Vec<(u32, u64)>,
     /// Summaries being computed; the allocations are kept from one to the next.
     jobs: Vec<Job>,
-    expanded: u64,
 }
 
 impl<'a> Walker<'a> {
@@ -428,7 +406,6 @@ impl<'a> Walker<'a> {
             summary_frames: Vec::new(),
             summary_counts: Vec::new(),
             jobs: Vec::new(),
-            expanded: 0,
         }
     }
 
@@ -462,7 +439,6 @@ impl<'a> Walker<'a> {
             let c = match sym.kind() {
                 SymbolKind::Terminal(term) => {
                     t += 1;
-                    self.expanded += 1;
                     let e = self.event(term, t)?;
                     calls = self.leaf(e, t, calls, &mut state, &mut on_call)?;
                     continue;
@@ -713,11 +689,11 @@ pub fn chain_index(
             break;
         }
         let mut stores = FxHashSet::default();
-        let walked = recover_loads(db, grammar, alphabet, start, &level, |d| {
+        let runs = recover_loads(db, grammar, alphabet, start, &level, |d| {
             stores.insert(d.store.id);
             deps.push((d.load, d.store));
         })?;
-        for (u, n) in walked.instances {
+        for (u, n) in runs {
             instances[u as usize] = n;
         }
         let next = stores
