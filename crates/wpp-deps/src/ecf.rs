@@ -631,10 +631,21 @@ pub struct EcfDependence {
     pub unexpected: bool,
     /// The check's comparisons (Table IX): the search's, or 1 for the fixed-cost `LAST`.
     pub comparisons: u32,
-    /// The pair's previous dependence predicted it (`AGAIN`, `NEXT`).
-    pub predicted: bool,
+    /// How the check found the writer.
+    pub found: Found,
     /// The comparisons a linear scan from the newest instance would take (Table IX, Figure 8).
     pub linear: u64,
+}
+
+/// How a check found a dependence's writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Found {
+    /// Fixed cost: the source's latest instance (`LAST`).
+    Last,
+    /// The pair's previous dependence predicted it (`AGAIN`, `NEXT`).
+    Predicted,
+    /// The binary search.
+    Searched,
 }
 
 /// Recovers every dependence of an eCF (§5), calling `on_dep` for each, in eCF order.
@@ -882,7 +893,12 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             load: Instance { id: u, n: n_load },
             unexpected,
             comparisons,
-            predicted: matches!(first, AGAIN | NEXT),
+            // Any other use of these blocks failed the search above.
+            found: match first {
+                LAST => Found::Last,
+                AGAIN | NEXT => Found::Predicted,
+                _ => Found::Searched,
+            },
             linear: len - n + 1,
         })
     }

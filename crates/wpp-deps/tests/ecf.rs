@@ -138,6 +138,9 @@ proptest! {
         prop_assert!(built.stats.binary <= built.stats.linear + built.stats.dependences * 64);
         prop_assert_eq!(got.iter().map(|d| u64::from(d.comparisons)).sum::<u64>(), built.stats.binary);
         prop_assert_eq!(got.iter().map(|d| d.linear).sum::<u64>(), built.stats.linear);
+        let count = |f| got.iter().filter(|d| d.found == f).count() as u64;
+        prop_assert_eq!(count(ecf::Found::Last), built.stats.fixed);
+        prop_assert_eq!(count(ecf::Found::Predicted), built.stats.predicted);
         // Without the check calls, the eCF is the block trace.
         let check = ecf::check_function(db);
         let mut depth = 0;
@@ -257,7 +260,7 @@ fn binary_search_by_hand() {
             load: Instance { id: 1, n: 6 },
             unexpected: false,
             comparisons: 3,
-            predicted: false,
+            found: ecf::Found::Searched,
             linear: 4,
         }]
     );

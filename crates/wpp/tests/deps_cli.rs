@@ -261,6 +261,9 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (code, stats, err) = wpp(&["deps", "stats", w]);
     assert_eq!(code, Some(0), "{err}");
     assert!(stats.contains("dependences          2"), "{stats}");
+    // As `wpp deps ecf` counted them when it wrote the checks.
+    assert!(stats.contains("fixed-cost           2"), "{stats}");
+    assert!(stats.contains("predicted            0"), "{stats}");
     // One load of a `.wpp` is answered on its rules, as the whole listing has it.
     for load in ["1", ":2"] {
         let (code, got, err) = wpp(&["deps", "list", w, "--load", load]);

@@ -476,8 +476,8 @@ fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow
     ecf_recover(file, db, source, count, |d| {
         dependences += 1;
         unexpected += usize::from(d.unexpected);
-        fixed_cost += usize::from(d.comparisons == 1 && !d.predicted);
-        predicted += usize::from(d.predicted);
+        fixed_cost += usize::from(d.found == ecf::Found::Last);
+        predicted += usize::from(d.found == ecf::Found::Predicted);
         comparisons += u64::from(d.comparisons);
         linear += d.linear;
     })?;
