@@ -391,6 +391,11 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
             )
             .map_err(anyhow::Error::from)
         };
+        // A reader that went away (`| head`) wants no more: end here rather than recover the
+        // rest of the run for nobody (the recovery walks have no early exit).
+        if err.as_ref().is_err_and(crate::is_broken_pipe) {
+            std::process::exit(0);
+        }
     };
     match input {
         Input::At(r) => {
