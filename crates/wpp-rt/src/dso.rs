@@ -147,6 +147,7 @@ fn register(p: &mut Process, db: &[u8], memory: Option<&[u8]>) -> Result<Bases, 
     }
     let program = crate::embedded(db).ok_or_else(|| format!("{name}'s database is unreadable"))?;
     let memory = memory.map(|m| memory_db(m, &name)).transpose()?;
+    let memory_ids = p.modules.memory_ids();
     let bases = p
         .modules
         .register(&name, db, program, memory)
@@ -154,7 +155,8 @@ fn register(p: &mut Process, db: &[u8], memory: Option<&[u8]>) -> Result<Bases, 
     if p.started {
         announce(p.modules.merged());
     }
-    if p.memory_started && bases.memory.is_some() {
+    // A reload gets its range back: the address trace's database already describes it.
+    if p.memory_started && p.modules.memory_ids() > memory_ids {
         crate::addr::grown(&encoded(&p.modules.merged_memory()));
     }
     Ok(bases)

@@ -269,6 +269,11 @@ impl Modules {
         Ok(bases)
     }
 
+    /// How many memory-instruction ids the modules' ranges hold.
+    pub fn memory_ids(&self) -> u64 {
+        self.next_memory
+    }
+
     /// Whether any module registered memory instructions.
     pub fn has_memory(&self) -> bool {
         self.modules.iter().any(|m| m.memory.is_some())
@@ -284,7 +289,7 @@ impl Modules {
             .filter_map(|m| m.memory.as_ref().map(|(at, db)| (*at, m.base, db)))
             .collect();
         ranges.sort_unstable_by_key(|&(at, ..)| at);
-        let mut instructions = Vec::with_capacity(self.next_memory as usize);
+        let mut instructions = Vec::with_capacity(self.memory_ids() as usize);
         for (at, base, db) in ranges {
             debug_assert_eq!(at as usize, instructions.len(), "memory ranges are dense");
             instructions.extend(db.instructions.iter().map(|i| MemInstr {
