@@ -876,6 +876,14 @@ fn shared_libraries_record_their_accesses() {
     assert_eq!(marked(&with_lib), want);
     // Equivalence: one executable of the same sources (the late library still `dlopen`ed).
     assert_eq!(listed_deps(&p, "one.trace.at"), with_lib);
+    // The eCF of the recording pairs the block trace's function ids with the address
+    // trace's instructions, and fails unless its dependences equal the address trace's.
+    let ecf = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["deps", "ecf", "lib.trace.at", "lib.trace", "-o", "lib.ecf"])
+        .current_dir(p.path(""))
+        .output()
+        .expect("wpp runs");
+    assert!(ecf.status.success(), "{ecf:?}");
 
     // The block trace: balanced, and holding every module's functions.
     let (db, events) = wpp_trace::file::read_events(p.path("lib.trace")).expect("block trace");
