@@ -235,9 +235,11 @@ pub(crate) fn register<'m>(
     memory: Option<(Value<'m>, u64)>,
 ) -> Registration<'m> {
     let (i64t, ptr, void) = (m.int(64), m.ptr(), m.void());
-    let word = |name| m.add_global(name, i64t, m.const_int(i64t, 0), true, false, false);
-    let base = word("__wpp_module_base");
-    let memory_base = memory.map(|_| word("__wpp_memory_base"));
+    let word = |name, init| m.add_global(name, i64t, m.const_int(i64t, init), true, false, false);
+    let base = word("__wpp_module_base", 0);
+    // Refused until registered: an access that ran first (another module's constructor
+    // calling in) would otherwise take an id of the executable's range.
+    let memory_base = memory.map(|_| word("__wpp_memory_base", abi::REFUSED_BASE));
     let b = m.builder();
     let register = match memory {
         Some(_) => abi::SYM_REGISTER_MEMORY,
