@@ -33,7 +33,7 @@
 //! There is one runtime and one buffer per thread per process, so the events of the executable
 //! and of every instrumented shared library interleave in the order they ran:
 //!
-//! * An instrumented **executable** *defines* the three thread-locals with external linkage and
+//! * An instrumented **executable** *defines* the thread-locals with external linkage and
 //!   the `local-exec` model (its probes cost what they always did) and exports them and the
 //!   runtime's `__wpp_*` ABI dynamically, so libraries bind to its definitions. The runtime
 //!   finds the executable's module through a weak reference to its [`SYM_PROGRAM_DB`], and it
@@ -41,9 +41,10 @@
 //! * An instrumented **shared library** *declares* them (`initial-exec`), keeps its
 //!   [`SYM_PROGRAM_DB`] internal, registers from a constructor that runs before its others
 //!   ([`SYM_REGISTER`]; [`SYM_REGISTER_MEMORY`] in `trace-addr`), and adds its base to every
-//!   `Enter` word; a library the runtime refuses ([`REFUSED_BASE`]) appends nothing. It needs `libwpp_rt.so`, which defines the
-//!   thread-locals too (an instrumented executable's definitions interpose them) and is the
-//!   runtime of a process whose executable is not instrumented.
+//!   `Enter` word; a library the runtime refuses ([`REFUSED_BASE`]) appends nothing. It needs
+//!   `libwpp_rt.so`, which defines the thread-locals too (an instrumented executable's
+//!   definitions interpose them) and is the runtime of a process whose executable is not
+//!   instrumented.
 //!
 //! # Event words
 //!
@@ -76,8 +77,10 @@
 //! postcard-encoded `wpp_deps::MemoryDb` (every load, store and modelled library write, by
 //! id). A library numbers its instructions from 0 too; it registers them with
 //! [`SYM_REGISTER_MEMORY`], and its probes add its memory base to each id (and append
-//! nothing when refused), so ids are unique per process and the executable's stay `0..n`. Each executed access appends four words — `id`, address, size and its *sequence
-//! number*, taken from the process-wide counter [`SYM_ASEQ`] with one `atomicrmw add` — with
+//! nothing when refused), so ids are unique per process and the executable's stay `0..n`
+//! (the runtime finds its database through a weak reference to the hidden [`SYM_MEMORY_DB`]).
+//! Each executed access appends four words — `id`, address, size and its *sequence number*,
+//! taken from the process-wide counter [`SYM_ASEQ`] with one `atomicrmw add` — with
 //! the same inline full-check as event words; a full buffer calls
 //! [`SYM_AT_FLUSH`]`(&__wpp_abuf, &__wpp_aidx, memory_db, memory_db_len)`, which writes it as
 //! one chunk of the address-trace file (`wpp_deps::at`). Each thread has its own buffer; the

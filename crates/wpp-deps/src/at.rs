@@ -8,7 +8,7 @@
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `WPP-AT\r\n` |
-//! | 4 | version (2) |
+//! | 4 | version (3; version 2 files, which have no `'D'` records, still read) |
 //! | 4 | `n`: length of the memory database |
 //! | `n` | the [`MemoryDb`], postcard |
 //! | 4 | CRC-32 of those `n` bytes |
@@ -1088,7 +1088,12 @@ mod tests {
         let mut b = bytes.clone();
         b[d + 5 + len / 2] ^= 0x41;
         let e = read_all(&b).unwrap_err().to_string();
-        assert!(e.contains(&format!("grown memory database (a library loaded while it ran) checksum mismatch at byte offset {}", d + 5)), "{e}");
+        let want = format!(
+            "grown memory database (a library loaded while it ran) checksum mismatch at byte \
+             offset {}",
+            d + 5
+        );
+        assert!(e.contains(&want), "{e}");
         let mut b = bytes.clone();
         b[d + 1..d + 5].copy_from_slice(&u32::MAX.to_le_bytes());
         let e = read_all(&b).unwrap_err().to_string();

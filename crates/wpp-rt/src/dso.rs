@@ -10,10 +10,11 @@
 //! unrecorded, saying why; its probes check [`abi::REFUSED_BASE`]) when it was built for
 //! another mode than the process records in.
 //!
-//! `trace-addr` libraries register their memory instructions too ([`__wpp_rt_register_memory_v1`]):
-//! the address trace starts with the process's merged memory database, and a library
-//! registered after its first flush hands the grown one to the address trace's writer
-//! (`addr::grown`), again before any access of the library.
+//! `trace-addr` libraries register their memory instructions too
+//! ([`__wpp_rt_register_memory_v1`]): the address trace starts with the process's merged
+//! memory database, and a library registered after its first flush hands the grown one to
+//! the address trace's writer (`addr::grown`), again before any access of the library (a
+//! reload, which gets its range back, adds nothing).
 //!
 //! A process with no registered library takes the old path: the program database is the one
 //! the first flush passes, and the recording is what it was before modules existed.
