@@ -21,7 +21,7 @@
 //! Every instrumented module of the process appends to the same per-thread buffer
 //! (`wpp_abi`, *Shared libraries*), its ids shifted by its memory base; the file starts with
 //! the process's memory database, and a library registered later adds a `'D'` record with
-//! the grown one ([`grown`], called by `dso.rs` while the library registers).
+//! the grown one (`grown`, called by `dso.rs` while the library registers).
 //!
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
 //! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing (as for the block trace). Chunks are
