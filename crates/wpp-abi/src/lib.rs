@@ -33,17 +33,18 @@
 //! There is one runtime and one buffer per thread per process, so the events of the executable
 //! and of every instrumented shared library interleave in the order they ran:
 //!
-//! * An instrumented **executable** *defines* the three thread-locals with external linkage and
+//! * An instrumented **executable** *defines* the thread-locals with external linkage and
 //!   the `local-exec` model (its probes cost what they always did) and exports them and the
 //!   runtime's `__wpp_*` ABI dynamically, so libraries bind to its definitions. The runtime
 //!   finds the executable's module through a weak reference to its [`SYM_PROGRAM_DB`], and it
 //!   keeps function ids `0..n`.
 //! * An instrumented **shared library** *declares* them (`initial-exec`), keeps its
 //!   [`SYM_PROGRAM_DB`] internal, registers from a constructor that runs before its others
-//!   ([`SYM_REGISTER`]), and adds its base to every `Enter` word; a library the runtime refuses
-//!   ([`REFUSED_BASE`]) appends nothing. It needs `libwpp_rt.so`, which defines the
-//!   thread-locals too (an instrumented executable's definitions interpose them) and is the
-//!   runtime of a process whose executable is not instrumented.
+//!   ([`SYM_REGISTER`]; [`SYM_REGISTER_MEMORY`] in `trace-addr`), and adds its base to every
+//!   `Enter` word; a library the runtime refuses ([`REFUSED_BASE`]) appends nothing. It needs
+//!   `libwpp_rt.so`, which defines the thread-locals too (an instrumented executable's
+//!   definitions interpose them) and is the runtime of a process whose executable is not
+//!   instrumented.
 //!
 //! # Event words
 //!
@@ -70,11 +71,16 @@
 //!
 //! # Address trace buffer
 //!
-//! In `trace-addr` mode every instrumented module also defines `__wpp_abuf` (`ptr`) and
-//! `__wpp_aidx` (`i32`, initially [`AT_BUF_CAP`]), thread-local, and [`SYM_MEMORY_DB`], the
+//! In `trace-addr` mode every instrumented module also has `__wpp_abuf` (`ptr`) and
+//! `__wpp_aidx` (`i32`, initially [`AT_BUF_CAP`]), thread-local, one pair per thread per
+//! process as the event buffer's (*Shared libraries*), and [`SYM_MEMORY_DB`], the
 //! postcard-encoded `wpp_deps::MemoryDb` (every load, store and modelled library write, by
-//! id). Each executed access appends four words — `id`, address, size and its *sequence
-//! number*, taken from the process-wide counter [`SYM_ASEQ`] with one `atomicrmw add` — with
+//! id). A library numbers its instructions from 0 too; it registers them with
+//! [`SYM_REGISTER_MEMORY`], and its probes add its memory base to each id (and append
+//! nothing when refused), so ids are unique per process and the executable's stay `0..n`
+//! (the runtime finds its database through a weak reference to the hidden [`SYM_MEMORY_DB`]).
+//! Each executed access appends four words — `id`, address, size and its *sequence number*,
+//! taken from the process-wide counter [`SYM_ASEQ`] with one `atomicrmw add` — with
 //! the same inline full-check as event words; a full buffer calls
 //! [`SYM_AT_FLUSH`]`(&__wpp_abuf, &__wpp_aidx, memory_db, memory_db_len)`, which writes it as
 //! one chunk of the address-trace file (`wpp_deps::at`). Each thread has its own buffer; the
@@ -149,8 +155,11 @@ pub const SYM_ASEQ: &str = "__wpp_aseq";
 pub const SYM_ABUF: &str = "__wpp_abuf";
 /// Thread-local address-trace index global (`trace-addr`).
 pub const SYM_AIDX: &str = "__wpp_aidx";
-/// `const uint8_t __wpp_memory_db[]` (`trace-addr`).
+/// `const uint8_t __wpp_memory_db[]` (`trace-addr`): hidden in an executable (its runtime
+/// finds it by name when a library registers), internal in a library.
 pub const SYM_MEMORY_DB: &str = "__wpp_memory_db";
+/// `const uint64_t __wpp_memory_db_len` (`trace-addr`), beside [`SYM_MEMORY_DB`].
+pub const SYM_MEMORY_DB_LEN: &str = "__wpp_memory_db_len";
 /// `const uint8_t __wpp_program_db[]`.
 pub const SYM_PROGRAM_DB: &str = "__wpp_program_db";
 /// `const uint64_t __wpp_program_db_len`.
@@ -165,6 +174,12 @@ pub const SYM_DEPTH: &str = "__wpp_depth";
 /// an instrumented shared library's first constructor; stores the module's base as an `Enter`
 /// word offset (`base << TAG_BITS`) in `*base`, or [`REFUSED_BASE`].
 pub const SYM_REGISTER: &str = "__wpp_rt_register_v1";
+/// `void __wpp_rt_register_memory_v1(const uint8_t *db, uint64_t db_len, uint64_t *base,
+/// const uint8_t *memory_db, uint64_t memory_db_len, uint64_t *memory_base)`: what
+/// [`SYM_REGISTER`] does, for a `trace-addr` library, which also registers its memory
+/// instructions: stores its memory base (the process-wide id of its instruction 0) in
+/// `*memory_base`, or [`REFUSED_BASE`] (then `*base` is too).
+pub const SYM_REGISTER_MEMORY: &str = "__wpp_rt_register_memory_v1";
 /// `void __wpp_rt_unregister_v1(uint64_t *base)`: called by its last destructor (`dlclose`).
 pub const SYM_UNREGISTER: &str = "__wpp_rt_unregister_v1";
 /// The base of a shared library the runtime does not record: its probes append nothing.

@@ -3,12 +3,12 @@
 //! unchanged, and the AT can be dropped or kept independently; the paper's baseline is exactly
 //! "CF + AT", Tallam and Gupta §4, Table IV).
 //!
-//! # Layout (version 2, integers little-endian)
+//! # Layout (version 3, integers little-endian)
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `WPP-AT\r\n` |
-//! | 4 | version (2) |
+//! | 4 | version (3; version 2 files, which have no `'D'` records, still read) |
 //! | 4 | `n`: length of the memory database |
 //! | `n` | the [`MemoryDb`], postcard |
 //! | 4 | CRC-32 of those `n` bytes |
@@ -33,6 +33,14 @@
 //!   on the first record, whose number is the header's first; single-threaded, there are no
 //!   gaps).
 //! - `'Q'`, `u32` thread: the thread ended, every access of it is in the file.
+//! - `'D'`, `u32` length `n`, the grown [`MemoryDb`] (`n` bytes, postcard), `u32` CRC-32 of
+//!   them: a shared library was loaded while the program ran (`dlopen`), and the process's
+//!   memory instructions are now these. It comes before any access of the new instructions;
+//!   ids only grow (a database keeps every instruction of the one before it, at the same id),
+//!   so the newest describes every access of the file, and the reader gives it as
+//!   [`AtReader::db`]. Only accesses of the program's instructions hold such ids; a library's
+//!   names may qualify names of the earlier database (`m!helper`), which is why the newest is
+//!   taken rather than the first.
 //!
 //! The end record is `'E'`, `u32` chunk count, `u64` record count. A recording the runtime
 //! had to abandon ends with `'X'`, `u32` length and a UTF-8 message instead, which the reader
@@ -52,8 +60,11 @@ use wpp_trace::wire::{write_varint, Reader};
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"WPP-AT\r\n";
-/// The layout version this crate reads and writes.
-pub const VERSION: u32 = 2;
+/// The layout version this crate writes.
+pub const VERSION: u32 = 3;
+/// The oldest layout version this crate reads: version 2 is version 3 without `'D'` records
+/// (it could not record libraries loaded while the program ran).
+pub const OLDEST_VERSION: u32 = 2;
 /// The largest decoded or stored chunk payload (and memory database) a reader accepts.
 pub const MAX_CHUNK_BYTES: u32 = 64 << 20;
 
@@ -129,9 +140,7 @@ impl<W: Write> AtWriter<W> {
         let mut h = Vec::with_capacity(db.len() + 20);
         h.extend_from_slice(MAGIC);
         h.extend_from_slice(&VERSION.to_le_bytes());
-        h.extend_from_slice(&(db.len() as u32).to_le_bytes());
-        h.extend_from_slice(db);
-        h.extend_from_slice(&crc32fast::hash(db).to_le_bytes());
+        push_db(&mut h, db);
         out.write_all(&h)?;
         Ok(AtWriter {
             out,
@@ -150,6 +159,15 @@ impl<W: Write> AtWriter<W> {
         r.extend_from_slice(&thread.to_le_bytes());
         r.extend_from_slice(&first_seq.to_le_bytes());
         self.threads = self.threads.max(thread + 1);
+        self.out.write_all(&r)
+    }
+
+    /// Writes the process's grown memory database `db` (postcard-encoded; see the `'D'`
+    /// record): call it before any access of its new instructions is written.
+    pub fn grown_db(&mut self, db: &[u8]) -> std::io::Result<()> {
+        let mut r = Vec::with_capacity(db.len() + 9);
+        r.push(b'D');
+        push_db(&mut r, db);
         self.out.write_all(&r)
     }
 
@@ -248,6 +266,13 @@ impl<W: Write> AtWriter<W> {
     }
 }
 
+/// Appends a memory database as the header and `'D'` records hold it: length, bytes, CRC-32.
+fn push_db(out: &mut Vec<u8>, db: &[u8]) {
+    out.extend_from_slice(&(db.len() as u32).to_le_bytes());
+    out.extend_from_slice(db);
+    out.extend_from_slice(&crc32fast::hash(db).to_le_bytes());
+}
+
 /// Where a chunk is, found by the reader's first pass over the record headers.
 #[derive(Clone, Copy, Debug)]
 struct ChunkAt {
@@ -296,6 +321,9 @@ pub struct AtReader<R: Read + Seek> {
     offset: u64,
     /// The file's length, to check a skipped payload is there.
     len: u64,
+    /// The file's layout version.
+    version: u32,
+    /// The newest memory database (the header's, or the last `'D'` record's).
     db: MemoryDb,
     threads: Vec<ThreadChunks>,
     /// Threads by their next sequence number (a min-heap through `Reverse`).
@@ -344,6 +372,7 @@ impl<R: Read + Seek> AtReader<R> {
             path: path.to_string(),
             offset: 0,
             len,
+            version: VERSION,
             db: MemoryDb::default(),
             threads: Vec::new(),
             heap: BinaryHeap::new(),
@@ -376,28 +405,57 @@ impl<R: Read + Seek> AtReader<R> {
             return Err(self.err(0, "not an address trace (bad magic)".into()));
         }
         let version = self.u32("version")?;
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(self.err(
                 8,
-                format!("version {version} (this wpp reads {VERSION}; record it again)"),
+                format!(
+                    "version {version} (this wpp reads {OLDEST_VERSION} to {VERSION}; record it \
+                     again)"
+                ),
             ));
         }
-        let len = self.u32_max("memory database length", MAX_CHUNK_BYTES)?;
+        self.version = version;
+        self.db = self.memory_db("memory database")?;
+        Ok(())
+    }
+
+    /// Reads a memory database as the header and `'D'` records hold it; `what` names it in
+    /// errors.
+    fn memory_db(&mut self, what: &str) -> Result<MemoryDb, AtError> {
+        let len = self.u32_max(&format!("{what} length"), MAX_CHUNK_BYTES)?;
         let at = self.offset;
-        let db = self.bytes(len as usize, "memory database")?;
-        let crc = self.u32("memory database checksum")?;
+        let db = self.bytes(len as usize, what)?;
+        let crc = self.u32(&format!("{what} checksum"))?;
         if crc != crc32fast::hash(&db) {
-            return Err(self.err(at, "memory database checksum mismatch".into()));
+            return Err(self.err(at, format!("{what} checksum mismatch")));
         }
-        self.db = postcard::from_bytes(&db)
-            .map_err(|e| self.err(at, format!("cannot decode the memory database: {e}")))?;
-        if self.db.version != MEMORY_DB_VERSION {
-            let v = self.db.version;
+        let db: MemoryDb = postcard::from_bytes(&db)
+            .map_err(|e| self.err(at, format!("cannot decode the {what}: {e}")))?;
+        if db.version != MEMORY_DB_VERSION {
+            let v = db.version;
             return Err(self.err(
                 at,
-                format!("memory database version {v} (this wpp reads {MEMORY_DB_VERSION})"),
+                format!("{what} version {v} (this wpp reads {MEMORY_DB_VERSION})"),
             ));
         }
+        Ok(db)
+    }
+
+    /// Reads a `'D'` record (its tag read, at `at`): the database grows, keeping every
+    /// instruction where it was.
+    fn grown_db(&mut self, at: u64) -> Result<(), AtError> {
+        let db = self.memory_db("grown memory database (a library loaded while it ran)")?;
+        let (old, new) = (self.db.instructions.len(), db.instructions.len());
+        if new < old || db.instructions[..old] != self.db.instructions[..] {
+            return Err(self.err(
+                at,
+                format!(
+                    "the grown memory database ({new} instructions) does not keep the {old} \
+                     instructions before it"
+                ),
+            ));
+        }
+        self.db = db;
         Ok(())
     }
 
@@ -431,6 +489,7 @@ impl<R: Read + Seek> AtReader<R> {
                     chunks += 1;
                     records += u64::from(c.records);
                 }
+                b'D' if self.version >= 3 => self.grown_db(at)?,
                 b'Q' => {
                     let t = self.u32("thread number")?;
                     match self.threads.get_mut(t as usize) {
@@ -505,7 +564,8 @@ impl<R: Read + Seek> AtReader<R> {
         Ok(c)
     }
 
-    /// The memory instructions.
+    /// The memory instructions: the newest database of the file, which describes every
+    /// access (the `'D'` records').
     pub fn db(&self) -> &MemoryDb {
         &self.db
     }
@@ -979,6 +1039,89 @@ mod tests {
         assert!(err
             .unwrap()
             .contains("sequence number 5 of thread 1 comes twice"));
+    }
+
+    /// The database with `n` instructions, the first ones those of [`db`].
+    fn db_of(n: usize) -> Vec<u8> {
+        let mut db: MemoryDb = postcard::from_bytes(&db()).unwrap();
+        let first = db.instructions[0].clone();
+        db.instructions.resize(n, MemInstr { line: 9, ..first });
+        postcard::to_allocvec(&db).unwrap()
+    }
+
+    /// A library loaded after the first chunk: its instructions' accesses follow the `'D'`
+    /// record, and the reader gives the newest database with every access.
+    fn with_grown_db() -> (Vec<u8>, Vec<Access>) {
+        let a = |id| Access {
+            id,
+            addr: 64 * u64::from(id),
+            size: 4,
+        };
+        let mut w = AtWriter::new(Vec::new(), &db()).unwrap();
+        w.chunk([a(0), a(0)].into_iter()).unwrap();
+        w.grown_db(&db_of(3)).unwrap();
+        w.chunk([a(2), a(0), a(1)].into_iter()).unwrap();
+        (w.finish().unwrap(), vec![a(0), a(0), a(2), a(0), a(1)])
+    }
+
+    #[test]
+    fn a_grown_database_describes_every_access() {
+        let (bytes, want) = with_grown_db();
+        assert_eq!(read_all(&bytes).unwrap(), want);
+        let r = AtReader::new(std::io::Cursor::new(&bytes), "t.at").unwrap();
+        assert_eq!(r.db().instructions.len(), 3);
+        assert_eq!(r.db().instructions[2].line, 9);
+    }
+
+    /// A cut or corrupted `'D'` record is an error naming it and its offset, never a panic;
+    /// its length field is checked before it sizes anything.
+    #[test]
+    fn a_bad_grown_database_is_named() {
+        let (bytes, _) = with_grown_db();
+        let len = db_of(3).len();
+        let tag = |i: usize| bytes[i] == b'D' && bytes[i + 1..i + 5] == (len as u32).to_le_bytes();
+        let d = (20 + db().len()..bytes.len()).find(|&i| tag(i)).unwrap();
+        for cut in d + 1..d + 5 + len + 4 {
+            let e = read_all(&bytes[..cut]).unwrap_err().to_string();
+            assert!(e.contains("grown memory database"), "{cut}: {e}");
+        }
+        let mut b = bytes.clone();
+        b[d + 5 + len / 2] ^= 0x41;
+        let e = read_all(&b).unwrap_err().to_string();
+        let want = format!(
+            "grown memory database (a library loaded while it ran) checksum mismatch at byte \
+             offset {}",
+            d + 5
+        );
+        assert!(e.contains(&want), "{e}");
+        let mut b = bytes.clone();
+        b[d + 1..d + 5].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = read_all(&b).unwrap_err().to_string();
+        assert!(e.contains("length 4294967295 exceeds the limit"), "{e}");
+        // A database that loses instructions is not the process's grown one.
+        let mut w = AtWriter::new(Vec::new(), &db_of(2)).unwrap();
+        w.grown_db(&db()).unwrap();
+        let e = read_all(&w.finish().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("does not keep the 2 instructions"), "{e}");
+    }
+
+    /// Version 2 files (no `'D'` records) still read; an unknown version asks for a new
+    /// recording.
+    #[test]
+    fn older_files_read_newer_ones_are_refused() {
+        let (mut bytes, want) = sample();
+        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(read_all(&bytes).unwrap(), want);
+        let (mut grown, _) = with_grown_db();
+        grown[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let e = read_all(&grown).unwrap_err().to_string();
+        assert!(e.contains("unknown record tag 0x44"), "{e}");
+        bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
+        let e = read_all(&bytes).unwrap_err().to_string();
+        assert!(
+            e.contains("version 4") && e.contains("record it again"),
+            "{e}"
+        );
     }
 
     #[test]

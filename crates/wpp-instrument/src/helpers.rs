@@ -39,15 +39,15 @@ impl<'m> Helpers<'m> {
     /// Adds the thread-local globals, runtime declarations and helpers to `m`.
     ///
     /// `db` is the module's `__wpp_program_db` global and `db_len` its length; they are passed
-    /// to the runtime on every flush. A shared library (`shared`) shares the executable's
-    /// thread-locals and registers with the runtime (`wpp_abi`, *Shared libraries*).
-    pub fn build(m: Mod<'m>, db: Value<'m>, db_len: u64, shared: bool) -> Helpers<'m> {
+    /// to the runtime on every flush. A shared library, registered as `base` says
+    /// ([`register`]), shares the executable's thread-locals and adds its base to its
+    /// `Enter` words (`wpp_abi`, *Shared libraries*).
+    pub fn build(m: Mod<'m>, db: Value<'m>, db_len: u64, base: Option<Value<'m>>) -> Helpers<'m> {
         let i32t = m.int(32);
         let i64t = m.int(64);
         let ptr = m.ptr();
         let void = m.void();
-        let (buf, idx, depth) = thread_locals(m, shared);
-        let base = shared.then(|| register(m, db, db_len));
+        let (buf, idx, depth) = thread_locals(m, base.is_some());
         let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, ptr, i64t]);
         let flush = m.declare(abi::SYM_FLUSH, flush_ty);
         m.add_fn_attr(flush, "nounwind");
@@ -183,7 +183,7 @@ impl<'m> Helpers<'m> {
 /// shared library.
 fn thread_locals(m: Mod<'_>, shared: bool) -> (Value<'_>, Value<'_>, Value<'_>) {
     let (i32t, ptr) = (m.int(32), m.ptr());
-    let globals = [
+    let [buf, idx, depth] = [
         (abi::SYM_BUF, ptr, m.const_null(ptr)),
         (
             abi::SYM_IDX,
@@ -191,46 +191,82 @@ fn thread_locals(m: Mod<'_>, shared: bool) -> (Value<'_>, Value<'_>, Value<'_>) 
             m.const_int(i32t, u64::from(abi::BUF_CAP)),
         ),
         (abi::SYM_DEPTH, i32t, m.const_int(i32t, 0)),
-    ];
-    let [buf, idx, depth] = globals.map(|(name, ty, init)| {
-        let (g, model) = match shared {
-            true => (m.declare_global(name, ty, true), TlsModel::InitialExec),
-            false => (
-                m.add_global(name, ty, init, false, false, true),
-                TlsModel::LocalExec,
-            ),
-        };
-        m.set_tls_model(g, model);
-        g
-    });
+    ]
+    .map(|(name, ty, init)| thread_local(m, name, ty, init, shared));
     (buf, idx, depth)
 }
 
-/// A shared library's base (`Enter` word offset) and the constructor and destructor that
-/// register and unregister it: priority 0, so the constructor runs before the library's own
-/// constructors (which may run instrumented code) and the destructor after its own.
-fn register<'m>(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Value<'m> {
+/// A thread-local shared by every module of the process (`wpp_abi`, *Shared libraries*):
+/// defined `local-exec` by an executable, declared `initial-exec` by a shared library.
+pub(crate) fn thread_local<'m>(
+    m: Mod<'m>,
+    name: &str,
+    ty: Type<'m>,
+    init: Value<'m>,
+    shared: bool,
+) -> Value<'m> {
+    let (g, model) = match shared {
+        true => (m.declare_global(name, ty, true), TlsModel::InitialExec),
+        false => (
+            m.add_global(name, ty, init, false, false, true),
+            TlsModel::LocalExec,
+        ),
+    };
+    m.set_tls_model(g, model);
+    g
+}
+
+/// What a shared library's registration gives its probes.
+pub(crate) struct Registration<'m> {
+    /// Its base, as an `Enter` word offset.
+    pub base: Value<'m>,
+    /// Its memory base, added to its memory-instruction ids (`trace-addr`).
+    pub memory_base: Option<Value<'m>>,
+}
+
+/// A shared library's bases and the constructor and destructor that register and unregister
+/// it: priority 0, so the constructor runs before the library's own constructors (which may
+/// run instrumented code) and the destructor after its own. `memory` is its memory database
+/// and its length (`trace-addr`), registered with its functions.
+pub(crate) fn register<'m>(
+    m: Mod<'m>,
+    db: Value<'m>,
+    db_len: u64,
+    memory: Option<(Value<'m>, u64)>,
+) -> Registration<'m> {
     let (i64t, ptr, void) = (m.int(64), m.ptr(), m.void());
-    let base = m.add_global(
-        "__wpp_module_base",
-        i64t,
-        m.const_int(i64t, 0),
-        true,
-        false,
-        false,
-    );
+    let word = |name, init| m.add_global(name, i64t, m.const_int(i64t, init), true, false, false);
+    let base = word("__wpp_module_base", 0);
+    // Refused until registered: an access that ran first (another module's constructor
+    // calling in) would otherwise take an id of the executable's range.
+    let memory_base = memory.map(|_| word("__wpp_memory_base", abi::REFUSED_BASE));
     let b = m.builder();
+    let register = match memory {
+        Some(_) => abi::SYM_REGISTER_MEMORY,
+        None => abi::SYM_REGISTER,
+    };
     let calls = [
-        (abi::SYM_REGISTER, "__wpp_module_register", false),
+        (register, "__wpp_module_register", false),
         (abi::SYM_UNREGISTER, "__wpp_module_unregister", true),
     ];
     for (runtime, name, destructor) in calls {
-        let (ty, args) = match destructor {
-            false => (
+        let (ty, args) = match (destructor, memory.zip(memory_base)) {
+            (false, None) => (
                 m.fn_type(void, &[ptr, i64t, ptr]),
                 vec![db, m.const_int(i64t, db_len), base],
             ),
-            true => (m.fn_type(void, &[ptr]), vec![base]),
+            (false, Some(((mdb, mdb_len), memory_base))) => (
+                m.fn_type(void, &[ptr, i64t, ptr, ptr, i64t, ptr]),
+                vec![
+                    db,
+                    m.const_int(i64t, db_len),
+                    base,
+                    mdb,
+                    m.const_int(i64t, mdb_len),
+                    memory_base,
+                ],
+            ),
+            (true, _) => (m.fn_type(void, &[ptr]), vec![base]),
         };
         let callee = m.declare(runtime, ty);
         m.add_fn_attr(callee, "nounwind");
@@ -241,7 +277,7 @@ fn register<'m>(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Value<'m> {
         b.ret_void();
         m.add_to_init_list(f, 0, destructor);
     }
-    base
+    Registration { base, memory_base }
 }
 
 fn param(f: Value<'_>, i: u32) -> Value<'_> {

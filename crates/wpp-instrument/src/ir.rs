@@ -1018,6 +1018,16 @@ impl<'m> Mod<'m> {
         unsafe { c::LLVMSetThreadLocalMode(g.0, model) };
     }
 
+    /// Gives a global hidden visibility: found by name within its module's link (the
+    /// statically linked runtime finds the executable's memory database so), reached
+    /// PC-relative, never exported.
+    pub fn set_hidden(self, g: Value<'m>) {
+        // SAFETY: `g` is a global of the live module.
+        unsafe {
+            c::LLVMSetVisibility(g.0, inkwell::llvm_sys::LLVMVisibility::LLVMHiddenVisibility)
+        };
+    }
+
     /// Declares a global defined by another module (no initializer, external linkage).
     pub fn declare_global(self, name: &str, ty: Type<'m>, thread_local: bool) -> Value<'m> {
         let n = cstr(name);

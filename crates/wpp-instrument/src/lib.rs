@@ -148,8 +148,8 @@ pub struct Options {
     /// recording every block's probe, the oracle the elided one is checked against.
     pub elide: bool,
     /// The module is a shared library (`-shared`): it registers with the process's runtime
-    /// and shares the executable's buffer (`wpp_abi`, *Shared libraries*). `trace-blocks`
-    /// and `trace-paths` only.
+    /// and shares the executable's buffers (`wpp_abi`, *Shared libraries*). Every mode but
+    /// `ewpp` and `ewpp-filter`.
     pub shared: bool,
     /// The file name of the module being built (`-o`), under which a process with several
     /// modules qualifies its clashing function names (`libq.so!helper`): `ppp` looks up
@@ -534,26 +534,39 @@ fn drop_purity(m: Mod<'_>, targets: &[ir::Value<'_>]) {
     }
 }
 
-/// `trace-addr`, `ewpp-filter`: embeds the memory database as [`abi::SYM_MEMORY_DB`] and
-/// inserts the address probes, whose full buffers call `flush_symbol`; returns their number.
+/// `trace-addr`, `ewpp-filter`: embeds the memory database as [`abi::SYM_MEMORY_DB`]; returns
+/// it and its length. An executable's is hidden, with its length beside it
+/// ([`abi::SYM_MEMORY_DB_LEN`]), so that its runtime finds it when a library registers; a
+/// library's is its own (internal).
 fn embed_memory_db<'m>(
     m: Mod<'m>,
     mdb: &wpp_deps::MemoryDb,
-    sites: &memory::Sites<'m>,
-    flush_symbol: &str,
-) -> Result<usize, Error> {
+    shared: bool,
+) -> Result<(ir::Value<'m>, u64), Error> {
     let bytes = postcard::to_allocvec(mdb).map_err(|e| Error::Encode(e.to_string()))?;
-    let arr = m.array(m.int(8), bytes.len() as u64);
+    let (i64t, len) = (m.int(64), bytes.len() as u64);
+    let arr = m.array(m.int(8), len);
     let global = m.add_global(
         abi::SYM_MEMORY_DB,
         arr,
         m.const_bytes(&bytes),
-        true,
+        shared,
         true,
         false,
     );
-    let h = memory::Helper::for_address_trace(m, flush_symbol, global, bytes.len() as u64);
-    Ok(sites.instrument(m, &h))
+    if !shared {
+        m.set_hidden(global);
+        let len_global = m.add_global(
+            abi::SYM_MEMORY_DB_LEN,
+            i64t,
+            m.const_int(i64t, len),
+            false,
+            true,
+            false,
+        );
+        m.set_hidden(len_global);
+    }
+    Ok((global, len))
 }
 
 /// `ewpp`: the memory instructions and the filtering run's report, which must name them.
@@ -627,17 +640,12 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
-    if opts.shared
-        && !matches!(
-            opts.mode,
-            Mode::TraceBlocks | Mode::TracePaths | Mode::Bl | Mode::Ppp
-        )
-    {
+    if opts.shared && matches!(opts.mode, Mode::Ewpp | Mode::EwppFilter) {
         return Err(Error::Unsupported {
             function: "(shared library)".into(),
             what: format!(
-                "{} does not record shared libraries yet (trace-blocks, trace-paths, bl and \
-                 ppp do)",
+                "{} does not record shared libraries yet (ewpp and ewpp-filter check and \
+                 classify one module's memory instructions; the other modes record them)",
                 opts.mode.name()
             ),
         });
@@ -757,17 +765,6 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         true,
         false,
     );
-    if let Some(mdb) = &memory_db {
-        report.memory_instructions = mdb.instructions.len();
-        let flush = match opts.mode {
-            Mode::TraceAddr => Some(abi::SYM_AT_FLUSH),
-            Mode::EwppFilter => Some(abi::SYM_FILTER_FLUSH),
-            _ => None,
-        };
-        if let Some(flush) = flush {
-            report.probes += embed_memory_db(m, mdb, &memory_sites, flush)?;
-        }
-    }
     if matches!(opts.mode, Mode::Ppp | Mode::Bl) {
         let (t, s, p, len) = (&targets[..], &all_sites[..], &all_paths[..], bytes.len());
         let ids = FunctionIds::new(m, opts.shared);
@@ -779,7 +776,27 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         module.verify().map_err(|e| Error::Verify(e.to_string()))?;
         return Ok(report);
     }
-    let h = helpers::Helpers::build(m, db_global, bytes.len() as u64, opts.shared);
+    let address_flush = match opts.mode {
+        Mode::TraceAddr => Some(abi::SYM_AT_FLUSH),
+        Mode::EwppFilter => Some(abi::SYM_FILTER_FLUSH),
+        _ => None,
+    };
+    let address_trace = match (&memory_db, address_flush) {
+        (Some(mdb), Some(flush)) => Some((embed_memory_db(m, mdb, opts.shared)?, flush)),
+        _ => None,
+    };
+    let registration = opts.shared.then(|| {
+        let memory = address_trace.map(|(db, _)| db);
+        helpers::register(m, db_global, bytes.len() as u64, memory)
+    });
+    if let Some((db, flush)) = address_trace {
+        let memory_base = registration.as_ref().and_then(|r| r.memory_base);
+        let h = memory::Helper::for_address_trace(m, flush, db, memory_base);
+        report.probes += memory_sites.instrument(m, &h);
+    }
+    report.memory_instructions = memory_db.as_ref().map_or(0, |d| d.instructions.len());
+    let base = registration.map(|r| r.base);
+    let h = helpers::Helpers::build(m, db_global, bytes.len() as u64, base);
     for (fid, (&f, sites)) in targets.iter().zip(&all_sites).enumerate() {
         match opts.mode {
             Mode::TracePaths => {

@@ -32,6 +32,7 @@
 //! Ids number the memory instructions in module order (function id, block layout order,
 //! instruction order), so they are stable for a given bitcode file.
 
+use crate::helpers::thread_local;
 use crate::ir::{Mod, Opcode, Type, Value};
 use wpp_abi as abi;
 use wpp_deps::{AccessKind, MemInstr};
@@ -385,31 +386,34 @@ pub(crate) struct Helper<'m> {
 impl<'m> Helper<'m> {
     /// `trace-addr` and `ewpp-filter`: adds `__wpp_abuf`, `__wpp_aidx` and the helper
     /// `__wpp_access` to `m`; a full buffer calls `flush_symbol` with `db`, the embedded memory
-    /// database (`db_len` bytes).
+    /// database (`db_len` bytes). A shared library, whose registration sets `memory_base`,
+    /// shares the executable's buffer and adds its memory base to each id, appending nothing
+    /// when refused (`wpp_abi`, *Address trace buffer*).
     pub fn for_address_trace(
         m: Mod<'m>,
         flush_symbol: &str,
-        db: Value<'m>,
-        db_len: u64,
+        (db, db_len): (Value<'m>, u64),
+        memory_base: Option<Value<'m>>,
     ) -> Helper<'m> {
         let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
         let cap = u64::from(abi::AT_BUF_CAP);
-        let abuf = m.add_global(abi::SYM_ABUF, ptr, m.const_null(ptr), true, false, true);
-        let aidx = m.add_global(
-            abi::SYM_AIDX,
-            i32t,
-            m.const_int(i32t, cap),
-            true,
-            false,
-            true,
-        );
+        let shared = memory_base.is_some();
+        let abuf = thread_local(m, abi::SYM_ABUF, ptr, m.const_null(ptr), shared);
+        let aidx = thread_local(m, abi::SYM_AIDX, i32t, m.const_int(i32t, cap), shared);
         let flush_ty = m.fn_type(void, &[ptr, ptr, ptr, i64t]);
         let flush = m.declare(flush_symbol, flush_ty);
         let args = [abuf, aidx, db, m.const_int(i64t, db_len)];
         let seq = m
             .global(abi::SYM_ASEQ)
             .unwrap_or_else(|| m.declare_global(abi::SYM_ASEQ, i64t, false));
-        Self::build(m, (abuf, aidx, cap), (flush_ty, flush, &args), Some(seq))
+        let seq = Some(seq);
+        Self::build(
+            m,
+            (abuf, aidx, cap),
+            (flush_ty, flush, &args),
+            seq,
+            memory_base,
+        )
     }
 
     /// `ewpp`: the helper appends to the event buffer of [`crate::helpers::Helpers`] (built
@@ -427,17 +431,19 @@ impl<'m> Helper<'m> {
         let flush = m.declare(abi::SYM_FLUSH, flush_ty);
         let args = [buf, idx, depth, db, m.const_int(i64t, db_len)];
         let cap = u64::from(abi::BUF_CAP);
-        Self::build(m, (buf, idx, cap), (flush_ty, flush, &args), None)
+        Self::build(m, (buf, idx, cap), (flush_ty, flush, &args), None, None)
     }
 
     /// The helper appends `id, address, size` and, given the sequence counter `seq` (an
     /// address trace's), the access's sequence number; without it, it writes the event
-    /// buffer, with the id tagged.
+    /// buffer, with the id tagged. Given a library's `memory_base`, it adds the base loaded
+    /// from there to `id`, and appends nothing when it is [`abi::REFUSED_BASE`].
     fn build(
         m: Mod<'m>,
         (buf, idx, cap): (Value<'m>, Value<'m>, u64),
         (flush_ty, flush, flush_args): (Type<'m>, Value<'m>, &[Value<'m>]),
         seq: Option<Value<'m>>,
+        memory_base: Option<Value<'m>>,
     ) -> Helper<'m> {
         let (i32t, i64t, ptr, void) = (m.int(32), m.int(64), m.ptr(), m.void());
         m.add_fn_attr(flush, "nounwind");
@@ -451,6 +457,18 @@ impl<'m> Helper<'m> {
         let slow = m.append_block(access, "flush");
         let fast = m.append_block(access, "append");
         b.at_end(entry);
+        let mut id = crate::ir::param(access, 0);
+        if let Some(base) = memory_base {
+            let check = m.append_block(access, "check");
+            let skip = m.append_block(access, "refused");
+            let word = b.load(i64t, base);
+            id = b.add(id, word);
+            let recorded = b.icmp_ne(word, m.const_int(i64t, abi::REFUSED_BASE));
+            b.cond_br(recorded, check, skip);
+            b.at_end(skip);
+            b.ret_void();
+            b.at_end(check);
+        }
         let words = 3 + u64::from(seq.is_some());
         let i = b.load(i32t, idx);
         // Room for the record: idx ≤ cap − words.
@@ -462,7 +480,8 @@ impl<'m> Helper<'m> {
         b.at_end(fast);
         let j = b.load(i32t, idx);
         let base = b.load(ptr, buf);
-        let mut record: Vec<Value<'m>> = (0..3).map(|k| crate::ir::param(access, k)).collect();
+        let mut record: Vec<Value<'m>> =
+            vec![id, crate::ir::param(access, 1), crate::ir::param(access, 2)];
         record.extend(seq.map(|s| b.fetch_increment(i64t, s)));
         for (k, &word) in record.iter().enumerate() {
             let at = b.zext(b.add(j, m.const_int(i32t, k as u64)), i64t);

@@ -18,6 +18,11 @@
 //! classifies in the order of one thread: should a second thread access memory, the report is
 //! abandoned with a message naming the problem.
 //!
+//! Every instrumented module of the process appends to the same per-thread buffer
+//! (`wpp_abi`, *Shared libraries*), its ids shifted by its memory base; the file starts with
+//! the process's memory database, and a library registered later adds a `'D'` record with
+//! the grown one (`grown`, called by `dso.rs` while the library registers).
+//!
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
 //! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing (as for the block trace). Chunks are
 //! written by the program's threads themselves, so after `kill -9` every chunk written so far is
@@ -261,9 +266,23 @@ pub unsafe extern "C" fn __wpp_rt_filter_flush_v1(
 unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, db_len: u64) {
     let mut st = lock();
     if let State::Idle = *st {
+        // The module table's lock comes first (`dso.rs`).
+        drop(st);
         // SAFETY: guaranteed by the caller.
-        let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
-        *st = start(kind, db);
+        let flushed = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
+        st = crate::dso::start_memory(|merged| {
+            let mut st = lock();
+            if let State::Idle = *st {
+                // `ewpp-filter` classifies one module's instructions (its libraries are not
+                // instrumented).
+                let db = match (kind, &merged) {
+                    (Kind::Trace, Some(merged)) => merged,
+                    _ => flushed,
+                };
+                *st = start(kind, db);
+            }
+            st
+        });
     }
     let State::Active(r) = &mut *st else {
         // SAFETY: guaranteed by the caller.
@@ -356,6 +375,28 @@ impl Recorder {
         let threads = std::mem::take(&mut self.threads);
         std::mem::forget(threads);
         self.out.abandon(message);
+    }
+}
+
+/// Writes the process's grown memory database `db` (a library registered while the address
+/// trace runs): before the library's constructor returns, so ahead of its every access; the
+/// chunks other threads write later hold only ids below its range, or its accesses after this.
+pub(crate) fn grown(db: &[u8]) {
+    let mut st = lock();
+    let State::Active(Recorder {
+        out: Output::Trace(w),
+        ..
+    }) = &mut *st
+    else {
+        return;
+    };
+    if let Err(e) = w.grown_db(db) {
+        let State::Active(r) = std::mem::replace(&mut *st, State::Over) else {
+            unreachable!()
+        };
+        let e = format!("cannot write the grown memory database: {e}");
+        eprintln!("wpp-rt: {e}; the recording of accesses stops here");
+        r.abandon(&e);
     }
 }
 

@@ -10,28 +10,58 @@
 //! unrecorded, saying why; its probes check [`abi::REFUSED_BASE`]) when it was built for
 //! another mode than the process records in.
 //!
+//! `trace-addr` libraries register their memory instructions too
+//! ([`__wpp_rt_register_memory_v1`]): the address trace starts with the process's merged
+//! memory database, and a library registered after its first flush hands the grown one to
+//! the address trace's writer (`addr::grown`), again before any access of the library (a
+//! reload, which gets its range back, adds nothing).
+//!
 //! A process with no registered library takes the old path: the program database is the one
 //! the first flush passes, and the recording is what it was before modules existed.
+//!
+//! Lock order: this table's lock, then the address trace's (`addr.rs`), never the reverse.
 
 use crate::abi::{self, EmbeddedProgram};
-use crate::module::Modules;
+use crate::module::{Bases, Modules};
 use std::sync::Mutex;
 use wpp_trace::FunctionId;
 
-/// The process's modules, and whether the recording has started (no more registrations).
+/// The process's modules, and whether the recording and the address trace have started
+/// (later registrations are announced to them).
 struct Process {
     modules: Modules,
     started: bool,
+    memory_started: bool,
 }
 
 static PROCESS: Mutex<Process> = Mutex::new(Process {
     modules: Modules::new(),
     started: false,
+    memory_started: false,
 });
 
 extern "C" {
     /// The executable's program database when it is instrumented (a weak reference, `exe.c`).
     fn wpp_rt_executable_db(len: *mut u64) -> *const u8;
+    /// The executable's memory database when it is instrumented for `trace-addr` (`exe.c`).
+    fn wpp_rt_executable_memory_db(len: *mut u64) -> *const u8;
+}
+
+/// Starts the address trace through `start`, which gets the process's merged memory database
+/// (postcard) when modules registered memory instructions, `None` for a single module (whose
+/// own database, the flushed one, is the process's). Later registrations are announced to it.
+pub(crate) fn start_memory<T>(start: impl FnOnce(Option<Vec<u8>>) -> T) -> T {
+    let mut p = crate::lock(&PROCESS);
+    p.memory_started = true;
+    let merged = p
+        .modules
+        .has_memory()
+        .then(|| encoded(&p.modules.merged_memory()));
+    start(merged)
+}
+
+fn encoded(db: &wpp_deps::MemoryDb) -> Vec<u8> {
+    postcard::to_allocvec(db).expect("a memory database encodes")
 }
 
 /// The program database the recording starts with, `flushed` being the one the first flush
@@ -61,7 +91,7 @@ pub(crate) fn try_current() -> Option<EmbeddedProgram> {
 /// Registers a profiling library's module (`bl`, `ppp`: their counts are read at the end, so
 /// a library may arrive at any time); its base, or why it is not profiled.
 pub(crate) fn register_module(db: &[u8]) -> Result<FunctionId, String> {
-    register(&mut crate::lock(&PROCESS), db)
+    register(&mut crate::lock(&PROCESS), db, None).map(|b| b.function)
 }
 
 /// Marks the module at `base` unloaded (its ids stay reserved; a reload gets them back).
@@ -82,8 +112,14 @@ fn module_name(addr: *const u8) -> String {
     path.rsplit('/').next().unwrap_or(&path).to_owned()
 }
 
-/// Registers the module whose database is `db`; its base, or why it runs unrecorded.
-fn register(p: &mut Process, db: &[u8]) -> Result<FunctionId, String> {
+/// Decodes a module's memory database.
+fn memory_db(bytes: &[u8], name: &str) -> Result<wpp_deps::MemoryDb, String> {
+    postcard::from_bytes(bytes).map_err(|e| format!("{name}'s memory database is unreadable: {e}"))
+}
+
+/// Registers the module whose database is `db` and whose memory database is `memory`
+/// (`trace-addr`); its bases, or why it runs unrecorded.
+fn register(p: &mut Process, db: &[u8], memory: Option<&[u8]>) -> Result<Bases, String> {
     let name = module_name(db.as_ptr());
     if p.modules.is_empty() {
         let mut len = 0;
@@ -95,20 +131,36 @@ fn register(p: &mut Process, db: &[u8]) -> Result<FunctionId, String> {
             let program =
                 crate::embedded(bytes).ok_or("the executable's database is unreadable")?;
             let exe_name = module_name(exe);
+            // SAFETY: as above, for the memory database.
+            let memory = unsafe { wpp_rt_executable_memory_db(&mut len) };
+            let memory = match memory.is_null() {
+                true => None,
+                // SAFETY: as above.
+                false => Some(memory_db(
+                    unsafe { std::slice::from_raw_parts(memory, len as usize) },
+                    &exe_name,
+                )?),
+            };
             p.modules
-                .register(&exe_name, bytes, program)
+                .register(&exe_name, bytes, program, memory)
                 .map_err(|e| e.to_string())?;
         }
     }
     let program = crate::embedded(db).ok_or_else(|| format!("{name}'s database is unreadable"))?;
-    let base = p
+    let memory = memory.map(|m| memory_db(m, &name)).transpose()?;
+    let memory_ids = p.modules.memory_ids();
+    let bases = p
         .modules
-        .register(&name, db, program)
+        .register(&name, db, program, memory)
         .map_err(|e| e.to_string())?;
     if p.started {
         announce(p.modules.merged());
     }
-    Ok(base)
+    // A reload gets its range back: the address trace's database already describes it.
+    if p.memory_started && p.modules.memory_ids() > memory_ids {
+        crate::addr::grown(&encoded(&p.modules.merged_memory()));
+    }
+    Ok(bases)
 }
 
 /// Hands the grown database to a running recording's writer, ahead of the library's events:
@@ -130,9 +182,9 @@ fn announce(program: wpp_trace::ProgramDb) {
 pub unsafe extern "C" fn __wpp_rt_register_v1(db: *const u8, db_len: u64, base: *mut u64) {
     // SAFETY: guaranteed by the caller.
     let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
-    let registered = register(&mut crate::lock(&PROCESS), db);
+    let registered = register(&mut crate::lock(&PROCESS), db, None);
     let word = match registered {
-        Ok(b) => abi::enter_word(b.0),
+        Ok(b) => abi::enter_word(b.function.0),
         Err(why) => {
             eprintln!("wpp-rt: {why}; it runs unrecorded");
             abi::REFUSED_BASE
@@ -140,6 +192,43 @@ pub unsafe extern "C" fn __wpp_rt_register_v1(db: *const u8, db_len: u64, base: 
     };
     // SAFETY: guaranteed by the caller.
     unsafe { *base = word };
+}
+
+/// Called by a `trace-addr` library's first constructor (see [`abi::SYM_REGISTER_MEMORY`]):
+/// registers its functions and its memory instructions.
+///
+/// # Safety
+/// As [`__wpp_rt_register_v1`]; `memory_db` must point to the library's `memory_db_len`-byte
+/// memory database and `memory_base` to its memory base.
+#[no_mangle]
+pub unsafe extern "C" fn __wpp_rt_register_memory_v1(
+    db: *const u8,
+    db_len: u64,
+    base: *mut u64,
+    memory_db: *const u8,
+    memory_db_len: u64,
+    memory_base: *mut u64,
+) {
+    // SAFETY: guaranteed by the caller.
+    let (db, memory) = unsafe {
+        (
+            std::slice::from_raw_parts(db, db_len as usize),
+            std::slice::from_raw_parts(memory_db, memory_db_len as usize),
+        )
+    };
+    let registered = register(&mut crate::lock(&PROCESS), db, Some(memory));
+    let words = match registered {
+        Ok(b) => (
+            abi::enter_word(b.function.0),
+            b.memory.map_or(abi::REFUSED_BASE, u64::from),
+        ),
+        Err(why) => {
+            eprintln!("wpp-rt: {why}; it runs unrecorded");
+            (abi::REFUSED_BASE, abi::REFUSED_BASE)
+        }
+    };
+    // SAFETY: guaranteed by the caller.
+    unsafe { (*base, *memory_base) = words };
 }
 
 /// Called by an instrumented shared library's last destructor (`dlclose`, or exit): its ids

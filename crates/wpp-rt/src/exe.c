@@ -1,6 +1,7 @@
-/* The executable's program database, when the executable is instrumented (see dso.rs): weak
-   references, which stable Rust cannot make. In a shared library's process whose executable is
-   not instrumented they stay null. */
+/* The executable's program and memory databases, when the executable is instrumented (see
+   dso.rs): weak references, which stable Rust cannot make. In a shared library's process whose
+   executable is not instrumented they stay null; so does the memory database of an executable
+   not built for trace-addr. */
 #include <stdint.h>
 
 extern const uint8_t __wpp_program_db[] __attribute__((weak));
@@ -11,4 +12,14 @@ const uint8_t *wpp_rt_executable_db(uint64_t *len) {
         return 0;
     *len = __wpp_program_db_len;
     return __wpp_program_db;
+}
+
+extern const uint8_t __wpp_memory_db[] __attribute__((weak));
+extern const uint64_t __wpp_memory_db_len __attribute__((weak));
+
+const uint8_t *wpp_rt_executable_memory_db(uint64_t *len) {
+    if (!__wpp_memory_db || !&__wpp_memory_db_len)
+        return 0;
+    *len = __wpp_memory_db_len;
+    return __wpp_memory_db;
 }

@@ -37,11 +37,12 @@
 //!   (made by `wpp cc` from the packaged runtime, found by absolute rpath), which serves a
 //!   process whose executable is not instrumented and is shadowed otherwise.
 //! * **One buffer per thread per process**, so events of different modules interleave in call
-//!   order: the executable defines `__wpp_buf`, `__wpp_idx`, `__wpp_depth` (`local-exec`, its
-//!   probes unchanged) and libraries reach them `initial-exec` (one more load per probe; the
+//!   order: the executable defines `__wpp_buf`, `__wpp_idx`, `__wpp_depth` (and, recording
+//!   addresses, `__wpp_abuf` and `__wpp_aidx`; `local-exec`, its probes unchanged) and
+//!   libraries reach them `initial-exec` (one more load per probe; the
 //!   `global-dynamic` default of `-fPIC` would call `__tls_get_addr` per probe, 57 % more
 //!   instructions). glibc serves a `dlopen`ed `libwpp_rt.so`'s `initial-exec` TLS from its
-//!   static TLS surplus (24 bytes).
+//!   static TLS surplus (32 bytes).
 //! * **The executable keeps ids `[0, n)`.** A `DT_NEEDED` library's constructor registers
 //!   before the executable runs anything, so the first registration registers the executable
 //!   first, found by a weak reference to its program database (`dso.rs`).
@@ -52,12 +53,22 @@
 //! * **Profiles** (`bl`, `ppp`): each library registers its counter table with its base
 //!   (`profile.rs`); the profile is every table's counts under the merged names, and a library
 //!   `dlclose`d leaves its counts behind before its table is unmapped.
-//! * Not recorded yet: libraries in the memory modes (linked natively, uninstrumented).
+//! * **Memory instructions** (`trace-addr`): each module numbers its loads and stores from 0
+//!   too, and registers them with its functions ([`Modules::register`]): its *memory
+//!   base* comes from a second range, handed out the same way (the executable keeps
+//!   `[0, n)`, a reload gets its range back), and its probes add it to each id. The process's
+//!   memory database ([`Modules::merged_memory`]) is every module's instructions at their
+//!   bases, each naming its function by process-wide id; a library `dlopen`ed after the
+//!   first access goes into the address trace as a grown database, ahead of its accesses
+//!   (`addr.rs`).
+//! * Not recorded yet: libraries in `ewpp` and `ewpp-filter` (linked natively,
+//!   uninstrumented: their checks and classifier are built for one module's instructions).
 //!   Limit: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
 //!   and `exec` wrappers do not interpose there (those exits lose the buffered tail).
 
 use crate::abi::{EmbeddedProgram, Mode};
 use rustc_hash::FxHashMap;
+use wpp_deps::{MemInstr, MemoryDb};
 use wpp_trace::{Function, FunctionId, ProgramDb};
 
 /// Why a module cannot be recorded.
@@ -91,6 +102,28 @@ pub enum ModuleError {
         /// Ids still free.
         left: u64,
     },
+    /// The process's memory-instruction ids would exceed the 32-bit id space.
+    #[error(
+        "module {module} has {instructions} memory instructions, more than the {left} ids \
+         this process has left"
+    )]
+    MemoryIdsExhausted {
+        /// The refused module.
+        module: String,
+        /// Its memory-instruction count.
+        instructions: usize,
+        /// Ids still free.
+        left: u64,
+    },
+}
+
+/// Where a registered module's process-wide ids start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bases {
+    /// Its function 0's id.
+    pub function: FunctionId,
+    /// Its memory instruction 0's id, when it registered memory instructions.
+    pub memory: Option<u32>,
 }
 
 /// One registration: a module's range of process-wide ids.
@@ -106,6 +139,8 @@ struct Module {
     program: EmbeddedProgram,
     /// Whether it is loaded now (`false` after `dlclose`).
     loaded: bool,
+    /// Its memory instructions and their first process-wide id (`trace-addr`).
+    memory: Option<(u32, MemoryDb)>,
 }
 
 /// The modules registered in this process, in registration order.
@@ -114,6 +149,8 @@ pub struct Modules {
     modules: Vec<Module>,
     /// The first id no module's range holds.
     next: u64,
+    /// The first memory-instruction id no module's range holds.
+    next_memory: u64,
 }
 
 impl Modules {
@@ -122,6 +159,7 @@ impl Modules {
         Modules {
             modules: Vec::new(),
             next: 0,
+            next_memory: 0,
         }
     }
 
@@ -163,15 +201,17 @@ impl Modules {
         self.modules.first().map(|m| m.program.mode)
     }
 
-    /// Registers module `name`, whose embedded program database is `db` (decoded: `program`),
-    /// and returns its base. A reload of an unloaded module with the same name and database
-    /// gets its previous base back (module docs).
+    /// Registers module `name`, whose embedded program database is `db` (decoded: `program`)
+    /// and whose memory instructions are `memory` (`trace-addr`), and returns its bases. A
+    /// reload of an unloaded module with the same name and databases gets its previous bases
+    /// back (module docs).
     pub fn register(
         &mut self,
         name: &str,
         db: &[u8],
         program: EmbeddedProgram,
-    ) -> Result<FunctionId, ModuleError> {
+        memory: Option<MemoryDb>,
+    ) -> Result<Bases, ModuleError> {
         if let Some(first) = self.modules.first() {
             if first.program.mode != program.mode {
                 return Err(ModuleError::Mode {
@@ -182,13 +222,17 @@ impl Modules {
                 });
             }
         }
-        if let Some(m) = self
-            .modules
-            .iter_mut()
-            .find(|m| !m.loaded && m.name == name && m.db == db)
-        {
+        if let Some(m) = self.modules.iter_mut().find(|m| {
+            !m.loaded
+                && m.name == name
+                && m.db == db
+                && m.memory.as_ref().map(|(_, d)| d) == memory.as_ref()
+        }) {
             m.loaded = true;
-            return Ok(m.base);
+            return Ok(Bases {
+                function: m.base,
+                memory: m.memory.as_ref().map(|&(at, _)| at),
+            });
         }
         let functions = program.program.functions.len();
         let left = (1u64 << 32) - self.next;
@@ -199,16 +243,65 @@ impl Modules {
                 left,
             });
         }
-        let base = FunctionId(self.next as u32);
+        let instructions = memory.as_ref().map_or(0, |d| d.instructions.len());
+        let left = (1u64 << 32) - self.next_memory;
+        if instructions as u64 > left {
+            return Err(ModuleError::MemoryIdsExhausted {
+                module: name.to_owned(),
+                instructions,
+                left,
+            });
+        }
+        let bases = Bases {
+            function: FunctionId(self.next as u32),
+            memory: memory.is_some().then_some(self.next_memory as u32),
+        };
         self.next += functions as u64;
+        self.next_memory += instructions as u64;
         self.modules.push(Module {
             name: name.to_owned(),
-            base,
+            base: bases.function,
             db: db.to_vec(),
             program,
             loaded: true,
+            memory: bases.memory.zip(memory),
         });
-        Ok(base)
+        Ok(bases)
+    }
+
+    /// How many memory-instruction ids the modules' ranges hold.
+    pub fn memory_ids(&self) -> u64 {
+        self.next_memory
+    }
+
+    /// Whether any module registered memory instructions.
+    pub fn has_memory(&self) -> bool {
+        self.modules.iter().any(|m| m.memory.is_some())
+    }
+
+    /// The memory database of the whole process: every module's instructions at their memory
+    /// bases, each naming its function by process-wide id, with the [`Modules::merged`]
+    /// program.
+    pub fn merged_memory(&self) -> MemoryDb {
+        let mut ranges: Vec<_> = self
+            .modules
+            .iter()
+            .filter_map(|m| m.memory.as_ref().map(|(at, db)| (*at, m.base, db)))
+            .collect();
+        ranges.sort_unstable_by_key(|&(at, ..)| at);
+        let mut instructions = Vec::with_capacity(self.memory_ids() as usize);
+        for (at, base, db) in ranges {
+            debug_assert_eq!(at as usize, instructions.len(), "memory ranges are dense");
+            instructions.extend(db.instructions.iter().map(|i| MemInstr {
+                function: i.function + base.0,
+                ..i.clone()
+            }));
+        }
+        MemoryDb {
+            version: wpp_deps::memdb::MEMORY_DB_VERSION,
+            program: self.merged(),
+            instructions,
+        }
     }
 
     /// Notes that the module registered with `base` was unloaded (`dlclose`); its ids stay
@@ -306,7 +399,70 @@ mod tests {
     fn register(ms: &mut Modules, name: &str, names: &[&str]) -> FunctionId {
         let p = program(Mode::TraceBlocks, names);
         let db = postcard::to_allocvec(&p).unwrap();
-        ms.register(name, &db, p).unwrap()
+        ms.register(name, &db, p, None).unwrap().function
+    }
+
+    /// A `trace-addr` module whose functions `names` hold one memory instruction each, on line
+    /// `line + k` in function `k`.
+    fn register_memory(ms: &mut Modules, name: &str, names: &[&str], line: u32) -> Bases {
+        let p = program(Mode::TraceAddr, names);
+        let db = postcard::to_allocvec(&p).unwrap();
+        let memory = MemoryDb {
+            version: wpp_deps::memdb::MEMORY_DB_VERSION,
+            program: p.program.clone(),
+            instructions: (0..names.len() as u32)
+                .map(|k| MemInstr {
+                    function: k,
+                    block: 0,
+                    line: line + k,
+                    column: 1,
+                    kind: wpp_deps::AccessKind::Load,
+                    what: "load".into(),
+                })
+                .collect(),
+        };
+        ms.register(name, &db, p, Some(memory)).unwrap()
+    }
+
+    /// Memory ids: the executable keeps `[0, n)`, each library takes the next range, a reload
+    /// gets its range back, and every instruction names its function by process-wide id.
+    #[test]
+    fn memory_instructions_get_their_own_ranges() {
+        let mut ms = Modules::new();
+        let exe = register_memory(&mut ms, "prog", &["main", "helper"], 10);
+        assert_eq!((exe.function.0, exe.memory), (0, Some(0)));
+        let lib = register_memory(&mut ms, "libq.so", &["q", "helper"], 20);
+        assert_eq!((lib.function.0, lib.memory), (2, Some(2)));
+        ms.unload(lib.function);
+        assert_eq!(
+            register_memory(&mut ms, "libq.so", &["q", "helper"], 20),
+            lib
+        );
+        ms.unload(lib.function);
+        // Same functions, other instructions (lines): a fresh range of both kinds.
+        let rebuilt = register_memory(&mut ms, "libq.so", &["q", "helper"], 30);
+        assert_eq!((rebuilt.function.0, rebuilt.memory), (4, Some(4)));
+        let merged = ms.merged_memory();
+        let at: Vec<_> = (0..6)
+            .map(|id| {
+                let i = merged.get(id).unwrap();
+                (
+                    merged.program.functions[i.function as usize].name.as_str(),
+                    i.line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            at,
+            [
+                ("main", 10),
+                ("prog!helper", 11),
+                ("libq.so!q", 20),
+                ("libq.so!helper", 21),
+                ("libq.so#2!q", 30),
+                ("libq.so#2!helper", 31)
+            ]
+        );
     }
 
     /// The issue's case: a program and libbz2.so both define `main`-like clashing names.
@@ -366,7 +522,10 @@ mod tests {
         let mut ms = Modules::new();
         register(&mut ms, "prog", &["main"]);
         let p = program(Mode::Bl, &["f"]);
-        let e = ms.register("libq.so", &[1], p).unwrap_err().to_string();
+        let e = ms
+            .register("libq.so", &[1], p, None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("libq.so") && e.contains("bl") && e.contains("prog"),
             "{e}"
@@ -381,7 +540,7 @@ mod tests {
             let mut p = program(Mode::TraceBlocks, &["f"]);
             p.program.files = vec![format!("{file}.h"), file.to_owned()];
             p.program.functions[0].block_files = vec![1, 0];
-            ms.register(module, &[0], p).unwrap();
+            ms.register(module, &[0], p, None).unwrap();
         }
         let merged = ms.merged();
         let files = |f: &Function| -> Vec<String> {

@@ -130,6 +130,8 @@ const SHARED_THREAD_LOCALS: &str = "#include <stdint.h>
 TLS uint64_t *__wpp_buf = 0;
 TLS uint32_t __wpp_idx = BUF_CAP;
 TLS uint32_t __wpp_depth = 0;
+TLS uint64_t *__wpp_abuf = 0;
+TLS uint32_t __wpp_aidx = AT_BUF_CAP;
 ";
 
 /// `libwpp_rt.so`, the runtime instrumented shared libraries need, in a directory of its own
@@ -158,6 +160,7 @@ pub fn shared(packaged: &Path, clang: &Path) -> Result<PathBuf, DriverError> {
             "-shared".into(),
             "-fPIC".into(),
             format!("-DBUF_CAP={}", wpp_abi::BUF_CAP),
+            format!("-DAT_BUF_CAP={}", wpp_abi::AT_BUF_CAP),
             "-Wl,-soname,libwpp_rt.so".into(),
             // Its threads and thread-local destructors outlive any `dlclose`.
             "-Wl,-z,nodelete".into(),
