@@ -5,7 +5,8 @@
 #                            own `test` target (compresses and decompresses its samples and
 #                            compares them with the reference files); then
 #                            `make -f Makefile-libbz2_so CC=wpp-cc` (libbz2.so + bzip2-shared,
-#                            both instrumented, recorded into one run)
+#                            both instrumented, recorded into one run; and in trace-addr, the
+#                            library's accesses in the program's address trace)
 #   zlib-ng (libz-ng-sys)    CMake + Ninja, ZLIB_COMPAT static library (its SIMD variants
 #                            compiled with per-file -mavx2/-msse4…), then bench/workloads/zlib's
 #                            driver linked against libz.a with -L/-l
@@ -144,6 +145,23 @@ check_recording() {
     pass "$name"
 }
 
+# check_addresses NAME DIR EXPECTED_OUT PATTERN CMD...: runs CMD in DIR (built in trace-addr);
+# checks output, that a dependence of `wpp deps list` matches PATTERN (an extended regex), and
+# that the eCF built from the recording recovers the same dependences (`wpp deps ecf`).
+check_addresses() {
+    local name=$1 dir=$2 want=$3 pattern=$4
+    shift 4
+    local rec=$BUILD/rec/$name got
+    rm -rf "$rec" && mkdir -p "$rec"
+    got=$(cd "$dir" && WPP_RAW=1 WPP_OUT=$rec/run.trace "$@") || { fail "$name" "recorded run failed"; return; }
+    [[ $got == "$want" ]] || { fail "$name" "output differs from native"; return; }
+    "$WPP" deps list "$rec/run.trace.at" >"$rec/deps.txt" || { fail "$name" "wpp deps list failed"; return; }
+    grep -Eq "$pattern" "$rec/deps.txt" || { fail "$name" "no dependence matches $pattern"; return; }
+    "$WPP" deps ecf "$rec/run.trace.at" "$rec/run.trace" -o "$rec/ecf.trace" >"$rec/ecf.log" 2>&1 ||
+        { fail "$name" "wpp deps ecf: $(tail -n 2 "$rec/ecf.log")"; return; }
+    pass "$name ($(wc -l <"$rec/deps.txt") dependences)"
+}
+
 build_bzip2() { # VARIANT CC
     local out=$BUILD/bzip2/$1
     rm -rf "$out" && cp -r "$BZIP2_SRC" "$out" && chmod -R u+w "$out"
@@ -170,6 +188,17 @@ check_bzip2() {
     want=$("$n/bzip2-shared" -c <"$n/words3" | "$n/bzip2" -d | cksum)
     check_recording "bzip2-shared (libbz2.so instrumented)" "$w" "$want" \
         "main compress BZ2_bzWriteOpen BZ2_bzWrite BZ2_compressBlock" \
+        sh -c "LD_LIBRARY_PATH=. ./bzip2-shared -c < words3 | '$n/bzip2' -d | cksum"
+    # The library's accesses are in the program's address trace: the program reads the error
+    # code BZ2_bzWriteOpen stored through its argument.
+    local a=$BUILD/bzip2/addr
+    t0=$(now)
+    rm -rf "$a" && cp -r "$BZIP2_SRC" "$a" && chmod -R u+w "$a"
+    (cd "$a" && WPP_MODE=trace-addr make -f Makefile-libbz2_so CC=wpp-cc >make-so.log 2>&1) ||
+        { fail "bzip2 trace-addr" "make -f Makefile-libbz2_so CC=wpp-cc failed: $a/make-so.log"; return; }
+    echo "bzip2: wpp-cc Makefile-libbz2_so in trace-addr: $(secs "$t0") s"
+    check_addresses "bzip2-shared trace-addr (libbz2.so instrumented)" "$a" "$want" \
+        " compress:[0-9:]+ load <- #[0-9()]+ BZ2_bzWriteOpen:" \
         sh -c "LD_LIBRARY_PATH=. ./bzip2-shared -c < words3 | '$n/bzip2' -d | cksum"
 }
 
