@@ -3,24 +3,28 @@
 # every test of every crate, the LLVM instrumenter's end-to-end tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's line says when it started (seconds since the start), so a slow CI run shows
+# which phase grew.
+phase() { echo "== [${SECONDS} s] $*"; }
+phase "scripts/install-deps.sh"
 scripts/install-deps.sh
 . scripts/env.sh
 
-echo "== cargo fmt --check"
+phase "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+phase "cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
-echo "== cargo test"
+phase "cargo test"
 # wpp-db is tested on its own: its Parquet dependency turns on flate2's zlib-rs backend, and in
 # one build with it the runtime and wpp-deps would be tested on another deflate encoder than
 # the one they ship with (cargo unifies a dependency's features across the packages built).
 cargo test --workspace --all-features --exclude wpp-db
 cargo test -p wpp-db --all-features
-echo "== scripts/fuzz-replay.sh (every fuzz harness over its seed corpus; ~1-2 min with the build)"
+phase "scripts/fuzz-replay.sh (every fuzz harness over its seed corpus; ~1-2 min with the build)"
 scripts/fuzz-replay.sh
-echo "== cargo test --release -- --ignored (the 10^7-event round trips of the acceptance criteria)"
+phase "cargo test --release -- --ignored (the 10^7-event round trips of the acceptance criteria)"
 cargo test --release -p wpp-grammar -p wpp-trace -- --ignored
-echo "== bench/check.sh (real workloads: every recording mode, output identical to native; queries = brute force)"
+phase "bench/check.sh (real workloads: every recording mode, output identical to native; queries = brute force)"
 # Uses the `wpp` (built with --features llvm) and runtime library that `cargo test` just built
 # in the test profile, found exactly in cargo's artifact list (a no-op rebuild). A separate
 # `cargo build -p wpp --features llvm` would rebuild inkwell, wpp-instrument and wpp: without the
@@ -31,5 +35,6 @@ wpp_exe=$(grep -o '"executable":"[^"]*/wpp"' <<<"$json" | tail -n1 | cut -d'"' -
 wpp_rt=$(grep -o '"[^"]*/libwpp_rt[^"/]*\.a"' <<<"$json" | tail -n1 | tr -d '"' || true)
 wpp_query_check=$(grep -o '"executable":"[^"]*/wpp-query-check"' <<<"$json" | tail -n1 | cut -d'"' -f4 || true)
 WPP=$wpp_exe WPP_RT_LIB=$wpp_rt WPP_QUERY_CHECK=$wpp_query_check bench/check.sh --profile test
-echo "== bench/projects/check.sh (bzip2's Makefiles and tests, zlib-ng and zstd with CMake, zlib's configure and CMake, fribidi's Meson, all with CC=wpp-cc; ~6 min)"
+phase "bench/projects/check.sh (bzip2's Makefiles and tests, zlib-ng and zstd with CMake, zlib's configure and CMake, fribidi's Meson, all with CC=wpp-cc; ~6 min)"
 WPP=$wpp_exe WPP_RT_LIB=$wpp_rt bench/projects/check.sh
+phase "done"
