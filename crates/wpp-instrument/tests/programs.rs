@@ -16,6 +16,7 @@ use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use wpp_instrument::InstrumentMode;
+use wpp_trace::Event;
 
 /// Builds, runs and compares one program; returns the replay of its trace and its stdout.
 fn check(
@@ -129,6 +130,21 @@ fn exit_and_abort_from_deep_frames_mark_open_frames() {
     }
 }
 
+/// Whether the whole chunks of `trace` (being written) hold more than `n` entries of `step`;
+/// stops reading at the first `n + 1`.
+fn holds_step_enters(trace: &std::path::Path, n: usize) -> bool {
+    let Ok(reader) = wpp_trace::file::open(trace) else {
+        return false; // not even a header yet
+    };
+    let reader = reader.allow_truncated(true);
+    let db = reader.program().clone();
+    reader
+        .map_while(Result::ok)
+        .filter(|e| matches!(e, Event::Enter(f) if db.name(*f) == "step"))
+        .nth(n)
+        .is_some()
+}
+
 /// A program killed with SIGKILL mid-run leaves a readable prefix of whole chunks, compressed
 /// (the default) or plain (`WPP_ZSTD_LEVEL=0`).
 #[test]
@@ -150,7 +166,14 @@ fn sigkill_leaves_a_readable_prefix() {
             .read_line(&mut line)
             .unwrap();
         assert_eq!(line, "ready\n");
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // `step` ran 2,000,000 times before "ready"; the runtime's writer may lag behind the
+        // program on a loaded machine, so wait (up to a minute) until whole chunks in the file
+        // hold nearly all of those calls: the kill then cuts the run after them, not at a
+        // moment the scheduler chose.
+        let start = std::time::Instant::now();
+        while !holds_step_enters(&trace, 1_900_000) && start.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let reader = wpp_trace::file::open(&trace)
@@ -160,11 +183,9 @@ fn sigkill_leaves_a_readable_prefix() {
         let events: Vec<_> = reader
             .collect::<Result<_, _>>()
             .expect("whole chunks readable");
-        // `step` ran 2,000,000 times before "ready": its Enters are in whole chunks by then,
-        // except for at most one buffer (16384 events) still in memory.
         let enters = events
             .iter()
-            .filter(|e| matches!(e, wpp_trace::Event::Enter(f) if db.name(*f) == "step"))
+            .filter(|e| matches!(e, Event::Enter(f) if db.name(*f) == "step"))
             .count();
         assert!(
             enters > 1_900_000,
