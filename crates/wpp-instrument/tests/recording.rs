@@ -180,7 +180,8 @@ fn left_behind(output: Output_, out: &Path) -> PathBuf {
 #[test]
 fn sigkill_leaves_a_prefix_of_the_full_run() {
     let b = build("ticks.c", &TRACE_MODES);
-    let args = ["200000", "1000000", "0"];
+    // usleep(0) still sleeps the timer slack (~50 µs): 10^5 of them outlast the last kill.
+    let args = ["200000", "100000", "0"];
     let native = run(&b.native, &args, None);
     for (mode, exe) in &b.inst {
         let reference = b.dir.path(&format!("{}-ref.trace", mode.name()));
