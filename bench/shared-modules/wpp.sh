@@ -83,6 +83,7 @@ if [ "$mode" = trace-addr ]; then
     [ -s static.deps ] && cmp -s static.deps shared.deps ||
         { echo "the two layouts recorded other dependences" >&2; exit 1; }
     echo "$(wc -l <static.deps) dependences, the same in both layouts"
+    "$wpp" deps stats static.check.trace.at | grep -E '^(load|store) instances'
 fi
 native=$(irefs native); static=$(irefs static); shared=$(irefs shared)
 echo "native $native"
