@@ -153,8 +153,9 @@ pub struct AtWriter<W: Write> {
     next_seq: u64,
     raw: Vec<u8>,
     stored: Vec<u8>,
-    /// One encoder for every chunk, reset between them.
-    deflate: flate2::Compress,
+    /// One encoder for every chunk, reset between them (boxed: its state is large, and a
+    /// writer is moved around inline).
+    deflate: Box<flate2::Compress>,
 }
 
 impl<W: Write> AtWriter<W> {
@@ -173,7 +174,7 @@ impl<W: Write> AtWriter<W> {
             next_seq: 0,
             raw: Vec::new(),
             stored: Vec::new(),
-            deflate: flate2::Compress::new(CHUNK_LEVEL, false),
+            deflate: Box::new(flate2::Compress::new(CHUNK_LEVEL, false)),
         })
     }
 
