@@ -688,6 +688,12 @@ impl<R: Read + Seek> AtReader<R> {
                     break;
                 }
                 let c = th.chunks[th.next];
+                // A run ends with its chunk, so a reader holds one chunk's accesses however
+                // long a thread runs alone (a single-threaded file is one thread throughout).
+                if !run.accesses.is_empty() {
+                    self.heap.push(std::cmp::Reverse((c.first_seq, t)));
+                    break;
+                }
                 self.threads[t as usize].next += 1;
                 let decoded = self.decode(c)?;
                 let th = &mut self.threads[t as usize];
