@@ -951,3 +951,69 @@ fn shared_libraries_record_their_accesses() {
         );
     }
 }
+
+const DLOPEN_THREADS_C: &str = r#"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+static atomic_int started, stop;
+static long worker_sum;
+static void *work(void *arg) {
+    long v[64] = {0};
+    long s = 0;
+    for (long i = 0;; i++) {
+        v[i & 63] = i; /* S_W */
+        s += v[(i * 7) & 63]; /* L_W */
+        if (i == 100000) atomic_store(&started, 1);
+        if (i > 200000 && atomic_load(&stop)) break;
+    }
+    worker_sum = s;
+    return arg;
+}
+int shared_value;
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, 0, work, 0);
+    while (!atomic_load(&started)) {}
+    shared_value = 42; /* S_SHARED */
+    void *h = dlopen("./liblate.so", RTLD_NOW);
+    if (!h) { printf("%s\n", dlerror()); return 1; }
+    int (*get)(const int *) = (int (*)(const int *))dlsym(h, "late_get");
+    int late = get(&shared_value);
+    atomic_store(&stop, 1);
+    pthread_join(t, 0);
+    printf("%d %d\n", late, worker_sum > 0);
+    return 0;
+}
+"#;
+
+/// A library `dlopen`ed while another thread keeps writing address-trace chunks: its grown
+/// memory database reaches the file before any of its accesses (else the reader meets an
+/// unknown instruction), the late load reads `main`'s store, and every load of the worker
+/// reads the worker's own store (or the zeroed array: a store of the same loop before it).
+#[test]
+fn a_library_dlopened_while_another_thread_records() {
+    let p = Project::new();
+    for (name, text) in [("late.c", SOA_LATE_C), ("th.c", DLOPEN_THREADS_C)] {
+        std::fs::write(p.path(name), text).expect("write source");
+    }
+    let mode = "--wpp-mode=trace-addr -O1 -g";
+    p.ok(&format!("wpp-cc {mode} -fPIC -shared late.c -o liblate.so"));
+    p.ok(&format!("wpp-cc {mode} -pthread th.c -ldl -o th"));
+    assert_eq!(run_raw(&p, "th", "th"), "42 1\n");
+    let m = marker_lines(&[SOA_LATE_C, DLOPEN_THREADS_C]);
+    let deps = listed_deps(&p, "th.trace.at");
+    let late: Vec<_> = deps.iter().filter(|d| d.0 == "late_get").collect();
+    let shared = ("main".to_owned(), m["S_SHARED"]);
+    assert_eq!(late.len(), 1, "{late:?}");
+    assert_eq!(late[0].1, m["L_LATE"]);
+    assert_eq!(late[0].2, Some(shared));
+    let worker: Vec<_> = deps.iter().filter(|d| d.1 == m["L_W"]).collect();
+    assert!(worker.len() > 200_000, "{} worker loads", worker.len());
+    for d in worker {
+        assert_eq!(d.0, "work");
+        let store = d.2.as_ref().expect("the worker reads its own stores");
+        assert_eq!(store.0, "work", "{d:?}");
+    }
+}
