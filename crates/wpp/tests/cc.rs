@@ -511,22 +511,28 @@ fn shared_libraries_record_into_one_run() {
     assert_eq!(entries(&p), counts(&want));
 }
 
+/// The standard output of `wpp ARGS`, run in the project directory, which must succeed.
+fn wpp_ok(p: &Project, args: &[&str]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(args)
+        .current_dir(p.path(""))
+        .output()
+        .expect("wpp runs");
+    assert!(
+        out.status.success(),
+        "wpp {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// `wpp profile show --json` of a profile, by function name.
 fn profile_functions(
     p: &Project,
     file: &str,
 ) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
-        .args(["profile", "show", "--json"])
-        .arg(p.path(file))
-        .output()
-        .expect("wpp runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    let out = wpp_ok(p, &["profile", "show", "--json", file]);
+    let shown: Vec<serde_json::Value> = serde_json::from_slice(&out).expect("json");
     shown
         .into_iter()
         .map(|f| (f["name"].as_str().expect("name").to_owned(), f))
@@ -588,12 +594,8 @@ fn shared_libraries_profile_with_their_program() {
     run("m", "lib.pppprof");
     assert_eq!(profile_functions(&p, "lib.pppprof"), lib);
     // Every path that ran was interesting, the qualified `helper`s' included.
-    let residual = Command::new(env!("CARGO_BIN_EXE_wpp"))
-        .args(["profile", "residual", "--json"])
-        .arg(p.path("lib.pppprof"))
-        .output()
-        .expect("wpp runs");
-    assert_eq!(String::from_utf8_lossy(&residual.stdout).trim(), "{}");
+    let residual = wpp_ok(&p, &["profile", "residual", "--json", "lib.pppprof"]);
+    assert_eq!(String::from_utf8_lossy(&residual).trim(), "{}");
 }
 
 /// `libwpp_rt.so` exports the runtime's ABI, the libc functions it interposes and the
@@ -769,23 +771,14 @@ fn marker_lines(sources: &[&str]) -> std::collections::BTreeMap<String, u32> {
 
 /// `wpp deps list --json` of an address trace: every dependence, in the order of its loads.
 fn listed_deps(p: &Project, at: &str) -> Vec<DepEnds> {
-    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
-        .args(["deps", "list", "--json"])
-        .arg(p.path(at))
-        .output()
-        .expect("wpp runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = wpp_ok(p, &["deps", "list", "--json", at]);
     let end = |v: &serde_json::Value| {
         (
             v["function"].as_str().expect("function").to_owned(),
             v["line"].as_u64().expect("line") as u32,
         )
     };
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out)
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("json");
@@ -878,12 +871,10 @@ fn shared_libraries_record_their_accesses() {
     assert_eq!(listed_deps(&p, "one.trace.at"), with_lib);
     // The eCF of the recording pairs the block trace's function ids with the address
     // trace's instructions, and fails unless its dependences equal the address trace's.
-    let ecf = Command::new(env!("CARGO_BIN_EXE_wpp"))
-        .args(["deps", "ecf", "lib.trace.at", "lib.trace", "-o", "lib.ecf"])
-        .current_dir(p.path(""))
-        .output()
-        .expect("wpp runs");
-    assert!(ecf.status.success(), "{ecf:?}");
+    wpp_ok(
+        &p,
+        &["deps", "ecf", "lib.trace.at", "lib.trace", "-o", "lib.ecf"],
+    );
 
     // The block trace: balanced, and holding every module's functions.
     let (db, events) = wpp_trace::file::read_events(p.path("lib.trace")).expect("block trace");
