@@ -203,6 +203,134 @@ impl Build {
     }
 }
 
+impl Build {
+    /// As [`counts`](Self::counts), but each `bl` count is handed to `each` (function, path
+    /// id, count) as it is decoded, in file order, instead of being collected into maps:
+    /// reading 10^4 profiles of one build spent a sixth of its time building them (issue 16).
+    /// The `ppp` counts, if any, are returned whole. `Ok(None)` (another build) is known
+    /// before any count is handed out.
+    pub fn each_count(
+        &self,
+        bytes: &[u8],
+        each: impl FnMut(&str, u64, u64),
+    ) -> Result<Option<Option<PppProfile>>, ProfileError> {
+        let (version, at) = checked_body(bytes)?;
+        let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
+            return Ok(None);
+        };
+        if version != VERSION || !rest.ends_with(&self.trailer) {
+            return Ok(None);
+        }
+        let offset = bytes.len() - rest.len();
+        let malformed = |offset: usize, message: String| ProfileError::Malformed {
+            offset: offset as u64,
+            message,
+        };
+        let mut de = postcard::Deserializer::from_bytes(rest);
+        let seed = stream::CountsSeed(each);
+        let ppp = serde::de::DeserializeSeed::deserialize(seed, &mut de)
+            .map_err(|e| malformed(offset, e.to_string()))?;
+        let after = de
+            .finalize()
+            .map_err(|e| malformed(offset, e.to_string()))?;
+        if after != &self.trailer[..] {
+            let at = bytes.len() - after.len();
+            let message = "the counts do not end where the program's trailer starts".into();
+            return Err(malformed(at, message));
+        }
+        Ok(Some(ppp))
+    }
+}
+
+/// The serde seeds of [`Build::each_count`]: [`Counts`] decoded with its `bl` maps visited
+/// rather than built (postcard encodes a struct as its fields in order, a map as a length and
+/// its entries).
+mod stream {
+    use std::fmt;
+
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use wpp_paths::PppProfile;
+
+    /// [`super::Counts`]: `bl` visited, `ppp` returned.
+    pub struct CountsSeed<F>(pub F);
+
+    impl<'de, F: FnMut(&str, u64, u64)> DeserializeSeed<'de> for CountsSeed<F> {
+        type Value = Option<PppProfile>;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_tuple(2, self)
+        }
+    }
+
+    impl<'de, F: FnMut(&str, u64, u64)> Visitor<'de> for CountsSeed<F> {
+        type Value = Option<PppProfile>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a profile's counts")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let missing = || serde::de::Error::custom("the counts end early");
+            seq.next_element_seed(Functions(&mut self.0))?
+                .ok_or_else(missing)?;
+            seq.next_element::<Option<PppProfile>>()?
+                .ok_or_else(missing)
+        }
+    }
+
+    /// `BlProfile::functions`: function name → its paths' counts.
+    struct Functions<'a, F>(&'a mut F);
+
+    impl<'de, F: FnMut(&str, u64, u64)> DeserializeSeed<'de> for Functions<'_, F> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de, F: FnMut(&str, u64, u64)> Visitor<'de> for Functions<'_, F> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("functions' path counts")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(name) = map.next_key::<&str>()? {
+                map.next_value_seed(Paths(name, &mut *self.0))?;
+            }
+            Ok(())
+        }
+    }
+
+    /// One function's path id → count.
+    struct Paths<'a, 'n, F>(&'n str, &'a mut F);
+
+    impl<'de, F: FnMut(&str, u64, u64)> DeserializeSeed<'de> for Paths<'_, '_, F> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de, F: FnMut(&str, u64, u64)> Visitor<'de> for Paths<'_, '_, F> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("path counts")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some((id, count)) = map.next_entry::<u64, u64>()? {
+                (self.1)(self.0, id, count);
+            }
+            Ok(())
+        }
+    }
+}
+
 impl ProfileFile {
     /// Checks that `other`'s path ids mean the same paths as this profile's: the same program
     /// database and CFGs. The modes may differ: a `bl` and a `ppp` profile of one program
@@ -542,6 +670,36 @@ mod tests {
             bl.check_same_paths(&other),
             Err(ProfileError::Mismatch(m)) if m.contains("`g` in one, `h` in the other")
         ));
+    }
+
+    proptest! {
+        /// The counts handed out one by one are those [`Build::counts`] collects, in the same
+        /// order, with the same `ppp` part; another build gets `None` and hears nothing.
+        #[test]
+        fn each_count_hands_out_what_counts_collects(
+            records in prop::collection::vec((0..3usize, 0..50u64, 0..1000u64), 0..60),
+            ppp in prop::option::of(prop::collection::vec(0..9u64, 1..4)),
+        ) {
+            let file = match &ppp {
+                Some(counts) => ppp_file(counts, &[(7, 2)]),
+                None => bl_file(&records),
+            };
+            let bytes = file.to_bytes();
+            let build = Build::of(&file.program);
+            let want = build.counts(&bytes).unwrap().unwrap();
+            let mut got = Vec::new();
+            let got_ppp = build.each_count(&bytes, |f, id, c| got.push((f.to_owned(), id, c)));
+            let want_bl: Vec<_> = want.bl.functions.iter()
+                .flat_map(|(f, p)| p.iter().map(move |(&id, &c)| (f.clone(), id, c)))
+                .collect();
+            prop_assert_eq!(got_ppp.unwrap(), Some(want.ppp));
+            prop_assert_eq!(got, want_bl);
+            let mut other = file.program.clone();
+            other.program.functions[2].line = Some(3);
+            let mut heard = 0;
+            let answer = Build::of(&other).each_count(&bytes, |_, _, _| heard += 1).unwrap();
+            prop_assert_eq!((answer, heard), (None, 0));
+        }
     }
 
     /// A profile of the same build gives its counts without decoding its program; another

@@ -17,20 +17,19 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use std::hash::Hasher as _;
-
 use rustc_hash::FxHashSet;
-use twox_hash::XxHash64;
-use wpp_abi::profile::{Build, Counts, ProfileFile};
+use twox_hash::XxHash3_128;
+use wpp_abi::profile::{Build, ProfileFile};
 use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
-use wpp_paths::{BallLarus, Cfg, Dag, PathId};
+use wpp_paths::{BallLarus, Cfg, Dag, PathId, PppProfile};
 use wpp_show::walk::ROOT;
 use wpp_show::Recording;
 use wpp_trace::ProgramDb;
 
 use crate::store::{int_column, text_column, BatchWriter, Store};
 use crate::table::{self, Rows, Table, Value, TABLES};
+use crate::totals::Totals;
 use crate::DbError;
 
 /// Functions with at most this many Ball–Larus paths have every path in `paths`
@@ -131,6 +130,8 @@ fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DbError> {
 
 /// A program seen in this ingest: its functions by name and their numberings.
 struct Program {
+    /// Function names by id.
+    names: Vec<String>,
     by_name: HashMap<String, u32>,
     numberings: Vec<Option<(Dag, BallLarus)>>,
     /// Per function: whether `paths` lists all its paths (asked for each path counted).
@@ -154,6 +155,7 @@ impl Program {
             .map(|(i, f)| (f.name.clone(), i as u32))
             .collect();
         let mut program = Program {
+            names: db.functions.iter().map(|f| f.name.clone()).collect(),
             by_name,
             numberings,
             listed: Vec::new(),
@@ -199,6 +201,46 @@ struct RunRows {
 /// A path listed in `paths`, within its program: function, path id.
 type PathKey = (u32, u64);
 
+/// A path's count in a profile: function, path id, count.
+type PathCount = (u32, u64, u64);
+
+/// Function ids by name for counts handed out one at a time, in runs of one function: the
+/// last name's id is kept, and the first unknown name's error.
+struct FunctionIds<'a> {
+    program: &'a Program,
+    name: String,
+    id: Result<u32, String>,
+    failure: Option<String>,
+}
+
+impl<'a> FunctionIds<'a> {
+    fn new(program: &'a Program) -> FunctionIds<'a> {
+        FunctionIds {
+            program,
+            name: String::new(),
+            id: Err(String::new()),
+            failure: None,
+        }
+    }
+
+    fn of(&mut self, name: &str) -> Result<u32, String> {
+        if name != self.name || self.name.is_empty() {
+            self.name.clear();
+            self.name.push_str(name);
+            self.id = function_id(self.program, name);
+        }
+        self.id.clone()
+    }
+
+    fn fail(&mut self, why: String) {
+        self.failure.get_or_insert(why);
+    }
+
+    fn failure(self) -> Result<(), String> {
+        self.failure.map_or(Ok(()), Err)
+    }
+}
+
 impl RunRows {
     fn new() -> RunRows {
         RunRows {
@@ -235,7 +277,13 @@ pub struct Ingest<'a> {
     programs: HashMap<String, Program>,
     last_build: Option<LastBuild>,
     batch: Option<BatchWriter<'a>>,
+    /// The totals of the batch's runs, written when it is committed.
+    totals: Totals,
     pending_runs: Vec<String>,
+    /// The buffer each profile is read into.
+    file_bytes: Vec<u8>,
+    /// The buffer of a profile's counts.
+    counts: Vec<PathCount>,
     report: Report,
 }
 
@@ -280,7 +328,10 @@ impl<'a> Ingest<'a> {
             programs: HashMap::new(),
             last_build: None,
             batch: None,
+            totals: Totals::default(),
             pending_runs: Vec::new(),
+            file_bytes: Vec::new(),
+            counts: Vec::new(),
             report: Report::default(),
         })
     }
@@ -307,28 +358,40 @@ impl<'a> Ingest<'a> {
 
     /// Writes a run's rows into the batch.
     fn accept(&mut self, run: (String, RunRows)) -> Result<(), DbError> {
-        let (run_id, mut rows) = run;
+        let (run_id, mut run_rows) = run;
         let store = self.store;
         let batch = self.batch.get_or_insert_with(|| store.batch_writer());
-        for r in rows.tables.iter_mut().filter(|r| !r.is_empty()) {
+        for r in run_rows.tables.iter_mut().filter(|r| !r.is_empty()) {
             self.report.rows += r.len() as u64;
             let t = r.table();
-            batch.write(t, &r.finish().map_err(|e| DbError::arrow(t.name, e))?)?;
+            let rows = r.finish().map_err(|e| DbError::arrow(t.name, e))?;
+            if t == table::PATH_COUNTS {
+                let names = &self.programs[&run_rows.program_id].names;
+                self.totals.add_run(&run_rows.program_id, names, &rows);
+            }
+            batch.write(t, &rows)?;
         }
-        let stored = self.paths_stored.entry(rows.program_id).or_default();
-        stored.extend(rows.new_paths);
-        self.programs_stored.extend(rows.new_program);
+        let stored = self.paths_stored.entry(run_rows.program_id).or_default();
+        stored.extend(run_rows.new_paths);
+        self.programs_stored.extend(run_rows.new_program);
         self.runs.insert(run_id.clone());
         self.pending_runs.push(run_id);
         self.report.added += 1;
         Ok(())
     }
 
-    /// Commits the batch, named by a hash of its run ids.
+    /// Commits the batch with its totals, named by a hash of its run ids.
     fn flush(&mut self) -> Result<(), DbError> {
-        let Some(batch) = self.batch.take() else {
+        let Some(mut batch) = self.batch.take() else {
             return Ok(());
         };
+        for mut rows in self.totals.take_rows(self.options.label.as_deref()) {
+            if !rows.is_empty() {
+                self.report.rows += rows.len() as u64;
+                let t = rows.table();
+                batch.write(t, &rows.finish().map_err(|e| DbError::arrow(t.name, e))?)?;
+            }
+        }
         batch.commit(&hash_hex(self.pending_runs.join("\n").as_bytes()))?;
         self.pending_runs.clear();
         self.report.batches += 1;
@@ -337,14 +400,26 @@ impl<'a> Ingest<'a> {
 
     /// The run of `path` and its rows; `None` if the store already has it.
     fn read_run(&mut self, path: &Path) -> Result<Option<(String, RunRows)>, String> {
-        let (kind, run_id, profile) = identify(path)?;
+        let mut bytes = std::mem::take(&mut self.file_bytes);
+        let read = self.read_run_bytes(path, &mut bytes);
+        self.file_bytes = bytes;
+        read
+    }
+
+    /// [`read_run`](Self::read_run) with `bytes` to read a profile into.
+    fn read_run_bytes(
+        &mut self,
+        path: &Path,
+        bytes: &mut Vec<u8>,
+    ) -> Result<Option<(String, RunRows)>, String> {
+        let (kind, run_id) = identify(path, bytes)?;
         if self.runs.contains(&run_id) {
             return Ok(None);
         }
         let mut rows = RunRows::new();
-        let (program_id, build_hash, mode, events) = match profile {
-            Some(bytes) => self.profile(&bytes, &run_id, &mut rows)?,
-            None => self.recording(path, kind, &run_id, &mut rows)?,
+        let (program_id, build_hash, mode, events) = match kind {
+            Kind::Profile => self.profile(bytes, &run_id, &mut rows)?,
+            _ => self.recording(path, kind, &run_id, &mut rows)?,
         };
         let time = std::fs::metadata(path)
             .and_then(|m| m.modified())
@@ -380,36 +455,87 @@ impl<'a> Ingest<'a> {
         run_id: &str,
         rows: &mut RunRows,
     ) -> Result<(String, String, &'static str, u64), String> {
-        let counts = match self.counts_of_last_build(bytes)? {
-            Some(counts) => counts,
-            None => {
-                let file = ProfileFile::from_bytes(bytes).map_err(|e| e.to_string())?;
-                self.note_build(&file.program, rows)?;
-                Counts {
-                    bl: file.bl,
-                    ppp: file.ppp,
-                }
+        let mut counts = std::mem::take(&mut self.counts);
+        counts.clear();
+        let read = self.read_counts(bytes, &mut counts, rows);
+        let done = read.and_then(|ppp| self.profile_rows(run_id, &mut counts, ppp.as_ref(), rows));
+        self.counts = counts;
+        done
+    }
+
+    /// The `bl` counts of a profile into `counts` (function, path id, count), and its `ppp`
+    /// counts. A profile of the last build, whose program the store has, has its counts
+    /// decoded one by one ([`Build::each_count`]); another is read whole and becomes the last
+    /// build (the rows of a program first seen in a run that was then skipped are not stored).
+    fn read_counts(
+        &mut self,
+        bytes: &[u8],
+        counts: &mut Vec<PathCount>,
+        rows: &mut RunRows,
+    ) -> Result<Option<PppProfile>, String> {
+        let last = self.last_build.as_ref();
+        if let Some(last) = last.filter(|l| self.programs_stored.contains(&l.program_id)) {
+            let mut ids = FunctionIds::new(&self.programs[&last.program_id]);
+            let each = |name: &str, id, count| match ids.of(name) {
+                Ok(f) => counts.push((f, id, count)),
+                Err(e) => ids.fail(e),
+            };
+            if let Some(ppp) = last
+                .build
+                .each_count(bytes, each)
+                .map_err(|e| e.to_string())?
+            {
+                ids.failure()?;
+                return Ok(ppp);
             }
-        };
+        }
+        let file = ProfileFile::from_bytes(bytes).map_err(|e| e.to_string())?;
+        self.note_build(&file.program, rows)?;
+        let program = &self.programs[&self.last_build.as_ref().expect("noted").program_id];
+        for (name, paths) in &file.bl.functions {
+            let f = function_id(program, name)?;
+            counts.extend(paths.iter().map(|(&id, &c)| (f, id, c)));
+        }
+        Ok(file.ppp)
+    }
+
+    /// The rows of a profile of the last build: `ppp`'s residual paths, and every path's
+    /// count with `ppp`'s added by Ball–Larus id (as [`ProfileFile::path_counts`]).
+    fn profile_rows(
+        &self,
+        run_id: &str,
+        counts: &mut Vec<PathCount>,
+        ppp: Option<&PppProfile>,
+        rows: &mut RunRows,
+    ) -> Result<(String, String, &'static str, u64), String> {
         let last = self.last_build.as_ref().expect("the profile's build");
         let program = &self.programs[&last.program_id];
-        for (name, fp) in counts.ppp.iter().flat_map(|p| &p.functions) {
+        for (name, fp) in ppp.iter().flat_map(|p| &p.functions) {
             let f = function_id(program, name)?;
             for (&id, &count) in &fp.uninteresting {
-                let row = count_row(run_id, &last.program_id, f, name, id, count);
+                let row = residual_row(run_id, &last.program_id, f, name, id, count);
                 rows.push(table::RESIDUAL_COUNTS, &row);
             }
+            let interesting = fp.interesting.iter().zip(&fp.counts);
+            let all = interesting.chain(&fp.uninteresting).filter(|(_, &c)| c > 0);
+            counts.extend(all.map(|(&id, &c)| (f, id, c)));
+        }
+        if ppp.is_some() {
+            counts.sort_unstable_by_key(|&(f, id, _)| (f, id));
+            counts.dedup_by(|later, kept| {
+                let same = (later.0, later.1) == (kept.0, kept.1);
+                if same {
+                    kept.2 = kept.2.saturating_add(later.2);
+                }
+                same
+            });
         }
         let stored = self.paths_stored.get(&last.program_id);
         let mut events = 0u64;
-        for (name, paths) in &counts.into_path_counts().functions {
-            let f = function_id(program, name)?;
-            for (&id, &count) in paths {
-                events = events.saturating_add(count);
-                let row = count_row(run_id, &last.program_id, f, name, id, count);
-                rows.push(table::PATH_COUNTS, &row);
-                note_path(program, stored, &last.program_id, (f, id), rows);
-            }
+        for &(f, id, count) in counts.iter() {
+            events = events.saturating_add(count);
+            rows.push(table::PATH_COUNTS, &count_row(run_id, f, id, count));
+            note_path(program, stored, &last.program_id, (f, id), rows);
         }
         Ok((
             last.program_id.clone(),
@@ -417,17 +543,6 @@ impl<'a> Ingest<'a> {
             last.mode,
             events,
         ))
-    }
-
-    /// The counts of a profile of the last build read, if it is one and the store has its
-    /// program (the rows of a program first seen in a run that was then skipped are not).
-    fn counts_of_last_build(&self, bytes: &[u8]) -> Result<Option<Counts>, String> {
-        match &self.last_build {
-            Some(last) if self.programs_stored.contains(&last.program_id) => {
-                last.build.counts(bytes).map_err(|e| e.to_string())
-            }
-            _ => Ok(None),
-        }
     }
 
     /// A `.wpp` or a trace: one walk (as `wpp annotate` and `wpp export`) for its calls,
@@ -511,9 +626,7 @@ impl<'a> Ingest<'a> {
         let program = &self.programs[&program_id];
         let stored = self.paths_stored.get(&program_id);
         for &((f, id), count) in &paths {
-            let function = name(f);
-            let row = count_row(run_id, &program_id, f, &function, id, count);
-            rows.push(table::PATH_COUNTS, &row);
+            rows.push(table::PATH_COUNTS, &count_row(run_id, f, id, count));
             note_path(program, stored, &program_id, (f, id), rows);
         }
         let mode = if paths.is_empty() {
@@ -630,8 +743,13 @@ fn program_rows(id: &str, db: &ProgramDb, program: &Program, rows: &mut RunRows)
     }
 }
 
-/// A row of `path_counts` or `residual_counts`.
-fn count_row<'a>(
+/// A row of `path_counts`.
+fn count_row(run: &str, f: u32, id: u64, count: u64) -> [Value<'_>; 4] {
+    [run.into(), u64::from(f).into(), id.into(), count.into()]
+}
+
+/// A row of `residual_counts`.
+fn residual_row<'a>(
     run: &'a str,
     program: &'a str,
     f: u32,
@@ -655,50 +773,43 @@ fn function_id(program: &Program, name: &str) -> Result<u32, String> {
     })
 }
 
-/// The kind of the file at `path`, its run id (the content hash of the whole file) and, for a
-/// profile, its bytes, read once for the hash and the counts. Recordings, which may be large,
-/// are hashed as they stream by and read again by their readers.
-fn identify(path: &Path) -> Result<(Kind, String, Option<Vec<u8>>), String> {
+/// The kind of the file at `path` and its run id (the content hash of the whole file). A
+/// profile is read whole into `bytes` (one buffer for every file: a fresh one per profile
+/// page-faulted its 800 KB in again), for the hash and then the counts; recordings, which may
+/// be large, are hashed as they stream by and read again by their readers.
+fn identify(path: &Path, bytes: &mut Vec<u8>) -> Result<(Kind, String), String> {
     let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut head = Vec::new();
-    let read = (&mut file).take(8).read_to_end(&mut head);
+    bytes.clear();
+    let read = (&mut file).take(8).read_to_end(bytes);
     read.map_err(|e| e.to_string())?;
-    if head.is_empty() {
+    if bytes.is_empty() {
         return Err("empty file (a recording cut short before it wrote anything?)".into());
     }
-    let kind = Kind::of(&head).ok_or_else(|| {
+    let kind = Kind::of(bytes).ok_or_else(|| {
         format!(
             "not a wpp profile, .wpp or binary trace (it starts with {:?})",
-            String::from_utf8_lossy(&head)
+            String::from_utf8_lossy(bytes)
         )
     })?;
     if kind == Kind::Profile {
-        let len = file.metadata().map_or(0, |m| m.len() as usize);
-        let mut bytes = Vec::with_capacity(len);
-        bytes.extend_from_slice(&head);
-        file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-        return Ok((kind, hash_hex(&bytes), Some(bytes)));
+        file.read_to_end(bytes).map_err(|e| e.to_string())?;
+        return Ok((kind, hash_hex(bytes)));
     }
-    let mut hashers = HASH_SEEDS.map(XxHash64::with_seed);
-    hashers.iter_mut().for_each(|h| h.write(&head));
+    let mut hasher = XxHash3_128::new();
+    hasher.write(bytes);
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = file.read(&mut buf).map_err(|e| e.to_string())?;
         if n == 0 {
             break;
         }
-        hashers.iter_mut().for_each(|h| h.write(&buf[..n]));
+        hasher.write(&buf[..n]);
     }
-    let [a, b] = hashers.map(|h| h.finish());
-    Ok((kind, format!("{a:016x}{b:016x}"), None))
+    Ok((kind, format!("{:032x}", hasher.finish_128())))
 }
 
-/// The seeds of the two XXH64 hashes of an id.
-const HASH_SEEDS: [u64; 2] = [0, 0x9e37_79b9_7f4a_7c15];
-
-/// A 128-bit content id of `bytes` in hex: two XXH64 hashes with different seeds (run,
-/// program, build and batch ids; [`identify`] computes the same while streaming a file).
+/// A 128-bit content id of `bytes` in hex, XXH3-128 (run, program, build and batch ids;
+/// [`identify`] computes the same while streaming a file).
 pub fn hash_hex(bytes: &[u8]) -> String {
-    let [a, b] = HASH_SEEDS.map(|seed| XxHash64::oneshot(seed, bytes));
-    format!("{a:016x}{b:016x}")
+    format!("{:032x}", XxHash3_128::oneshot(bytes))
 }

@@ -10,7 +10,7 @@
 //! A folder with one subfolder of Parquet files per table and a `manifest` of committed batches
 //! ([`store`] says how ingest stays append-only and crash-safe). Every column is `Int64`, `Utf8`
 //! or `Boolean` (no unsigned types, so Spark reads the files unchanged); counts saturate at
-//! `i64::MAX`. Ids are 128-bit hex content hashes (two XXH64 with different seeds):
+//! `i64::MAX`. Ids are 128-bit hex content hashes (XXH3-128):
 //!
 //! - a **run id** hashes the run's file, so adding a file again changes nothing;
 //! - a **program id** hashes the program database (names, source lines, CFGs), so runs of one
@@ -25,11 +25,13 @@
 //! | `functions` | function of a program | `program_id`, `function_id` (its index in the program database), `function`, `file`, `line`, `blocks`, `paths_total` (Ball–Larus paths, null without a CFG), `paths_listed` (whether `paths` lists all of them: at most [`ingest::LIST_PATHS`]) |
 //! | `blocks` | block of a function | `program_id`, `function_id`, `block_id`, `file`, `line` |
 //! | `paths` | Ball–Larus path | `program_id`, `function_id`, `path_id`, `blocks` (as `wpp profile show` prints them: `b0 b2 b3'`); all paths of listed functions, the executed ones of the others |
-//! | `path_counts` | (run, path) executed | `run_id`, `program_id`, `function_id`, `function`, `path_id`, `count`: a profile's counts by Ball–Larus id (a `ppp` run's interesting and uninteresting executions together, as `wpp profile show`); a path recording's |
-//! | `residual_counts` | (ppp run, uninteresting path) | as `path_counts`: the paths outside the build's interesting set, PPP §1's residual paths (as `wpp profile residual`) |
+//! | `path_counts` | (run, path) executed | `run_id`, `function_id`, `path_id`, `count`: a profile's counts by Ball–Larus id (a `ppp` run's interesting and uninteresting executions together, as `wpp profile show`); a path recording's. Ids only ([`table::PATH_COUNTS`] says why): the program is the run's, the name the function's |
+//! | `residual_counts` | (ppp run, uninteresting path) | `run_id`, `program_id`, `function_id`, `function`, `path_id`, `count`: the paths outside the build's interesting set, PPP §1's residual paths (as `wpp profile residual`) |
 //! | `calls` | (recording, caller, callee) | `run_id`, `program_id`, `caller_id`, `caller` (null: called from outside any function), `callee_id`, `callee`, `count` |
 //! | `function_events` | (recording, function) | `run_id`, `program_id`, `function_id`, `function`, `calls` (entries, as `wpp functions`), `samples` (block and path events run in it) |
 //! | `line_events` | (recording, source line) | `run_id`, `program_id`, `file`, `line`, `count` (as `wpp annotate`/lcov) |
+//! | `path_totals` | (ingest batch, path) | `program_id`, `label`, `function_id`, `function`, `path_id`, `runs` (the batch's runs that took the path), `executions` (their `path_counts` summed): sum over batches for a label's or the store's totals |
+//! | `function_totals` | (ingest batch, function) | `program_id`, `label`, `function_id`, `function`, `runs` (the batch's runs with a path of the function), `executions` |
 //!
 //! The [`views`] answer the common questions: path coverage, untaken paths, residual paths and
 //! the runs that took them, path share changes between labels, functions by path diversity.
@@ -46,6 +48,7 @@ pub mod ingest;
 pub mod query;
 pub mod store;
 pub mod table;
+pub mod totals;
 pub mod views;
 
 use std::path::{Path, PathBuf};

@@ -34,6 +34,7 @@ pub enum Format {
 
 /// A session with every table of `store` (its committed files) and every view registered.
 pub async fn session(store: &Store) -> Result<SessionContext, DbError> {
+    store.require_totals()?;
     let ctx = SessionContext::new();
     for t in TABLES {
         register(&ctx, store, t).await?;

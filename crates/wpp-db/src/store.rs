@@ -31,7 +31,7 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 
-use crate::table::{Table, TABLES};
+use crate::table::{self, Table, TABLES};
 use crate::DbError;
 
 /// The manifest's file name.
@@ -55,6 +55,7 @@ impl Store {
     /// writer left (temporary files and files of unlisted batches).
     pub fn open_for_writing(dir: &Path) -> Result<Store, DbError> {
         let store = Store::open(dir);
+        store.require_totals()?;
         for t in TABLES {
             let folder = store.dir.join(t.name);
             std::fs::create_dir_all(&folder).map_err(|e| DbError::io(&folder, e))?;
@@ -85,6 +86,23 @@ impl Store {
             .map(|b| self.file(table, b))
             .filter(|p| p.exists())
             .collect())
+    }
+
+    /// Fails on a store written before `path_totals` (a committed batch with path counts and
+    /// no totals), whose views would silently leave its runs out and whose run ids (two XXH64
+    /// then) would not recognise a file added again.
+    pub fn require_totals(&self) -> Result<(), DbError> {
+        for b in self.batches()? {
+            let counts = self.file(table::PATH_COUNTS, &b);
+            if counts.exists() && !self.file(table::PATH_TOTALS, &b).exists() {
+                return Err(DbError::Query(format!(
+                    "{}: batch {b} has path counts but no path totals (a store of an older \
+                     wpp-db): add its profiles to a new store",
+                    self.dir.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn file(&self, table: Table, batch: &str) -> PathBuf {

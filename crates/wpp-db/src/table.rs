@@ -91,9 +91,24 @@ pub const PATHS: Table = Table {
     ],
 };
 
-/// `path_counts`: executions of each path in each run.
+/// `path_counts`: executions of each path in each run. The largest table by far (a row per
+/// run and path: 50 M rows for 10^4 SQLite runs), so it has ids only: the run's program is in
+/// `runs`, the function's name in `functions` (each a string the Parquet writer would look up
+/// in its dictionary per row).
 pub const PATH_COUNTS: Table = Table {
     name: "path_counts",
+    columns: &[
+        ("run_id", Text, false),
+        ("function_id", Int, false),
+        ("path_id", Int, false),
+        ("count", Int, false),
+    ],
+};
+
+/// `residual_counts`: the uninteresting paths of each `ppp` run (PPP §1's residual paths),
+/// with their program and function names (few rows: the paths testing did not predict).
+pub const RESIDUAL_COUNTS: Table = Table {
+    name: "residual_counts",
     columns: &[
         ("run_id", Text, false),
         ("program_id", Text, false),
@@ -102,12 +117,6 @@ pub const PATH_COUNTS: Table = Table {
         ("path_id", Int, false),
         ("count", Int, false),
     ],
-};
-
-/// `residual_counts`: the uninteresting paths of each `ppp` run (PPP §1's residual paths).
-pub const RESIDUAL_COUNTS: Table = Table {
-    name: "residual_counts",
-    columns: PATH_COUNTS.columns,
 };
 
 /// `calls`: calls from one function to another in each recording.
@@ -149,8 +158,37 @@ pub const LINE_EVENTS: Table = Table {
     ],
 };
 
+/// `path_totals`: per batch and path, the runs of the batch that took it and its executions
+/// ([`crate::totals`]: what the views over many runs read instead of `path_counts`).
+pub const PATH_TOTALS: Table = Table {
+    name: "path_totals",
+    columns: &[
+        ("program_id", Text, false),
+        ("label", Text, true),
+        ("function_id", Int, false),
+        ("function", Text, false),
+        ("path_id", Int, false),
+        ("runs", Int, false),
+        ("executions", Int, false),
+    ],
+};
+
+/// `function_totals`: per batch and function, the runs of the batch that took any of its
+/// paths and their executions ([`crate::totals`]).
+pub const FUNCTION_TOTALS: Table = Table {
+    name: "function_totals",
+    columns: &[
+        ("program_id", Text, false),
+        ("label", Text, true),
+        ("function_id", Int, false),
+        ("function", Text, false),
+        ("runs", Int, false),
+        ("executions", Int, false),
+    ],
+};
+
 /// Every table, `runs` first.
-pub const TABLES: [Table; 9] = [
+pub const TABLES: [Table; 11] = [
     RUNS,
     FUNCTIONS,
     BLOCKS,
@@ -160,6 +198,8 @@ pub const TABLES: [Table; 9] = [
     CALLS,
     FUNCTION_EVENTS,
     LINE_EVENTS,
+    PATH_TOTALS,
+    FUNCTION_TOTALS,
 ];
 
 impl Table {

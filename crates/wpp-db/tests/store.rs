@@ -217,8 +217,9 @@ fn compaction_keeps_every_row() {
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
         .count();
-    // One file per table with rows: runs, functions, blocks, paths, path_counts, residual_counts.
-    assert_eq!(parquet, 6);
+    // One file per table with rows: runs, functions, blocks, paths, path_counts, residual_counts,
+    // path_totals, function_totals.
+    assert_eq!(parquet, 8);
     let after = (counts(&db, "path_counts"), counts(&db, "residual_counts"));
     assert_eq!(after, before);
     let all: Vec<PathBuf> = bl.iter().chain(&ppp).cloned().collect();
@@ -260,6 +261,121 @@ fn views_answer_their_questions() {
     assert_eq!(rows(&db, diversity), ["fig3,3,4"]);
 }
 
+/// The totals and the views that read them against the same questions asked of `path_counts`
+/// (the oracle: one row per run and path), on a store of many batches, two labels and runs
+/// without a label.
+#[test]
+fn totals_answer_as_path_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (label, n) in [
+        (Some("a"), 23u64),
+        (Some("b"), 17),
+        (Some("c"), 3),
+        (None, 5),
+    ] {
+        let runs = dir.path().join(label.unwrap_or("none"));
+        std::fs::create_dir(&runs).unwrap();
+        for i in 0..n {
+            let counts = [i % 4, (i * n) % 3, i % 2, 0, i / 9, (i + n) % 5];
+            write(
+                &runs,
+                &format!("r{i:02}.blprof"),
+                &bl_profile(&counts, i % 3),
+            );
+        }
+        let field = ppp_profile([n % 3, 1, 0], &[(2, n), (4, 1)]);
+        write(&runs, "f.pppprof", &field);
+        let mut add = vec!["add".to_owned(), s(&runs), "--db".into(), s(&db)];
+        add.extend(["--batch-runs".into(), "4".into()]);
+        if let Some(l) = label {
+            add.extend(["--label".into(), l.into()]);
+        }
+        ok(&add.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    // `path_counts` with each row's label, program and function name.
+    let by_run = "FROM (SELECT c.*, r.label, r.program_id, f.function FROM path_counts c \
+                  JOIN runs r ON r.run_id = c.run_id \
+                  JOIN functions f ON f.program_id = r.program_id \
+                  AND f.function_id = c.function_id) pc";
+    let pairs = [
+        (
+            "SELECT label, program_id, function_id, path_id, SUM(runs), SUM(executions) \
+             FROM path_totals GROUP BY 1, 2, 3, 4"
+                .to_owned(),
+            format!(
+                "SELECT pc.label, pc.program_id, pc.function_id, pc.path_id, COUNT(*), \
+                 SUM(pc.count) {by_run} GROUP BY 1, 2, 3, 4"
+            ),
+        ),
+        (
+            "SELECT label, program_id, function_id, function, SUM(runs), SUM(executions) \
+             FROM function_totals GROUP BY 1, 2, 3, 4"
+                .to_owned(),
+            format!(
+                "SELECT pc.label, pc.program_id, pc.function_id, pc.function, \
+                 COUNT(DISTINCT pc.run_id), SUM(pc.count) {by_run} GROUP BY 1, 2, 3, 4"
+            ),
+        ),
+        (
+            "SELECT * FROM label_shares".to_owned(),
+            format!(
+                "SELECT per.label, per.function, per.path_id, per.executions, \
+                 CAST(per.executions AS DOUBLE) / CAST(tot.total AS DOUBLE) \
+                 FROM (SELECT pc.label, pc.function, pc.path_id, SUM(pc.count) AS executions \
+                 {by_run} WHERE pc.label IS NOT NULL GROUP BY 1, 2, 3) per \
+                 JOIN (SELECT pc.label, SUM(pc.count) AS total {by_run} \
+                 WHERE pc.label IS NOT NULL GROUP BY 1) tot ON per.label = tot.label"
+            ),
+        ),
+        (
+            "SELECT * FROM path_changes".to_owned(),
+            "SELECT la.label, lb.label, k.function, k.path_id, COALESCE(a.share, 0.0), \
+             COALESCE(b.share, 0.0), COALESCE(b.share, 0.0) - COALESCE(a.share, 0.0) \
+             FROM (SELECT DISTINCT label FROM label_shares) la \
+             JOIN (SELECT DISTINCT label FROM label_shares) lb ON la.label < lb.label \
+             CROSS JOIN (SELECT DISTINCT function, path_id FROM label_shares) k \
+             LEFT JOIN label_shares a \
+             ON a.label = la.label AND a.function = k.function AND a.path_id = k.path_id \
+             LEFT JOIN label_shares b \
+             ON b.label = lb.label AND b.function = k.function AND b.path_id = k.path_id \
+             WHERE a.share IS NOT NULL OR b.share IS NOT NULL"
+                .to_owned(),
+        ),
+        (
+            "SELECT * FROM function_diversity".to_owned(),
+            format!(
+                "SELECT pc.program_id, f.function, COUNT(DISTINCT pc.path_id), \
+                 COUNT(DISTINCT pc.run_id), SUM(pc.count), f.paths_total {by_run} \
+                 JOIN functions f \
+                 ON f.program_id = pc.program_id AND f.function_id = pc.function_id \
+                 GROUP BY pc.program_id, pc.function_id, f.function, f.paths_total"
+            ),
+        ),
+        (
+            "SELECT * FROM coverage".to_owned(),
+            format!(
+                "SELECT f.program_id, f.function_id, f.function, f.paths_total, \
+                 COUNT(t.path_id), f.paths_total - COUNT(t.path_id) FROM functions f \
+                 LEFT JOIN (SELECT DISTINCT pc.program_id, pc.function_id, pc.path_id {by_run}) t \
+                 ON t.program_id = f.program_id AND t.function_id = f.function_id \
+                 WHERE f.paths_total IS NOT NULL \
+                 GROUP BY f.program_id, f.function_id, f.function, f.paths_total"
+            ),
+        ),
+    ];
+    for (view, oracle) in pairs {
+        let sorted = |q: &str| {
+            let mut r = rows(&db, q);
+            r.sort();
+            r
+        };
+        let (got, want) = (sorted(&view), sorted(&oracle));
+        assert!(want.len() > 1, "{oracle}: {want:?}");
+        assert_eq!(got, want, "{view}");
+    }
+}
+
 /// Issue 16 item 5: 200 profiles added in batches of 7 answer every query as when added in one
 /// batch (the rows stream into each batch's files as runs are read).
 #[test]
@@ -287,7 +403,7 @@ fn small_batches_answer_as_one_batch() {
     };
     assert_eq!((batches(&small), batches(&one)), (29, 1));
     let queries = [
-        "SELECT r.file, c.function, c.path_id, c.count FROM path_counts c \
+        "SELECT r.file, c.function_id, c.path_id, c.count FROM path_counts c \
          JOIN runs r ON r.run_id = c.run_id ORDER BY 1, 2, 3",
         "SELECT function, paths_total, paths_taken, paths_not_taken FROM coverage ORDER BY 1",
         "SELECT function, path_id, runs, executions FROM residual_paths ORDER BY 1, 2",
@@ -300,4 +416,27 @@ fn small_batches_answer_as_one_batch() {
         assert!(a == b, "{q}: {} rows against {}", a.len(), b.len());
     }
     assert_eq!(rows(&one, queries[4]), ["2,8,7,201"]);
+}
+
+/// A store whose batches have path counts but no totals (written before them) is refused with
+/// its name, not answered without those runs.
+#[test]
+fn a_store_without_totals_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    suite(dir.path());
+    let db = dir.path().join("db");
+    ok(&["add", &s(dir.path()), "--db", &s(&db)]);
+    for f in std::fs::read_dir(db.join("path_totals")).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let out = wpp_db(&["sql", "--db", &s(&db), "SELECT * FROM coverage"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&s(&db)) && err.contains("no path totals"),
+        "{err}"
+    );
+    let add = wpp_db(&["add", &s(dir.path()), "--db", &s(&db)]);
+    assert!(!add.status.success());
+    assert!(String::from_utf8_lossy(&add.stderr).contains("no path totals"));
 }

@@ -122,8 +122,9 @@ pub fn rows(db: &Path, query: &str) -> Vec<String> {
 /// same columns), keyed by the run's file.
 pub fn counts(db: &Path, table: &str) -> BTreeMap<(String, String, u64), u64> {
     let q = format!(
-        "SELECT r.file, c.function, c.path_id, c.count FROM {table} c \
-         JOIN runs r ON r.run_id = c.run_id"
+        "SELECT r.file, f.function, c.path_id, c.count FROM {table} c \
+         JOIN runs r ON r.run_id = c.run_id \
+         JOIN functions f ON f.program_id = r.program_id AND f.function_id = c.function_id"
     );
     rows(db, &q)
         .iter()
