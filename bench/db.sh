@@ -6,6 +6,7 @@
 #
 #   bench/db.sh PROFILE [N]      # e.g. bench/build/check/interesting/sqlite.blprof 10000
 #   CARGO_PROFILE=dev bench/db.sh …   (default release)
+#   STORE_OUT=DIR bench/db.sh …       (keep the store there, e.g. for bench/db-spark.sh)
 #   BIN_DIR=DIR bench/db.sh …         (wpp-db and examples/profile_variants already built in DIR,
 #                                      e.g. by `cargo build --release -p wpp-db` with
 #                                      `--config profile.release.opt-level=2 --config
@@ -50,3 +51,7 @@ for view in coverage untaken_paths residual_paths residual_runs label_shares pat
     t1=$(now)
     printf "view %-20s %6.2f s\n" "$view" "$(echo "$t1 - $t0" | bc)"
 done
+if [[ -n ${STORE_OUT:-} ]]; then
+    rm -rf "$STORE_OUT"
+    mv "$WORK/db" "$STORE_OUT"
+fi

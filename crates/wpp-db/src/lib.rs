@@ -46,6 +46,7 @@
 
 pub mod ingest;
 pub mod query;
+pub mod spark;
 pub mod store;
 pub mod table;
 pub mod totals;

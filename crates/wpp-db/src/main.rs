@@ -1,7 +1,7 @@
 //! The `wpp-db` command (also run as `wpp db …` and `wpp sql …`): ingest runs into a Parquet
 //! store, compact it, query it with SQL. See the `wpp_db` crate docs for the schema.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -65,6 +65,17 @@ enum Command {
     },
     /// List the views with their queries.
     Views,
+    /// Print what `tests/spark_views.py` needs to run the views on Apache Spark over the
+    /// store's files (JSON: tables with their DDL and files, views, queries).
+    SparkSpec {
+        /// The store.
+        #[arg(long)]
+        db: PathBuf,
+        /// Name the files under this URL instead of their local paths: the store folder's URL
+        /// once copied to object storage (e.g. `s3a://BUCKET/STORE`).
+        #[arg(long)]
+        url_prefix: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -110,15 +121,30 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             format,
             output,
         } => sql(&query, &db, format, output),
-        Command::Views => {
-            for v in VIEWS {
-                println!(
-                    "-- {}: {}\nCREATE VIEW {} AS\n{};\n",
-                    v.name, v.about, v.name, v.sql
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+        Command::SparkSpec { db, url_prefix } => {
+            let spec = wpp_db::spark::spec(&Store::open(&db), url_prefix.as_deref())?;
+            print(&format!("{spec}\n"))
         }
+        Command::Views => {
+            let text: String = VIEWS
+                .iter()
+                .map(|v| {
+                    let (name, about, sql) = (v.name, v.about, v.sql);
+                    format!("-- {name}: {about}\nCREATE VIEW {name} AS\n{sql};\n\n")
+                })
+                .collect();
+            print(&text)
+        }
+    }
+}
+
+/// Writes `text` to standard output; a reader that went away (`| head`) is not an error.
+fn print(text: &str) -> anyhow::Result<ExitCode> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to standard output")
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -30,8 +30,9 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::parquet::schema::types::ColumnPath;
 
-use crate::table::{self, Table, TABLES};
+use crate::table::{self, ColumnType, Table, TABLES};
 use crate::DbError;
 
 /// The manifest's file name.
@@ -103,6 +104,11 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// `path` (a file of this store) relative to the store's folder.
+    pub fn relative<'p>(&self, path: &'p Path) -> &'p Path {
+        path.strip_prefix(&self.dir).unwrap_or(path)
     }
 
     fn file(&self, table: Table, batch: &str) -> PathBuf {
@@ -265,12 +271,21 @@ impl BatchWriter<'_> {
     }
 }
 
-/// A Parquet writer of `table`'s rows into a new file at `path` (zstd).
+/// A Parquet writer of `table`'s rows into a new file at `path` (zstd; integers without a
+/// dictionary).
 fn new_writer(path: &Path, table: Table) -> Result<ArrowWriter<File>, DbError> {
     let file = File::create(path).map_err(|e| DbError::io(path, e))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build();
+    let mut props =
+        WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default()));
+    // Integers plain (zstd still compresses them): a dictionary looked each one up in a hash
+    // table, a fifth of an ingest's time, and the files came out no smaller (10^3 SQLite runs:
+    // `path_counts` 6.5 MB with dictionaries, 6.3 MB plain).
+    for &(name, ty, _) in table.columns {
+        if ty == ColumnType::Int {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(name), false);
+        }
+    }
+    let props = props.build();
     ArrowWriter::try_new(file, table.schema(), Some(props)).map_err(|e| DbError::parquet(path, e))
 }
 

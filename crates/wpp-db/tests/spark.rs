@@ -12,9 +12,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{bl_profile, ok, ppp_profile, write};
-use serde_json::{json, Value};
+use serde_json::Value;
 use wpp_db::store::Store;
-use wpp_db::table::{ColumnType, TABLES};
 use wpp_db::views::VIEWS;
 
 /// Why Spark cannot run here, if it cannot.
@@ -97,40 +96,11 @@ fn views_on_spark_equal_views_embedded() {
     let dir = tempfile::tempdir().unwrap();
     let db = store(dir.path());
     let store = Store::open(&db);
-    let tables: Vec<Value> = TABLES
-        .iter()
-        .map(|t| {
-            let ddl: Vec<String> = t
-                .columns
-                .iter()
-                .map(|&(name, ty, _)| {
-                    let ty = match ty {
-                        ColumnType::Int => "BIGINT",
-                        ColumnType::Text => "STRING",
-                        ColumnType::Bool => "BOOLEAN",
-                    };
-                    format!("`{name}` {ty}")
-                })
-                .collect();
-            let files: Vec<String> = store
-                .files(*t)
-                .unwrap()
-                .iter()
-                .map(|f| std::path::absolute(f).unwrap().display().to_string())
-                .collect();
-            json!({"name": t.name, "ddl": ddl.join(", "), "files": files})
-        })
-        .collect();
-    let queries: BTreeMap<&str, String> = VIEWS
-        .iter()
-        .map(|v| (v.name, format!("SELECT * FROM {}", v.name)))
-        .collect();
-    let views: Vec<Value> = VIEWS
-        .iter()
-        .map(|v| json!({"name": v.name, "sql": v.sql}))
-        .collect();
+    let spec_json = wpp_db::spark::spec(&store, None).unwrap();
+    let queries: BTreeMap<String, String> =
+        serde_json::from_value(spec_json["queries"].clone()).unwrap();
+    assert_eq!(queries.len(), VIEWS.len());
     let spec = dir.path().join("spec.json");
-    let spec_json = json!({"tables": tables, "views": views, "queries": queries});
     std::fs::write(&spec, spec_json.to_string()).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_views.py");
     let out = Command::new("python3")
@@ -155,6 +125,29 @@ fn views_on_spark_equal_views_embedded() {
         let embedded: Vec<Value> = serde_json::from_slice(&json_out).unwrap_or_default();
         let embedded = normalized(&embedded);
         assert!(!embedded.is_empty(), "view {name} is empty: a weak test");
-        assert_eq!(normalized(&spark[*name]), embedded, "view {name}");
+        assert_eq!(normalized(&spark[name]), embedded, "view {name}");
+    }
+}
+
+/// The spec for a store copied to object storage names every committed file under the prefix,
+/// by its place in the store, and no other.
+#[test]
+fn spark_spec_names_files_under_a_url_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = store(dir.path());
+    let local = wpp_db::spark::spec(&Store::open(&db), None).unwrap();
+    let remote = wpp_db::spark::spec(&Store::open(&db), Some("s3a://bucket/runs/")).unwrap();
+    let files = |spec: &Value| -> Vec<String> {
+        let tables = spec["tables"].as_array().unwrap();
+        let files = tables.iter().flat_map(|t| t["files"].as_array().unwrap());
+        files.map(|f| f.as_str().unwrap().to_owned()).collect()
+    };
+    let (local, remote) = (files(&local), files(&remote));
+    assert!(local.len() > 10 && local.len() == remote.len());
+    let root = std::path::absolute(&db).unwrap().display().to_string();
+    for (l, r) in local.iter().zip(&remote) {
+        let relative = l.strip_prefix(&root).unwrap();
+        assert_eq!(r, &format!("s3a://bucket/runs{relative}"));
+        assert!(r.ends_with(".parquet") && !r.contains("runs//"), "{r}");
     }
 }

@@ -1,13 +1,16 @@
 """Runs the store's documented views on Apache Spark (PySpark, `local-cluster[2,1,1024]`: a
 master and two executor processes on this machine) over the same Parquet files, and prints each
-view's rows as JSON, for `tests/spark.rs` to compare with embedded DataFusion's.
+view's rows as JSON, for `tests/spark.rs` to compare with embedded DataFusion's, and each
+query's time on standard error (`bench/db-spark.sh`).
 
-Input (argv[1], JSON): {"tables": [{"name", "ddl", "files"}], "views": [{"name", "sql"}],
-"queries": {"view": "SELECT …"}}. For a real cluster, the files would be s3a:// URLs of the
-same layout (see the crate docs); nothing else changes.
+Input (argv[1], JSON, as `wpp-db spark-spec --db STORE` prints it): {"tables": [{"name", "ddl",
+"files"}], "views": [{"name", "sql"}], "queries": {"view": "SELECT …"}}; argv[2], the master
+(default `local-cluster[2,1,1024]`). For a real cluster, the files are s3a:// URLs of the same
+layout (`wpp-db spark-spec --url-prefix s3a://BUCKET/STORE`); nothing else changes.
 """
 import json
 import sys
+import time
 
 from pyspark.sql import SparkSession
 
@@ -19,6 +22,7 @@ def main():
         SparkSession.builder.master(master)
         .appName("wpp-db views")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.ansi.enabled", "false")
         .getOrCreate()
     )
@@ -32,7 +36,9 @@ def main():
         spark.sql("CREATE OR REPLACE TEMPORARY VIEW %s AS %s" % (v["name"], v["sql"]))
     out = {}
     for name, query in spec["queries"].items():
+        start = time.monotonic()
         out[name] = [r.asDict() for r in spark.sql(query).collect()]
+        print("%s %.2f s" % (name, time.monotonic() - start), file=sys.stderr)
     spark.stop()
     print(json.dumps(out, default=str))
 
