@@ -8,7 +8,8 @@
 //!   same number of times (PPP §5; Larus §2's path events), and the `ppp` run's
 //!   `residual_counts` are its uninteresting paths (PPP §1);
 //! - `function_events.calls` of the recordings are the calls the program counts itself and
-//!   prints (`calls NAME=N`).
+//!   prints (`calls NAME=N`);
+//! - `path_totals` has each path in all four runs, with their executions summed.
 //!
 //! Needs LLVM 22: `cargo test -p wpp-db --features llvm`.
 
@@ -136,6 +137,21 @@ fn counts_of_real_runs_equal_the_oracles() {
             assert_eq!(rows(&db, &q), [n], "calls of {name} in {f}");
         }
     }
+    // The batch's totals: each path in all four runs, with four times its executions.
+    let q = "SELECT function, path_id, SUM(runs), SUM(executions) FROM path_totals GROUP BY 1, 2";
+    let totals: BTreeMap<(String, u64), (u64, u64)> = rows(&db, q)
+        .iter()
+        .map(|l| {
+            let v: Vec<&str> = l.split(',').collect();
+            let n = |i: usize| v[i].parse::<u64>().unwrap();
+            ((v[0].to_owned(), n(1)), (n(2), n(3)))
+        })
+        .collect();
+    let four: BTreeMap<(String, u64), (u64, u64)> = expected
+        .iter()
+        .map(|(k, &c)| (k.clone(), (4, 4 * c)))
+        .collect();
+    assert_eq!(totals, four);
     // The bl and ppp builds of one program share its id.
     let q = "SELECT COUNT(DISTINCT program_id) FROM runs WHERE kind = 'profile'";
     assert_eq!(rows(&db, q), ["1"]);
