@@ -284,6 +284,10 @@ fn main() {
             },
             bl,
             ppp: None,
+            run: Some(wpp_abi::profile::RunInfo {
+                command_line: vec!["./seed".into(), "-x".into()],
+                exit_status: Some(0),
+            }),
         };
         let bytes = file.to_bytes();
         runtime.put(&bytes);

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  0  8  magic "WPPRPROF"
-//!  8  1  version (u8) = 3
+//!  8  1  version (u8) = 4
 //!  9  8  body_len (u64, little-endian)
 //! 17  4  body_crc (u32, little-endian): CRC-32 of the body
 //! 21  body_len bytes: postcard of ProfileFile, then of the program database's trailer
@@ -19,8 +19,9 @@
 //! itself read as the first copy): a flipped bit fails the checksum, a cut file is reported as
 //! truncated with the bytes expected, and anything after the body is refused.
 //!
-//! Version 2 (the same without the trailer, so blocks inlined from a header were shown in the
-//! function's own file) and version 1 (the version byte, then the postcard body directly, with
+//! Version 4 added the run ([`RunInfo`]: command line, exit status) as the body's last field.
+//! Version 3 (the same without it), version 2 (without the trailer, so blocks inlined from a
+//! header were shown in the function's own file) and version 1 (the version byte, then the postcard body directly, with
 //! no length or checksum) still read; bytes after a body are refused in every version.
 
 use crate::EmbeddedProgram;
@@ -29,7 +30,7 @@ use wpp_paths::{BlProfile, PathId, PppProfile};
 /// The magic of a run-time profile file.
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
 /// The layout version.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// Bytes before the body in versions 2 and 3: magic, version, body length, body checksum.
 pub const HEADER_LEN: usize = 21;
 
@@ -43,6 +44,49 @@ pub struct ProfileFile {
     /// Preferential path counts (`ppp` mode): per function, counts of the interesting paths
     /// (identified by Ball–Larus id) and the exact counts of the uninteresting ones.
     pub ppp: Option<PppProfile>,
+    /// The run that left the profile; `None` in a merge of several runs and in files before
+    /// version 4.
+    pub run: Option<RunInfo>,
+}
+
+/// The run a profile is of: what `wpp db` stores in `runs` (issue 16).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunInfo {
+    /// The program's arguments, `argv[0]` first (from `/proc/self/cmdline`; bytes that are
+    /// not UTF-8 replaced).
+    pub command_line: Vec<String>,
+    /// The status the process exited with (`exit`, a return from `main`, `_exit`); `None`
+    /// while it runs (a snapshot), and when it died of a signal or replaced itself by `exec`.
+    pub exit_status: Option<i32>,
+}
+
+impl RunInfo {
+    /// The command line as one line a POSIX shell would split back into the arguments: an
+    /// argument with anything but letters, digits and `_./=:,+@%-` is single-quoted.
+    pub fn command_text(&self) -> String {
+        let plain = |a: &str| {
+            !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c))
+        };
+        let words: Vec<String> = self
+            .command_line
+            .iter()
+            .map(|a| match plain(a) {
+                true => a.clone(),
+                false => format!("'{}'", a.replace('\'', "'\\''")),
+            })
+            .collect();
+        words.join(" ")
+    }
+}
+
+/// A profile file of versions 1 to 3, which had no [`RunInfo`].
+#[derive(serde::Deserialize)]
+struct ProfileFileV3 {
+    program: EmbeddedProgram,
+    bl: BlProfile,
+    ppp: Option<PppProfile>,
 }
 
 /// Errors reading a profile file.
@@ -107,7 +151,7 @@ impl ProfileFile {
     /// against the bytes present.
     pub fn from_bytes(bytes: &[u8]) -> Result<ProfileFile, ProfileError> {
         let (version, at) = checked_body(bytes)?;
-        decode_body(bytes, at, version == VERSION)
+        decode_body(bytes, at, version)
     }
 
     /// Adds `other`'s counts to this profile (saturating), e.g. the profiles the processes of
@@ -128,12 +172,14 @@ impl ProfileFile {
                 &other.program,
             )));
         }
+        self.run = None;
         self.add(&other.bl, other.ppp.as_ref())
     }
 
     /// Adds the counts of a profile of this profile's build (see [`Build::counts`]): as
     /// [`merge`](Self::merge) without comparing programs, which their bytes already did.
     pub fn merge_counts(&mut self, counts: &Counts) -> Result<(), ProfileError> {
+        self.run = None;
         self.add(&counts.bl, counts.ppp.as_ref())
     }
 
@@ -158,6 +204,8 @@ pub struct Counts {
     pub bl: BlProfile,
     /// [`ProfileFile::ppp`].
     pub ppp: Option<PppProfile>,
+    /// [`ProfileFile::run`].
+    pub run: Option<RunInfo>,
 }
 
 /// The encoding of a profile's program (the embedded program and its trailer), which tells the
@@ -207,13 +255,13 @@ impl Build {
     /// As [`counts`](Self::counts), but each `bl` count is handed to `each` (function, path
     /// id, count) as it is decoded, in file order, instead of being collected into maps:
     /// reading 10^4 profiles of one build spent a sixth of its time building them (issue 16).
-    /// The `ppp` counts, if any, are returned whole. `Ok(None)` (another build) is known
-    /// before any count is handed out.
+    /// The rest of the counts (`ppp`, if any, and the run) are returned whole, with an empty
+    /// `bl`. `Ok(None)` (another build) is known before any count is handed out.
     pub fn each_count(
         &self,
         bytes: &[u8],
         each: impl FnMut(&str, u64, u64),
-    ) -> Result<Option<Option<PppProfile>>, ProfileError> {
+    ) -> Result<Option<Counts>, ProfileError> {
         let (version, at) = checked_body(bytes)?;
         let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
             return Ok(None);
@@ -228,7 +276,7 @@ impl Build {
         };
         let mut de = postcard::Deserializer::from_bytes(rest);
         let seed = stream::CountsSeed(each);
-        let ppp = serde::de::DeserializeSeed::deserialize(seed, &mut de)
+        let rest = serde::de::DeserializeSeed::deserialize(seed, &mut de)
             .map_err(|e| malformed(offset, e.to_string()))?;
         let after = de
             .finalize()
@@ -238,7 +286,7 @@ impl Build {
             let message = "the counts do not end where the program's trailer starts".into();
             return Err(malformed(at, message));
         }
-        Ok(Some(ppp))
+        Ok(Some(rest))
     }
 }
 
@@ -249,21 +297,22 @@ mod stream {
     use std::fmt;
 
     use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-    use wpp_paths::PppProfile;
 
-    /// [`super::Counts`]: `bl` visited, `ppp` returned.
+    use super::Counts;
+
+    /// [`Counts`]: `bl` visited, the rest returned (with an empty `bl`).
     pub struct CountsSeed<F>(pub F);
 
     impl<'de, F: FnMut(&str, u64, u64)> DeserializeSeed<'de> for CountsSeed<F> {
-        type Value = Option<PppProfile>;
+        type Value = Counts;
 
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_tuple(2, self)
+            d.deserialize_tuple(3, self)
         }
     }
 
     impl<'de, F: FnMut(&str, u64, u64)> Visitor<'de> for CountsSeed<F> {
-        type Value = Option<PppProfile>;
+        type Value = Counts;
 
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a profile's counts")
@@ -273,8 +322,11 @@ mod stream {
             let missing = || serde::de::Error::custom("the counts end early");
             seq.next_element_seed(Functions(&mut self.0))?
                 .ok_or_else(missing)?;
-            seq.next_element::<Option<PppProfile>>()?
-                .ok_or_else(missing)
+            Ok(Counts {
+                bl: Default::default(),
+                ppp: seq.next_element()?.ok_or_else(missing)?,
+                run: seq.next_element()?.ok_or_else(missing)?,
+            })
         }
     }
 
@@ -379,7 +431,7 @@ fn checked_body(bytes: &[u8]) -> Result<(u8, usize), ProfileError> {
     }
     match bytes[8] {
         1 => Ok((1, 9)),
-        v @ (2 | VERSION) => {
+        v @ (2..=VERSION) => {
             let truncated = |expected: u64| ProfileError::Truncated {
                 offset: bytes.len() as u64,
                 expected,
@@ -410,16 +462,28 @@ fn checked_body(bytes: &[u8]) -> Result<(u8, usize), ProfileError> {
     }
 }
 
-/// Decodes the body starting at `at`, which must end the file (after the program database's
-/// trailer, if it `has_trailer`).
-fn decode_body(bytes: &[u8], at: usize, has_trailer: bool) -> Result<ProfileFile, ProfileError> {
+/// Decodes the body of a file of `version` starting at `at`, which must end the file (after
+/// the program database's trailer, from version 3).
+fn decode_body(bytes: &[u8], at: usize, version: u8) -> Result<ProfileFile, ProfileError> {
     let malformed = |offset: usize, e: postcard::Error| ProfileError::Malformed {
         offset: offset as u64,
         message: e.to_string(),
     };
-    let (mut file, mut rest) =
-        postcard::take_from_bytes::<ProfileFile>(&bytes[at..]).map_err(|e| malformed(at, e))?;
-    if has_trailer {
+    let (mut file, mut rest) = if version >= 4 {
+        postcard::take_from_bytes::<ProfileFile>(&bytes[at..]).map_err(|e| malformed(at, e))?
+    } else {
+        let (old, rest) = postcard::take_from_bytes::<ProfileFileV3>(&bytes[at..])
+            .map_err(|e| malformed(at, e))?;
+        let (program, bl, ppp) = (old.program, old.bl, old.ppp);
+        let file = ProfileFile {
+            program,
+            bl,
+            ppp,
+            run: None,
+        };
+        (file, rest)
+    };
+    if version >= 3 {
         let offset = bytes.len() - rest.len();
         let (trailer, after) =
             postcard::take_from_bytes::<crate::Trailer>(rest).map_err(|e| malformed(offset, e))?;
@@ -495,6 +559,10 @@ mod tests {
             program: program(Mode::Bl, &NAMES),
             bl,
             ppp: None,
+            run: Some(RunInfo {
+                command_line: vec!["./prog".into(), "a b".into()],
+                exit_status: Some(3),
+            }),
         }
     }
 
@@ -513,6 +581,7 @@ mod tests {
             program: program(Mode::Ppp, &NAMES),
             bl: BlProfile::default(),
             ppp: Some(ppp),
+            run: None,
         }
     }
 
@@ -628,11 +697,59 @@ mod tests {
         );
     }
 
+    /// The body of `file` as versions 1 to 3 encoded it (no run), and what they read as.
+    fn before_v4(file: &ProfileFile) -> (Vec<u8>, ProfileFile) {
+        let body = postcard::to_allocvec(&(&file.program, &file.bl, &file.ppp)).unwrap();
+        (
+            body,
+            ProfileFile {
+                run: None,
+                ..file.clone()
+            },
+        )
+    }
+
+    /// `body` in the layout of versions 2 and later.
+    fn with_header(version: u8, body: &[u8]) -> Vec<u8> {
+        let len = (body.len() as u64).to_le_bytes();
+        let crc = crc32fast::hash(body).to_le_bytes();
+        [&MAGIC[..], &[version], &len, &crc, body].concat()
+    }
+
+    /// Version 4 keeps the run; version 3 (a profile of every build before it) still reads,
+    /// without, and is not taken for a profile of a version 4 build.
+    #[test]
+    fn the_run_round_trips_and_version_3_still_reads() {
+        let file = bl_file(&[(0, 1, 7), (2, 5, 1)]);
+        assert!(file.run.as_ref().is_some_and(|r| r.exit_status == Some(3)));
+        assert_eq!(ProfileFile::from_bytes(&file.to_bytes()).unwrap(), file);
+        let (_, without) = before_v4(&file);
+        let tuple = (&file.program, &file.bl, &file.ppp);
+        let body = crate::Trailer::append_to(&tuple, &file.program.program).unwrap();
+        let v3 = with_header(3, &body);
+        assert_eq!(ProfileFile::from_bytes(&v3).unwrap(), without);
+        assert_eq!(Build::of(&file.program).counts(&v3).unwrap(), None);
+        let mut merged = file.clone();
+        merged.merge(&file).unwrap();
+        assert_eq!(merged.run, None);
+    }
+
+    #[test]
+    fn command_text_quotes_what_a_shell_would_split() {
+        let run = |args: &[&str]| RunInfo {
+            command_line: args.iter().map(|a| a.to_string()).collect(),
+            exit_status: None,
+        };
+        assert_eq!(run(&["./p", "-n", "a=1"]).command_text(), "./p -n a=1");
+        let odd = run(&["./p", "a b", "it's", ""]).command_text();
+        assert_eq!(odd, r"./p 'a b' 'it'\''s' ''");
+    }
+
     /// Version 1 (no length, no checksum) still reads, and refuses a second copy after it.
     #[test]
     fn version_1_profiles_still_read() {
-        let file = bl_file(&[(0, 1, 7), (2, 5, 1)]);
-        let v1 = [&MAGIC[..], &[1], &postcard::to_allocvec(&file).unwrap()].concat();
+        let (body, file) = before_v4(&bl_file(&[(0, 1, 7), (2, 5, 1)]));
+        let v1 = [&MAGIC[..], &[1], &body].concat();
         assert_eq!(ProfileFile::from_bytes(&v1).unwrap(), file);
         let e = ProfileFile::from_bytes(&[&v1[..], &v1[..]].concat()).unwrap_err();
         assert!(matches!(e, ProfileError::Trailing { offset, .. } if offset == v1.len() as u64));
@@ -645,16 +762,8 @@ mod tests {
         file.program.program.files = vec!["m.c".into(), "h.h".into()];
         file.program.program.functions[0].block_files = vec![0, 1];
         assert_eq!(ProfileFile::from_bytes(&file.to_bytes()).unwrap(), file);
-        let body = postcard::to_allocvec(&file).unwrap();
-        let v2 = [
-            &MAGIC[..],
-            &[2],
-            &(body.len() as u64).to_le_bytes(),
-            &crc32fast::hash(&body).to_le_bytes(),
-            &body,
-        ]
-        .concat();
-        let mut without = file.clone();
+        let (body, mut without) = before_v4(&file);
+        let v2 = with_header(2, &body);
         without.program.program.files.clear();
         without.program.program.functions[0].block_files.clear();
         assert_eq!(ProfileFile::from_bytes(&v2).unwrap(), without);
@@ -688,11 +797,12 @@ mod tests {
             let build = Build::of(&file.program);
             let want = build.counts(&bytes).unwrap().unwrap();
             let mut got = Vec::new();
-            let got_ppp = build.each_count(&bytes, |f, id, c| got.push((f.to_owned(), id, c)));
+            let rest = build.each_count(&bytes, |f, id, c| got.push((f.to_owned(), id, c)));
             let want_bl: Vec<_> = want.bl.functions.iter()
                 .flat_map(|(f, p)| p.iter().map(move |(&id, &c)| (f.clone(), id, c)))
                 .collect();
-            prop_assert_eq!(got_ppp.unwrap(), Some(want.ppp));
+            let want_rest = Counts { bl: BlProfile::default(), ..want };
+            prop_assert_eq!(rest.unwrap(), Some(want_rest));
             prop_assert_eq!(got, want_bl);
             let mut other = file.program.clone();
             other.program.functions[2].line = Some(3);
@@ -721,7 +831,7 @@ mod tests {
         let mut moved = a.clone();
         moved.program.program.files = vec!["m.c".into()];
         assert_eq!(build.counts(&moved.to_bytes()).unwrap(), None);
-        let v1 = [&MAGIC[..], &[1], &postcard::to_allocvec(&a).unwrap()].concat();
+        let v1 = [&MAGIC[..], &[1], &before_v4(&a).0].concat();
         assert_eq!(build.counts(&v1).unwrap(), None);
         let mut flipped = a.to_bytes();
         let last = flipped.len() - 1;

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use rustc_hash::FxHashSet;
 use twox_hash::XxHash3_128;
-use wpp_abi::profile::{Build, ProfileFile};
+use wpp_abi::profile::{Build, Counts, ProfileFile, RunInfo};
 use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
 use wpp_paths::{BallLarus, Cfg, Dag, PathId, PppProfile};
@@ -204,6 +204,17 @@ type PathKey = (u32, u64);
 
 /// A path's count in a profile: function, path id, count.
 type PathCount = (u32, u64, u64);
+
+/// What a run's `runs` row says besides its file, label and host.
+struct RunFacts {
+    program_id: String,
+    build_hash: String,
+    mode: &'static str,
+    events: u64,
+    /// Its command line and exit status, where the file records them (profiles since
+    /// version 4).
+    run: Option<RunInfo>,
+}
 
 /// Function ids by name for counts handed out one at a time, in runs of one function: the
 /// last name's id is kept, and the first unknown name's error.
@@ -403,10 +414,13 @@ impl<'a> Ingest<'a> {
             return Ok(None);
         }
         let mut rows = RunRows::new();
-        let (program_id, build_hash, mode, events) = match profile {
+        let facts = match profile {
             Some(bytes) => self.profile(&bytes, &run_id, &mut rows)?,
             None => self.recording(path, kind, &run_id, &mut rows)?,
         };
+        let run = facts.run.as_ref();
+        let command_line = run.map(RunInfo::command_text);
+        let exit_status = run.and_then(|r| r.exit_status).map(i64::from);
         let time = std::fs::metadata(path)
             .and_then(|m| m.modified())
             .ok()
@@ -416,20 +430,20 @@ impl<'a> Ingest<'a> {
             table::RUNS,
             &[
                 (&run_id).into(),
-                (&program_id).into(),
-                (&build_hash).into(),
-                mode.into(),
+                (&facts.program_id).into(),
+                (&facts.build_hash).into(),
+                facts.mode.into(),
                 kind.name().into(),
                 path.display().to_string().as_str().into(),
                 self.options.label.as_deref().into(),
                 self.options.host.as_deref().into(),
                 time.into(),
-                Value::Null,
-                Value::Null,
-                events.into(),
+                command_line.as_ref().into(),
+                exit_status.map_or(Value::Null, Value::Int),
+                facts.events.into(),
             ],
         );
-        rows.program_id = program_id;
+        rows.program_id = facts.program_id;
         Ok(Some((run_id, rows)))
     }
 
@@ -440,17 +454,23 @@ impl<'a> Ingest<'a> {
         bytes: &[u8],
         run_id: &str,
         rows: &mut RunRows,
-    ) -> Result<(String, String, &'static str, u64), String> {
+    ) -> Result<RunFacts, String> {
         let mut counts = std::mem::take(&mut self.counts);
         counts.clear();
         let read = self.read_counts(bytes, &mut counts, rows);
-        let done = read.and_then(|ppp| self.profile_rows(run_id, &mut counts, ppp.as_ref(), rows));
+        let done = read.and_then(|rest| {
+            let facts = self.profile_rows(run_id, &mut counts, rest.ppp.as_ref(), rows)?;
+            Ok(RunFacts {
+                run: rest.run,
+                ..facts
+            })
+        });
         self.counts = counts;
         done
     }
 
-    /// The `bl` counts of a profile into `counts` (function, path id, count), and its `ppp`
-    /// counts. A profile of the last build, whose program the store has, has its counts
+    /// The `bl` counts of a profile into `counts` (function, path id, count), and the rest of
+    /// its counts (`ppp`, the run) with an empty `bl`. A profile of the last build, whose program the store has, has its counts
     /// decoded one by one ([`Build::each_count`]); another is read whole and becomes the last
     /// build (the rows of a program first seen in a run that was then skipped are not stored).
     fn read_counts(
@@ -458,7 +478,7 @@ impl<'a> Ingest<'a> {
         bytes: &[u8],
         counts: &mut Vec<PathCount>,
         rows: &mut RunRows,
-    ) -> Result<Option<PppProfile>, String> {
+    ) -> Result<Counts, String> {
         let last = self.last_build.as_ref();
         if let Some(last) = last.filter(|l| self.programs_stored.contains(&l.program_id)) {
             let mut ids = FunctionIds::new(&self.programs[&last.program_id]);
@@ -466,13 +486,13 @@ impl<'a> Ingest<'a> {
                 Ok(f) => counts.push((f, id, count)),
                 Err(e) => ids.fail(e),
             };
-            if let Some(ppp) = last
+            if let Some(rest) = last
                 .build
                 .each_count(bytes, each)
                 .map_err(|e| e.to_string())?
             {
                 ids.failure()?;
-                return Ok(ppp);
+                return Ok(rest);
             }
         }
         let file = ProfileFile::from_bytes(bytes).map_err(|e| e.to_string())?;
@@ -482,7 +502,11 @@ impl<'a> Ingest<'a> {
             let f = function_id(program, name)?;
             counts.extend(paths.iter().map(|(&id, &c)| (f, id, c)));
         }
-        Ok(file.ppp)
+        Ok(Counts {
+            bl: Default::default(),
+            ppp: file.ppp,
+            run: file.run,
+        })
     }
 
     /// The rows of a profile of the last build: `ppp`'s residual paths, and every path's
@@ -493,7 +517,7 @@ impl<'a> Ingest<'a> {
         counts: &mut Vec<PathCount>,
         ppp: Option<&PppProfile>,
         rows: &mut RunRows,
-    ) -> Result<(String, String, &'static str, u64), String> {
+    ) -> Result<RunFacts, String> {
         let last = self.last_build.as_ref().expect("the profile's build");
         let program = &self.programs[&last.program_id];
         for (name, fp) in ppp.iter().flat_map(|p| &p.functions) {
@@ -523,12 +547,13 @@ impl<'a> Ingest<'a> {
             rows.push(table::PATH_COUNTS, &count_row(run_id, f, id, count));
             note_path(program, stored, &last.program_id, (f, id), rows);
         }
-        Ok((
-            last.program_id.clone(),
-            last.build_hash.clone(),
-            last.mode,
+        Ok(RunFacts {
+            program_id: last.program_id.clone(),
+            build_hash: last.build_hash.clone(),
+            mode: last.mode,
             events,
-        ))
+            run: None,
+        })
     }
 
     /// A `.wpp` or a trace: one walk (as `wpp annotate` and `wpp export`) for its calls,
@@ -539,7 +564,7 @@ impl<'a> Ingest<'a> {
         kind: Kind,
         run_id: &str,
         rows: &mut RunRows,
-    ) -> Result<(String, String, &'static str, u64), String> {
+    ) -> Result<RunFacts, String> {
         let recording = match kind {
             Kind::Wpp => Recording::Wpp(Box::new(WppFile::read(path).map_err(|e| e.to_string())?)),
             _ => {
@@ -620,7 +645,13 @@ impl<'a> Ingest<'a> {
         } else {
             "trace-paths"
         };
-        Ok((program_id.clone(), program_id, mode, run.events))
+        Ok(RunFacts {
+            program_id: program_id.clone(),
+            build_hash: program_id,
+            mode,
+            events: run.events,
+            run: None,
+        })
     }
 
     /// Makes `embedded` the last build read: its program id (adding the program's rows if the

@@ -21,7 +21,7 @@
 //!
 //! | table | one row per | columns |
 //! |---|---|---|
-//! | `runs` | ingested file | `run_id`, `program_id`, `build_hash`, `mode` (`bl`, `ppp`, `trace-paths`, `trace-blocks`), `kind` (`profile`, `wpp`, `trace`), `file` (as given), `label` and `host` (`db add --label/--host`), `time` (the file's modification time, Unix seconds), `command_line` and `exit_status` (null: no wpp file records them yet), `events` (a profile's path executions; a recording's events) |
+//! | `runs` | ingested file | `run_id`, `program_id`, `build_hash`, `mode` (`bl`, `ppp`, `trace-paths`, `trace-blocks`), `kind` (`profile`, `wpp`, `trace`), `file` (as given), `label` and `host` (`db add --label/--host`), `time` (the file's modification time, Unix seconds), `command_line` (its arguments, quoted as a POSIX shell would split them) and `exit_status` (as its parent saw it), from a bl/ppp profile's run (`wpp_abi::profile::RunInfo`); null for recordings, merged profiles, profiles before version 4, and runs that died of a signal or replaced themselves by `exec`, `events` (a profile's path executions; a recording's events) |
 //! | `functions` | function of a program | `program_id`, `function_id` (its index in the program database), `function`, `file`, `line`, `blocks`, `paths_total` (Ball–Larus paths, null without a CFG), `paths_listed` (whether `paths` lists all of them: at most [`ingest::LIST_PATHS`]) |
 //! | `blocks` | block of a function | `program_id`, `function_id`, `block_id`, `file`, `line` |
 //! | `paths` | Ball–Larus path | `program_id`, `function_id`, `path_id`, `blocks` (as `wpp profile show` prints them: `b0 b2 b3'`); all paths of listed functions, the executed ones of the others |

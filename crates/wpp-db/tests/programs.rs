@@ -9,7 +9,8 @@
 //!   `residual_counts` are its uninteresting paths (PPP §1);
 //! - `function_events.calls` of the recordings are the calls the program counts itself and
 //!   prints (`calls NAME=N`);
-//! - `path_totals` has each path in all four runs, with their executions summed.
+//! - `path_totals` has each path in all four runs, with their executions summed;
+//! - the profiles' `runs` rows have the command line and exit status of their runs.
 //!
 //! Needs LLVM 22: `cargo test -p wpp-db --features llvm`.
 
@@ -152,6 +153,10 @@ fn counts_of_real_runs_equal_the_oracles() {
         .map(|(k, &c)| (k.clone(), (4, 4 * c)))
         .collect();
     assert_eq!(totals, four);
+    // The profiles know their run: the command line and the status (0) of both runs.
+    let q = "SELECT mode, command_line, exit_status FROM runs WHERE kind = 'profile' ORDER BY 1";
+    let want = ["bl", "ppp"].map(|m| format!("{m},{},0", p(m).display()));
+    assert_eq!(rows(&db, q), want);
     // The bl and ppp builds of one program share its id.
     let q = "SELECT COUNT(DISTINCT program_id) FROM runs WHERE kind = 'profile'";
     assert_eq!(rows(&db, q), ["1"]);

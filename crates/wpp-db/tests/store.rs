@@ -440,3 +440,16 @@ fn a_store_without_totals_is_refused() {
     assert!(!add.status.success());
     assert!(String::from_utf8_lossy(&add.stderr).contains("no path totals"));
 }
+
+/// A profile's run (version 4) fills `runs.command_line`, quoted as a shell would split it,
+/// and `runs.exit_status`; a profile without one (here a merge's) leaves them null.
+#[test]
+fn runs_have_their_command_lines_and_exit_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    write(dir.path(), "a.blprof", &bl_profile(&[1, 0, 0, 0, 0, 0], 5));
+    write(dir.path(), "b.pppprof", &ppp_profile([1, 0, 0], &[]));
+    ok(&["add", &s(dir.path()), "--db", &s(&db)]);
+    let q = "SELECT command_line, exit_status FROM runs ORDER BY file";
+    assert_eq!(rows(&db, q), ["./t 5 'a b',1", ","]);
+}

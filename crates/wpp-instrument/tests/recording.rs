@@ -356,21 +356,36 @@ fn exit_without_atexit_and_exec_end_the_recording() {
 }
 
 /// Path profiles are written on `_exit` and `exec` too (exactly; a SIGKILLed profiling run
-/// leaves its last snapshot instead, see `sigkill_leaves_the_last_profile_snapshot`).
+/// leaves its last snapshot instead, see `sigkill_leaves_the_last_profile_snapshot`), with the
+/// run's command line and the exit status its parent sees (none when `exec` replaced it).
 #[test]
 fn profiles_are_written_on_exit_and_exec() {
     let b = build("exits.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
-    for how in ["_exit", "execv", "execle"] {
+    let hows = [
+        ("_exit", Some(3)),
+        ("_Exit", Some(4)),
+        ("execv", None),
+        ("execle", None),
+        ("return", Some(0)),
+    ];
+    for (how, status) in hows {
         let native = run(&b.native, &[how], None);
         for (mode, exe) in &b.inst {
+            let what = format!("{how} {}", mode.name());
             let out = b.dir.path(&format!("{how}.{}", mode.name()));
             let got = run_env(exe, &[how], Some(&out), &[]);
-            same_behaviour(&format!("{how} {}", mode.name()), &native, &got);
-            let bytes = std::fs::read(&out)
-                .unwrap_or_else(|e| panic!("{how} {}: no profile: {e}", mode.name()));
+            same_behaviour(&what, &native, &got);
+            let bytes = std::fs::read(&out).unwrap_or_else(|e| panic!("{what}: no profile: {e}"));
             let p = wpp_abi::profile::ProfileFile::from_bytes(&bytes).expect("profile readable");
             // `step` has one path, run 100,000 times (the program's own count).
-            assert_eq!(step_count(&p), 100000, "{how} {}", mode.name());
+            assert_eq!(step_count(&p), 100000, "{what}");
+            let run = p.run.unwrap_or_else(|| panic!("{what}: no run"));
+            let argv = [exe.display().to_string(), how.to_owned()];
+            assert_eq!(run.command_line, argv, "{what}");
+            assert_eq!(run.exit_status, status, "{what}");
+            if let Some(s) = status {
+                assert_eq!(native.status.code(), Some(s), "{what}: the native status");
+            }
         }
     }
 }

@@ -591,6 +591,7 @@ pub(crate) fn raw_exit(status: libc::c_int) -> ! {
 /// then exits as libc's `_exit` does.
 #[no_mangle]
 pub extern "C" fn _exit(status: libc::c_int) -> ! {
+    profile::note_exit_status(status);
     end_recording();
     raw_exit(status)
 }
@@ -598,8 +599,7 @@ pub extern "C" fn _exit(status: libc::c_int) -> ! {
 /// `_Exit`: the same as [`_exit`].
 #[no_mangle]
 pub extern "C" fn _Exit(status: libc::c_int) -> ! {
-    end_recording();
-    raw_exit(status)
+    _exit(status)
 }
 
 /// The wrappers of the `exec` family: the recording is ended (written, and its finisher

@@ -27,9 +27,9 @@
 
 use crate::abi::{self, EmbeddedProgram};
 use rustc_hash::FxHashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use wpp_abi::profile::ProfileFile;
+use wpp_abi::profile::{ProfileFile, RunInfo};
 use wpp_paths::profile::PppFunctionProfile;
 use wpp_paths::{BlProfile, PppProfile};
 
@@ -65,6 +65,40 @@ struct Bl {
     program: EmbeddedProgram,
     hash: Mutex<FxHashMap<(u32, u64), u64>>,
     done: AtomicBool,
+    /// The program's arguments (`/proc/self/cmdline`), for the profile's [`RunInfo`].
+    command_line: Vec<String>,
+}
+
+/// [`EXIT_STATUS`] before the process exits.
+const NO_STATUS: i64 = -1;
+
+/// The status the process exits with, once `exit` (or `_exit`) has been called.
+static EXIT_STATUS: AtomicI64 = AtomicI64::new(NO_STATUS);
+
+/// Notes the status the process is exiting with (as its parent will see it: the low 8 bits).
+pub(crate) fn note_exit_status(status: libc::c_int) {
+    EXIT_STATUS.store(i64::from(status & 0xff), Ordering::Release);
+}
+
+/// The run so far: its command line, and its exit status once it is exiting.
+fn run_info(bl: &Bl) -> RunInfo {
+    let status = EXIT_STATUS.load(Ordering::Acquire);
+    RunInfo {
+        command_line: bl.command_line.clone(),
+        exit_status: (status != NO_STATUS).then_some(status as i32),
+    }
+}
+
+/// The process's arguments; none if `/proc` cannot say.
+fn command_line() -> Vec<String> {
+    let bytes = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let args = bytes.strip_suffix(&[0]).unwrap_or(&bytes);
+    if args.is_empty() {
+        return Vec::new();
+    }
+    args.split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
 }
 
 /// A module's counter table: the executable's (base 0) or a shared library's.
@@ -258,7 +292,7 @@ unsafe fn start(db: *const u8, db_len: u64) {
         let early = EARLY_HASH.lock().unwrap_or_else(|e| e.into_inner()).take();
         // SAFETY: registering plain extern "C" functions.
         unsafe {
-            libc::atexit(bl_exit);
+            at_exit_with_status();
             libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
         }
         crate::install_signal_handlers();
@@ -267,6 +301,7 @@ unsafe fn start(db: *const u8, db_len: u64) {
             program,
             hash: Mutex::new(early.unwrap_or_default()),
             done: AtomicBool::new(false),
+            command_line: command_line(),
         })
     });
     if let (true, Some(Some(bl))) = (first, BL.get()) {
@@ -302,6 +337,39 @@ pub extern "C" fn __wpp_rt_bl_hash(function: u32, path: u64) {
     }
 }
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" {
+    /// glibc's `atexit` that is told the exit status.
+    fn on_exit(
+        function: extern "C" fn(libc::c_int, *mut libc::c_void),
+        arg: *mut libc::c_void,
+    ) -> libc::c_int;
+}
+
+/// Writes the profile at exit, with the exit status where libc says it (glibc's `on_exit`).
+///
+/// # Safety
+/// Registers a handler with libc, as `atexit` does.
+unsafe fn at_exit_with_status() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: a plain extern "C" function that ignores its argument.
+    unsafe {
+        on_exit(bl_on_exit, std::ptr::null_mut());
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    // SAFETY: a plain extern "C" function.
+    unsafe {
+        libc::atexit(bl_exit);
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn bl_on_exit(status: libc::c_int, _arg: *mut libc::c_void) {
+    note_exit_status(status);
+    finish_profile(true);
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 extern "C" fn bl_exit() {
     finish_profile(true);
 }
@@ -469,6 +537,7 @@ fn counts(bl: &Bl, blocking: bool) -> ProfileFile {
         program,
         bl: profile,
         ppp: is_ppp.then_some(ppp),
+        run: Some(run_info(bl)),
     }
 }
 

@@ -600,6 +600,7 @@ fn write_bl_profile(path: &str, names: &[&str], counts: &[(&str, u64, u64)]) {
         },
         bl,
         ppp: None,
+        run: None,
     };
     std::fs::write(path, file.to_bytes()).unwrap();
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use wpp_abi::profile::ProfileFile;
+use wpp_abi::profile::{ProfileFile, RunInfo};
 use wpp_abi::{EmbeddedProgram, Mode, EMBEDDED_VERSION};
 use wpp_paths::profile::PppFunctionProfile;
 use wpp_paths::{BlProfile, CfgFile, PathId, PppProfile};
@@ -57,6 +57,10 @@ pub fn bl_profile(counts: &[u64], leaf_runs: u64) -> ProfileFile {
         program: program(Mode::Bl),
         bl,
         ppp: None,
+        run: Some(RunInfo {
+            command_line: vec!["./t".into(), format!("{leaf_runs}"), "a b".into()],
+            exit_status: Some((leaf_runs % 4) as i32),
+        }),
     }
 }
 
@@ -76,6 +80,7 @@ pub fn ppp_profile(counts: [u64; 3], residual: &[(u64, u64)]) -> ProfileFile {
         program: program(Mode::Ppp),
         bl: BlProfile::default(),
         ppp: Some(ppp),
+        run: None,
     }
 }
 

@@ -144,6 +144,13 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                 file.program.mode.name(),
                 shown.len()
             )?;
+            if let Some(run) = &file.run {
+                let status = run.exit_status.map_or_else(
+                    || "no exit status: a snapshot, or it died of a signal or exec'd".into(),
+                    |s| format!("exit status {s}"),
+                );
+                writeln!(out, "run: {} ({status})", run.command_text())?;
+            }
             for f in &shown {
                 let loc = match (&f.file, f.line) {
                     (Some(file), Some(l)) => format!(" ({file}:{l})"),
