@@ -81,6 +81,13 @@ impl RunInfo {
     }
 }
 
+/// The counts of a version 3 profile, which had no [`RunInfo`].
+#[derive(serde::Deserialize)]
+struct CountsV3 {
+    bl: BlProfile,
+    ppp: Option<PppProfile>,
+}
+
 /// A profile file of versions 1 to 3, which had no [`RunInfo`].
 #[derive(serde::Deserialize)]
 struct ProfileFileV3 {
@@ -238,15 +245,22 @@ impl Build {
         let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
             return Ok(None);
         };
-        if version != VERSION {
+        if version < 3 {
             return Ok(None);
         }
         let offset = bytes.len() - rest.len();
-        let (counts, rest) =
-            postcard::take_from_bytes::<Counts>(rest).map_err(|e| ProfileError::Malformed {
-                offset: offset as u64,
-                message: e.to_string(),
-            })?;
+        let malformed = |e: postcard::Error| ProfileError::Malformed {
+            offset: offset as u64,
+            message: e.to_string(),
+        };
+        let (counts, rest) = match version {
+            3 => {
+                let (old, rest) = postcard::take_from_bytes::<CountsV3>(rest).map_err(malformed)?;
+                let (bl, ppp) = (old.bl, old.ppp);
+                (Counts { bl, ppp, run: None }, rest)
+            }
+            _ => postcard::take_from_bytes::<Counts>(rest).map_err(malformed)?,
+        };
         Ok((rest == &self.trailer[..]).then_some(counts))
     }
 }
@@ -266,7 +280,7 @@ impl Build {
         let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
             return Ok(None);
         };
-        if version != VERSION || !rest.ends_with(&self.trailer) {
+        if version < 3 || !rest.ends_with(&self.trailer) {
             return Ok(None);
         }
         let offset = bytes.len() - rest.len();
@@ -275,7 +289,10 @@ impl Build {
             message,
         };
         let mut de = postcard::Deserializer::from_bytes(rest);
-        let seed = stream::CountsSeed(each);
+        let seed = stream::CountsSeed {
+            each,
+            with_run: version >= 4,
+        };
         let rest = serde::de::DeserializeSeed::deserialize(seed, &mut de)
             .map_err(|e| malformed(offset, e.to_string()))?;
         let after = de
@@ -301,13 +318,18 @@ mod stream {
     use super::Counts;
 
     /// [`Counts`]: `bl` visited, the rest returned (with an empty `bl`).
-    pub struct CountsSeed<F>(pub F);
+    pub struct CountsSeed<F> {
+        /// Called with each `bl` count.
+        pub each: F,
+        /// Whether the counts end with the run (version 4).
+        pub with_run: bool,
+    }
 
     impl<'de, F: FnMut(&str, u64, u64)> DeserializeSeed<'de> for CountsSeed<F> {
         type Value = Counts;
 
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_tuple(3, self)
+            d.deserialize_tuple(2 + usize::from(self.with_run), self)
         }
     }
 
@@ -320,12 +342,17 @@ mod stream {
 
         fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Self::Value, A::Error> {
             let missing = || serde::de::Error::custom("the counts end early");
-            seq.next_element_seed(Functions(&mut self.0))?
+            seq.next_element_seed(Functions(&mut self.each))?
                 .ok_or_else(missing)?;
+            let ppp = seq.next_element()?.ok_or_else(missing)?;
+            let run = match self.with_run {
+                true => seq.next_element()?.ok_or_else(missing)?,
+                false => None,
+            };
             Ok(Counts {
                 bl: Default::default(),
-                ppp: seq.next_element()?.ok_or_else(missing)?,
-                run: seq.next_element()?.ok_or_else(missing)?,
+                ppp,
+                run,
             })
         }
     }
@@ -717,7 +744,7 @@ mod tests {
     }
 
     /// Version 4 keeps the run; version 3 (a profile of every build before it) still reads,
-    /// without, and is not taken for a profile of a version 4 build.
+    /// without it, and its counts are read by its build without decoding its program.
     #[test]
     fn the_run_round_trips_and_version_3_still_reads() {
         let file = bl_file(&[(0, 1, 7), (2, 5, 1)]);
@@ -728,7 +755,16 @@ mod tests {
         let body = crate::Trailer::append_to(&tuple, &file.program.program).unwrap();
         let v3 = with_header(3, &body);
         assert_eq!(ProfileFile::from_bytes(&v3).unwrap(), without);
-        assert_eq!(Build::of(&file.program).counts(&v3).unwrap(), None);
+        let build = Build::of(&file.program);
+        let counts = build.counts(&v3).unwrap().expect("a profile of the build");
+        assert_eq!(
+            (&counts.bl, &counts.ppp, &counts.run),
+            (&file.bl, &file.ppp, &None)
+        );
+        let mut each = BlProfile::default();
+        let rest = build.each_count(&v3, |f, id, c| each.record(f, PathId(id), c));
+        assert_eq!(rest.unwrap().map(|r| r.run), Some(None));
+        assert_eq!(each, file.bl);
         let mut merged = file.clone();
         merged.merge(&file).unwrap();
         assert_eq!(merged.run, None);
