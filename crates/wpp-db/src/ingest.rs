@@ -9,9 +9,11 @@
 //! rows of the others land.
 //!
 //! Profiles of one build (a suite's or a fleet's runs) differ in their counts only: after the
-//! first, their program database, most of each file, is compared byte for byte and not decoded
-//! ([`Build::counts`]), and its `functions`, `blocks` and listed `paths` rows are written once
-//! per program, as are the `paths` rows of executed paths of functions with many paths.
+//! first, their program database, most of each file, is compared byte for byte and not decoded,
+//! and their counts are handed out one by one as they are decoded ([`Build::each_count`]). The
+//! program's `functions`, `blocks` and listed `paths` rows are written once per program, as
+//! are the `paths` rows of executed paths of functions with many paths. Each batch ends with
+//! its totals ([`crate::totals`]).
 
 use std::collections::HashMap;
 use std::io::Read;
