@@ -440,15 +440,22 @@ impl Counts {
 
 /// A profile's `bl` counts with its `ppp` ones added by Ball–Larus id.
 fn with_ppp_counts(mut all: BlProfile, ppp: Option<&PppProfile>) -> BlProfile {
-    for (name, fp) in ppp.iter().flat_map(|p| &p.functions) {
-        let interesting = fp.interesting.iter().zip(&fp.counts);
-        for (&id, &c) in interesting.chain(&fp.uninteresting) {
-            if c > 0 {
-                all.record(name, PathId(id), c);
-            }
-        }
+    for (name, id, c) in ppp.into_iter().flat_map(ppp_path_counts) {
+        all.record(name, PathId(id), c);
     }
     all
+}
+
+/// Every executed path of a `ppp` profile as (function, Ball–Larus id, count): its interesting
+/// paths' counts and its uninteresting ones, which [`ProfileFile::path_counts`] adds to the
+/// `bl` counts.
+pub fn ppp_path_counts(ppp: &PppProfile) -> impl Iterator<Item = (&str, u64, u64)> {
+    ppp.functions.iter().flat_map(|(name, fp)| {
+        let interesting = fp.interesting.iter().zip(&fp.counts);
+        let all = interesting.chain(&fp.uninteresting);
+        all.filter(|(_, &c)| c > 0)
+            .map(move |(&id, &c)| (name.as_str(), id, c))
+    })
 }
 
 /// Checks a file's magic, version, length and checksum: its version and where its body starts.

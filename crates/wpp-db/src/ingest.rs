@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use rustc_hash::FxHashSet;
 use twox_hash::XxHash3_128;
-use wpp_abi::profile::{Build, Counts, ProfileFile, RunInfo};
+use wpp_abi::profile::{ppp_path_counts, Build, Counts, ProfileFile, RunInfo};
 use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
 use wpp_paths::{BallLarus, Cfg, Dag, PathId, PppProfile};
@@ -472,9 +472,10 @@ impl<'a> Ingest<'a> {
     }
 
     /// The `bl` counts of a profile into `counts` (function, path id, count), and the rest of
-    /// its counts (`ppp`, the run) with an empty `bl`. A profile of the last build, whose program the store has, has its counts
-    /// decoded one by one ([`Build::each_count`]); another is read whole and becomes the last
-    /// build (the rows of a program first seen in a run that was then skipped are not stored).
+    /// its counts (`ppp`, the run) with an empty `bl`. A profile of the last build, whose
+    /// program the store has, has its counts decoded one by one ([`Build::each_count`]);
+    /// another is read whole and becomes the last build (the rows of a program first seen in
+    /// a run that was then skipped are not stored).
     fn read_counts(
         &mut self,
         bytes: &[u8],
@@ -528,9 +529,9 @@ impl<'a> Ingest<'a> {
                 let row = residual_row(run_id, &last.program_id, f, name, id, count);
                 rows.push(table::RESIDUAL_COUNTS, &row);
             }
-            let interesting = fp.interesting.iter().zip(&fp.counts);
-            let all = interesting.chain(&fp.uninteresting).filter(|(_, &c)| c > 0);
-            counts.extend(all.map(|(&id, &c)| (f, id, c)));
+        }
+        for (name, id, c) in ppp.into_iter().flat_map(ppp_path_counts) {
+            counts.push((function_id(program, name)?, id, c));
         }
         if ppp.is_some() {
             counts.sort_unstable_by_key(|&(f, id, _)| (f, id));
