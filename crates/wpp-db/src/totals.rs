@@ -27,8 +27,23 @@ struct ProgramTotals {
     /// Function names by id.
     names: Vec<String>,
     paths: FxHashMap<(i64, i64), Total>,
-    /// By function id.
+    /// By function id, for the ids the program has.
     functions: Vec<Total>,
+    /// Function ids past the program's (a recording's events may name them): kept apart so
+    /// that an id read from a file never sizes an allocation.
+    other_functions: FxHashMap<i64, Total>,
+}
+
+impl ProgramTotals {
+    fn function(&mut self, f: i64) -> &mut Total {
+        match usize::try_from(f)
+            .ok()
+            .filter(|&i| i < self.functions.len())
+        {
+            Some(i) => &mut self.functions[i],
+            None => self.other_functions.entry(f).or_default(),
+        }
+    }
 }
 
 /// Runs that took a path (or function) and its executions in them.
@@ -69,6 +84,7 @@ impl Totals {
         };
         if totals.names.is_empty() {
             totals.names = names.to_vec();
+            totals.functions = vec![Total::default(); names.len()];
         }
         for i in 0..rows.num_rows() {
             let (f, n) = (function.value(i), count.value(i).max(0) as u64);
@@ -77,11 +93,7 @@ impl Totals {
                 .entry((f, path.value(i)))
                 .or_default()
                 .add(run, n);
-            let f = f as usize;
-            if f >= totals.functions.len() {
-                totals.functions.resize(f + 1, Total::default());
-            }
-            totals.functions[f].add(run, n);
+            totals.function(f).add(run, n);
         }
     }
 
@@ -112,17 +124,18 @@ impl Totals {
                 ];
                 paths.push(&row);
             }
-            let taken = totals
-                .functions
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.runs > 0);
-            for (f, t) in taken {
-                let name = name(f as i64);
+            let mut others: Vec<_> = totals.other_functions.iter().collect();
+            others.sort_unstable_by_key(|(f, _)| **f);
+            let known = totals.functions.iter().enumerate();
+            let all = known
+                .map(|(f, t)| (f as i64, t))
+                .chain(others.into_iter().map(|(&f, t)| (f, t)));
+            for (f, t) in all.filter(|(_, t)| t.runs > 0) {
+                let name = name(f);
                 let row = [
                     program.into(),
                     label.into(),
-                    Value::Int(f as i64),
+                    Value::Int(f),
                     name.as_ref().into(),
                     t.runs.into(),
                     t.executions.into(),
