@@ -47,7 +47,8 @@
 //! | `B` [`source`]`(d)` | the source store `d` (`C_d`, Figure 5 / Figure 17) |
 //! | `B` [`LAST`] | fixed cost (Figure 5's `C_d^T`): the writer is `d`'s latest instance |
 //! | or `B` [`AGAIN`] / `B` [`NEXT`] | predicted (beyond the paper): the writer is the instance of `d` the pair's previous dependence read, or the one after it |
-//! | or `B` [`LOWER`] / `B` [`HIGHER`] … `B` [`END`] | the binary search (Figure 13) over `1..=len`: each comparison that misses is `B0` (the target is below `mid`) or `B1`, the hit is `E` |
+//! | or `B` [`LOWER`] / `B` [`HIGHER`], digits, `B` [`END`] | after missed predictions (beyond the paper): the writer is below the pair's previous instance `p` (`LOWER`) or above `p + 1`, at the distance whose binary digits after the leading 1 follow as `B0`/`B1` |
+//! | or `B` [`LOWER`] / `B` [`HIGHER`] … `B` [`END`] | for a pair's first dependence, the binary search (Figure 13) over `1..=len`: each comparison that misses is `B0` (the target is below `mid`) or `B1`, the hit is `E` |
 //! | `E` | the return |
 //!
 //! Classes (§2.1–2.3, Definitions 1–4): a pair whose store wrote one address (fully free,
@@ -63,12 +64,16 @@
 //! compresses. But a pair (store, load) mostly reads the same store instance as its previous
 //! dependence (a value read again) or the next one (a buffer read in the order it was
 //! written): 69 % of zlib's searched dependences. So before searching, the check tries those
-//! two, and a hit is one block, `AGAIN` or `NEXT`, repeated run after run. Recovery keeps the
-//! same per-pair state (the instance each pair read last), so it stays exact.
+//! two, and a hit is one block, `AGAIN` or `NEXT`, repeated run after run. When both miss, the
+//! writer is still mostly near the prediction (zlib: a median distance of ~2^6 instances,
+//! against ~2^16 for the search's range), so the check gives the distance from it in binary
+//! (its direction, then its digits) instead of searching the whole range: about half the
+//! blocks. Recovery keeps the same per-pair state (the instance each pair read last), so it
+//! stays exact.
 //!
 //! Checks per dependence (Table IX): the search's comparisons (the `B0`/`B1` blocks plus the
-//! hit, 1 for `LAST` and `AGAIN`, 2 for `NEXT`, plus 2 before a search where the pair has a
-//! previous dependence), against the linear scan from the buffer's tail (Figure 8).
+//! hit), 1 for `LAST` and `AGAIN`, 2 for `NEXT`, and for a distance 2 (the missed predictions)
+//! plus its blocks; against the linear scan from the buffer's tail (Figure 8).
 
 use crate::at::{Access, Run};
 use crate::filter::{Class, FilterReport};
@@ -122,8 +127,9 @@ pub fn check_function(db: &MemoryDb) -> FunctionId {
 
 /// The version of an eWPP's memory table ([`attach`]): the memory database's layout and the
 /// encoding of the checks. 1: the paper's checks; 2: with the pair's predictions ([`AGAIN`],
-/// [`NEXT`]), whose eCFs version 1 would misread.
-pub const TABLE_VERSION: u32 = 2;
+/// [`NEXT`]), whose eCFs version 1 would misread; 3: a distance from the prediction instead of
+/// a search when both miss.
+pub const TABLE_VERSION: u32 = 3;
 
 /// The check routine's name in an eWPP's program database.
 pub const CHECK_NAME: &str = "__wpp_check";
@@ -154,7 +160,7 @@ pub fn memory_db(program: &ProgramDb) -> Result<Option<MemoryDb>, String> {
         .map_err(|e| format!("cannot decode the memory table: {e}"))?;
     match db.version {
         TABLE_VERSION => db.version = crate::memdb::MEMORY_DB_VERSION,
-        1 => {
+        1 | 2 => {
             return Err(
                 "an eWPP of an older wpp, whose checks are encoded differently: \
                  record it again"
@@ -233,7 +239,8 @@ pub struct CheckStats {
     pub fixed: u64,
     /// Of which were not exercised in the filtering run.
     pub unexpected: u64,
-    /// Address comparisons with binary search.
+    /// Comparisons the checks made: the binary search's, or the predictions' and the
+    /// distance's (the module docs' "Checks per dependence").
     pub binary: u64,
     /// Address comparisons a linear scan from the newest entry would take.
     pub linear: u64,
@@ -283,6 +290,8 @@ pub struct Frame {
 pub struct Collector<'a> {
     db: &'a MemoryDb,
     classes: FxHashMap<(u32, u32), Class>,
+    /// Per slot of `previous`: its pair's class (`None`: not exercised in the filtering run).
+    class_of_slot: Vec<Option<Class>>,
     recovery: Recovery<'a>,
     frames: Vec<Frame>,
     runs: BlockRuns,
@@ -296,8 +305,59 @@ pub struct Collector<'a> {
     previous: Previous,
 }
 
-/// Per (store, load) pair: the store instance its latest dependence read (`AGAIN`, `NEXT`).
-type Previous = FxHashMap<(u32, u32), u64>;
+/// Per (store, load) pair: the store instance its latest dependence read (`AGAIN`, `NEXT`),
+/// in a slot of its own. A load mostly depends on the store its previous instance depended on,
+/// so each load remembers its latest pair's slot, which spares most lookups in the map.
+#[derive(Default)]
+pub(crate) struct Previous {
+    slots: FxHashMap<(u32, u32), u32>,
+    /// Per load id (grown as loads come): its two latest pairs' store ids and slots, the
+    /// latest first (a load that alternates between two stores finds both).
+    latest: Vec<[(u32, u32); 2]>,
+    /// Per slot: the instance read (0: none yet; instances count from 1).
+    instances: Vec<u64>,
+}
+
+impl Previous {
+    /// The slot of pair (store `d`, load `u`), made on its first dependence.
+    #[inline]
+    fn slot(&mut self, d: u32, u: u32) -> usize {
+        match self.latest.get(u as usize) {
+            Some(&[(store, slot), _]) if store == d => slot as usize,
+            _ => self.find(d, u),
+        }
+    }
+
+    fn find(&mut self, d: u32, u: u32) -> usize {
+        if self.latest.len() <= u as usize {
+            self.latest.resize(u as usize + 1, [(u32::MAX, 0); 2]);
+        }
+        let latest = &mut self.latest[u as usize];
+        let slot = match latest[1] {
+            (store, slot) if store == d => slot,
+            _ => {
+                let new = self.instances.len() as u32;
+                let slot = *self.slots.entry((d, u)).or_insert(new);
+                if slot == new {
+                    self.instances.push(0);
+                }
+                slot
+            }
+        };
+        *latest = [(d, slot), latest[0]];
+        slot as usize
+    }
+
+    /// The instance the slot's pair read last.
+    fn get(&self, slot: usize) -> Option<u64> {
+        Some(self.instances[slot]).filter(|&n| n > 0)
+    }
+
+    /// The slot's pair read instance `n`.
+    fn set(&mut self, slot: usize, n: u64) {
+        self.instances[slot] = n;
+    }
+}
 
 impl<'a> Collector<'a> {
     /// A collector for the program `db`, with the filtering run's `report`.
@@ -309,6 +369,7 @@ impl<'a> Collector<'a> {
                 .iter()
                 .map(|p| ((p.store, p.load), p.class))
                 .collect(),
+            class_of_slot: Vec::new(),
             recovery: Recovery::new(db),
             frames: Vec::new(),
             runs: BlockRuns::new(db),
@@ -429,7 +490,14 @@ impl<'a> Collector<'a> {
                 d.n
             )));
         }
-        let class = self.classes.get(&(d.id, u.id)).copied();
+        let slot = self.previous.slot(d.id, u.id);
+        if slot == self.class_of_slot.len() {
+            let class = self.classes.get(&(d.id, u.id)).copied();
+            self.class_of_slot.push(class);
+        }
+        let class = self.class_of_slot[slot];
+        let previous = self.previous.get(slot);
+        self.previous.set(slot, d.n);
         let block = |b: u32| Event::Block(BlockId(b));
         out.push(Event::Enter(self.check));
         out.push(Event::Block(site(u.id)));
@@ -446,7 +514,6 @@ impl<'a> Collector<'a> {
             out.push(block(UNEXPECTED));
         }
         out.push(Event::Block(source(d.id)));
-        let previous = self.previous.insert((d.id, u.id), d.n);
         if d.n == len && matches!(class, Some(c) if c != Class::AnyInstance) {
             stats.fixed += 1;
             stats.binary += 1;
@@ -459,9 +526,26 @@ impl<'a> Collector<'a> {
             stats.binary += if again { 1 } else { 2 };
             stats.linear += len - d.n + 1;
             out.push(block(if again { AGAIN } else { NEXT }));
+        } else if let Some(p) = previous {
+            let (direction, distance) = match d.n < p {
+                true => (LOWER, p - d.n),
+                false => (HIGHER, d.n - p - 1),
+            };
+            out.push(block(direction));
+            let digits = 63 - distance.leading_zeros();
+            out.extend(
+                (0..digits)
+                    .rev()
+                    .map(|i| block(((distance >> i) & 1) as u32)),
+            );
+            out.push(block(END));
+            // The two predictions, the direction, the digits and the end.
+            let n = u64::from(digits) + 4;
+            stats.binary += n;
+            stats.max_binary = stats.max_binary.max(n);
+            stats.linear += len - d.n + 1;
         } else {
-            // Both predictions, where there are any, missed first.
-            let mut n = if previous.is_some() { 3 } else { 1 };
+            let mut n = 1;
             let (mut bot, mut top) = (1, len);
             loop {
                 let mid = (bot + top) / 2;
@@ -493,6 +577,10 @@ impl<'a> Collector<'a> {
 struct BlockRuns {
     /// Each such block's slot in `runs`.
     slots: FxHashMap<Node, u32>,
+    /// The same as a table by function and block id (`u32::MAX`: no slot), which every block
+    /// event consults; empty when the database's block ids are too sparse for one (a hostile
+    /// table), and `slots` answers then.
+    table: Vec<Vec<u32>>,
     /// Each memory instruction's block's slot (no lookup per dependence).
     of_instruction: Vec<u32>,
     runs: Vec<u64>,
@@ -511,6 +599,7 @@ impl BlockRuns {
             .collect();
         BlockRuns {
             runs: vec![0; slots.len()],
+            table: slot_table(&slots),
             slots,
             of_instruction,
         }
@@ -518,17 +607,50 @@ impl BlockRuns {
 
     /// Block `b` of function `f` runs again: its rank (0 for a block without memory
     /// instructions, which nothing asks about).
+    #[inline]
     fn enter(&mut self, f: u32, b: u32) -> u64 {
-        self.slots.get(&(f, b)).map_or(0, |&s| {
-            self.runs[s as usize] += 1;
-            self.runs[s as usize]
-        })
+        let slot = match self.table.is_empty() {
+            false => self
+                .table
+                .get(f as usize)
+                .and_then(|t| t.get(b as usize))
+                .copied(),
+            true => self.slots.get(&(f, b)).copied(),
+        };
+        match slot {
+            Some(s) if s != u32::MAX => {
+                self.runs[s as usize] += 1;
+                self.runs[s as usize]
+            }
+            _ => 0,
+        }
     }
 
     /// The executions so far of memory instruction `id`'s block.
     fn of(&self, id: u32) -> u64 {
         self.runs[self.of_instruction[id as usize] as usize]
     }
+}
+
+/// `slots` as a table by function and block id, if it takes at most a few entries per slot
+/// (block ids are dense in a real program); else empty.
+fn slot_table(slots: &FxHashMap<Node, u32>) -> Vec<Vec<u32>> {
+    let mut size = FxHashMap::<u32, usize>::default();
+    for &(f, b) in slots.keys() {
+        let s = size.entry(f).or_default();
+        *s = (*s).max(b as usize + 1);
+    }
+    let functions = size.keys().max().map_or(0, |&f| f as usize + 1);
+    if functions + size.values().sum::<usize>() > 64 * slots.len() + 4096 {
+        return Vec::new();
+    }
+    let mut table = vec![Vec::new(); functions];
+    for (&(f, b), &slot) in slots {
+        let row = &mut table[f as usize];
+        row.resize(size[&f], u32::MAX);
+        row[b as usize] = slot;
+    }
+    table
 }
 
 /// Per block: its memory instructions, in order.
@@ -819,10 +941,10 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         })
     }
 
-    /// The binary search over `1..=len` (Figure 13) whose first outcome, `first`, was read,
-    /// after `missed` predictions: the instance found and the comparisons in all.
-    fn search(&mut self, first: u32, len: u64, missed: u32) -> Result<(u64, u32), EcfError> {
-        let (mut bot, mut top, mut comparisons, mut b) = (1u64, len, missed, first);
+    /// The binary search over `1..=len` (Figure 13) whose first outcome, `first`, was read:
+    /// the instance found and the comparisons in all.
+    fn search(&mut self, first: u32, len: u64) -> Result<(u64, u32), EcfError> {
+        let (mut bot, mut top, mut comparisons, mut b) = (1u64, len, 0, first);
         loop {
             if bot > top {
                 return Err(malformed(self.t, "the search ran out of entries"));
@@ -837,6 +959,30 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             }
             b = self.block()?;
         }
+    }
+
+    /// The writer from its distance to the pair's previous instance `p` (after both
+    /// predictions missed; `direction` read already): the instance found and the comparisons
+    /// in all (the module docs' "Predictions").
+    fn distance(&mut self, direction: u32, p: u64, len: u64) -> Result<(u64, u32), EcfError> {
+        // The missed predictions, the direction, the digits that follow and the end.
+        let (mut distance, mut comparisons) = (1u64, 4);
+        loop {
+            match self.block()? {
+                END => break,
+                b @ (LOWER | HIGHER) if distance < 1 << 62 => {
+                    distance = distance << 1 | u64::from(b);
+                    comparisons += 1;
+                }
+                _ => return Err(malformed(self.t, "not a block of a distance")),
+            }
+        }
+        let n = match direction {
+            LOWER => p.checked_sub(distance).filter(|&n| n > 0),
+            _ => p.checked_add(distance + 1).filter(|&n| n <= len),
+        };
+        let n = n.ok_or_else(|| malformed(self.t, "the distance leaves the store's instances"))?;
+        Ok((n, comparisons))
     }
 
     /// `RecoverDependence` (Figure 20) for this call: `runs(d)` is the executions so far of
@@ -857,15 +1003,17 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         } = self.head(db)?;
         let ui = &db.instructions[u as usize];
         let len = runs(d);
-        let p = previous.get(&(d, u)).copied();
+        let slot = previous.slot(d, u);
+        let p = previous.get(slot);
         let first = self.block()?;
         let (n, comparisons) = match (first, p) {
             (AGAIN, Some(p)) => (p, 1),
             (NEXT, Some(p)) if p < len => (p + 1, 2),
             (LAST, _) if len > 0 => (len, 1),
-            (first, _) => self.search(first, len, if p.is_some() { 2 } else { 0 })?,
+            (LOWER | HIGHER, Some(p)) => self.distance(first, p, len)?,
+            (first, _) => self.search(first, len)?,
         };
-        previous.insert((d, u), n);
+        previous.set(slot, n);
         self.t += 1;
         match self.events.next() {
             Some(Event::Leave) => {}

@@ -5,12 +5,15 @@
 //! overlaps, unions written as bytes and read as a word, and block copies are exact.
 //!
 //! Memory is an arena of 4 KiB pages, each an array of packed writers (8 bytes per byte of
-//! traced memory), found through a hash map by page number, with the last page used cached
-//! (accesses are local: the cache spares most lookups); a byte never written reads as
-//! [`Writer::External`].
+//! traced memory), found through a hash map by page number, with the pages used recently
+//! cached (accesses are local: the cache spares most lookups); a byte never written reads as
+//! [`Writer::External`]. (A table of one entry per 8-byte word, with the bytes of words that
+//! have several writers aside, was measured slower: 10 % on zlib's address trace, whose
+//! programs write bytes, 2 % on Lua's.)
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use std::cell::Cell;
 
 /// One execution of a memory instruction: instance `n` (from 1) of instruction `id`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -58,14 +61,38 @@ fn unpack(p: u64) -> Writer {
     })
 }
 
+/// Entries of the page cache: a power of two.
+const CACHE: usize = 64;
+/// A cache entry that holds no page (no page number is this large).
+const NO_PAGE: (u64, u32) = (u64::MAX, u32::MAX);
+
 /// The table. See the module docs.
-#[derive(Default)]
 pub struct LastWriter {
     pages: Vec<Box<[u64; PAGE]>>,
     /// Page number → index in `pages`.
     index: FxHashMap<u64, u32>,
-    /// The last page looked up and its index (`u32::MAX`: never written).
-    last: std::cell::Cell<Option<(u64, u32)>>,
+    /// Pages looked up recently and their indices (`u32::MAX`: never written), by the low bits
+    /// of the page number. Direct-mapped rather than one entry, because a program's accesses
+    /// alternate between a few pages (its stack, heap and globals), which one would thrash.
+    cache: [Cell<(u64, u32)>; CACHE],
+}
+
+impl Default for LastWriter {
+    fn default() -> Self {
+        LastWriter {
+            pages: Vec::new(),
+            index: FxHashMap::default(),
+            cache: std::array::from_fn(|_| Cell::new(NO_PAGE)),
+        }
+    }
+}
+
+/// The offset of `addr` in its page if `[addr, addr + size)` is not empty and lies in that
+/// page.
+#[inline]
+fn within_page(addr: u64, size: u64) -> Option<usize> {
+    let off = (addr & (PAGE as u64 - 1)) as usize;
+    (size > 0 && size <= (PAGE - off) as u64).then_some(off)
 }
 
 /// The pieces of `[addr, addr + size)` that fall in one page each: (page number, first offset
@@ -95,6 +122,12 @@ impl LastWriter {
     /// [`MAX_INSTANCE`] (the caller checks; see [`crate::recover::Recovery`]).
     pub fn write(&mut self, addr: u64, size: u64, w: Writer) {
         let p = pack(w);
+        if let Some(off) = within_page(addr, size) {
+            if let Some(i) = self.find(addr >> PAGE_BITS) {
+                self.pages[i as usize][off..off + size as usize].fill(p);
+                return;
+            }
+        }
         for (page, off, len) in pieces(addr, size) {
             let i = match self.find(page) {
                 Some(i) => i,
@@ -103,7 +136,7 @@ impl LastWriter {
                     let i = self.pages.len() as u32;
                     self.pages.push(Box::new([0; PAGE]));
                     self.index.insert(page, i);
-                    self.last.set(Some((page, i)));
+                    self.cache[page as usize % CACHE].set((page, i));
                     i
                 }
             };
@@ -112,15 +145,30 @@ impl LastWriter {
     }
 
     /// The index of a page, if it was ever written.
+    #[inline]
     fn find(&self, page: u64) -> Option<u32> {
-        match self.last.get() {
-            Some((p, i)) if p == page => Some(i).filter(|&i| i != u32::MAX),
+        let slot = &self.cache[page as usize % CACHE];
+        match slot.get() {
+            (p, i) if p == page => Some(i).filter(|&i| i != u32::MAX),
             _ => {
                 let i = self.index.get(&page).copied();
-                self.last.set(Some((page, i.unwrap_or(u32::MAX))));
+                slot.set((page, i.unwrap_or(u32::MAX)));
                 i
             }
         }
+    }
+
+    /// The one writer of every byte of `[addr, addr + size)`, if they have one and lie in one
+    /// page (most loads); `None` sends the caller to [`read`](Self::read).
+    #[inline]
+    pub fn read_uniform(&self, addr: u64, size: u64) -> Option<Writer> {
+        let off = within_page(addr, size)?;
+        let Some(i) = self.find(addr >> PAGE_BITS) else {
+            return Some(Writer::External);
+        };
+        let bytes = &self.pages[i as usize][off..off + size as usize];
+        let first = bytes[0];
+        bytes.iter().all(|&p| p == first).then(|| unpack(first))
     }
 
     /// Calls `f(offset, len, writer)` for each maximal run of bytes of `[addr, addr + size)`
@@ -248,6 +296,10 @@ mod tests {
                 expanded.extend(std::iter::repeat_n(w, l as usize));
             }
             let want: Vec<_> = (addr..addr + size).map(|b| sim.get(b as usize).copied().unwrap_or(Writer::External)).collect();
+            // The fast path answers exactly when the range is in one page with one writer.
+            let one_page = addr / 4096 == (addr + size - 1) / 4096;
+            let uniform = want.iter().all(|&w| w == want[0]);
+            prop_assert_eq!(t.read_uniform(addr, size), (one_page && uniform).then_some(want[0]));
             prop_assert_eq!(expanded, want);
         }
     }

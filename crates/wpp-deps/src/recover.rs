@@ -97,13 +97,16 @@ pub enum RecoverError {
 /// The replay state: the last-writer table and each instruction's execution count.
 pub struct Recovery<'a> {
     db: &'a MemoryDb,
+    /// Each instruction's kind (the database's entries are large: one cache line each).
+    kinds: Vec<AccessKind>,
     table: LastWriter,
     instances: Vec<u64>,
     /// Static (store, load) pairs seen (`None`: external).
     pairs: FxHashSet<(Option<u32>, u32)>,
-    /// Per load: the store (id + 1, 0: external) of its pair inserted last, which most
-    /// dependences repeat (spares the set a lookup per dependence).
-    last_pair: Vec<u32>,
+    /// Per load: the stores (id + 1, 0: external) of its two pairs inserted last, the latest
+    /// first, which most dependences repeat (spares the set a lookup per dependence; two, for
+    /// a load that alternates between two stores).
+    last_pair: Vec<[u32; 2]>,
     stats: Stats,
     index: u64,
     writers: Vec<Dependence>,
@@ -113,7 +116,16 @@ pub struct Recovery<'a> {
     thread: u32,
     /// Per store instruction: (first instance, thread) each time its thread changed.
     store_threads: Vec<Vec<(u64, u32)>>,
+    /// Per store instruction: the thread of its latest instance ([`NONE`] before it ran).
+    /// Until some store runs on a second thread (`several`), this answers for every instance
+    /// without reaching into `store_threads`.
+    store_thread: Vec<u32>,
+    /// Whether some store ran on several threads.
+    several: bool,
 }
+
+/// [`Recovery`]'s `store_thread` of a store that has not run.
+const NONE: u32 = u32::MAX;
 
 /// Up to this many writers per load, a load's writers are found by a scan.
 const SCAN_WRITERS: usize = 16;
@@ -123,10 +135,11 @@ impl<'a> Recovery<'a> {
     pub fn new(db: &'a MemoryDb) -> Self {
         Recovery {
             db,
+            kinds: db.instructions.iter().map(|i| i.kind).collect(),
             table: LastWriter::new(),
             instances: vec![0; db.instructions.len()],
             pairs: FxHashSet::default(),
-            last_pair: vec![u32::MAX; db.instructions.len()],
+            last_pair: vec![[u32::MAX; 2]; db.instructions.len()],
             stats: Stats {
                 threads: 1,
                 ..Stats::default()
@@ -136,6 +149,8 @@ impl<'a> Recovery<'a> {
             by_writer: FxHashMap::default(),
             thread: 0,
             store_threads: vec![Vec::new(); db.instructions.len()],
+            store_thread: vec![NONE; db.instructions.len()],
+            several: false,
         }
     }
 
@@ -147,6 +162,9 @@ impl<'a> Recovery<'a> {
 
     /// The thread that ran store instance `s`.
     fn thread_of(&self, s: Instance) -> u32 {
+        if !self.several {
+            return self.store_thread[s.id as usize];
+        }
         let runs = &self.store_threads[s.id as usize];
         let i = runs.partition_point(|&(first, _)| first <= s.n);
         runs[i - 1].1
@@ -157,14 +175,13 @@ impl<'a> Recovery<'a> {
     pub fn step(&mut self, a: Access) -> Result<(Instance, &[Dependence]), RecoverError> {
         let index = self.index;
         self.index += 1;
-        let count = self.db.instructions.len();
-        let kind = match self.db.get(a.id) {
-            Some(i) if a.id <= lastwriter::MAX_ID => i.kind,
+        let kind = match self.kinds.get(a.id as usize) {
+            Some(&kind) if a.id <= lastwriter::MAX_ID => kind,
             _ => {
                 return Err(RecoverError::UnknownId {
                     index,
                     id: a.id,
-                    count,
+                    count: self.db.instructions.len(),
                 })
             }
         };
@@ -183,9 +200,11 @@ impl<'a> Recovery<'a> {
         match kind {
             AccessKind::Store => {
                 self.stats.stores += 1;
-                let runs = &mut self.store_threads[a.id as usize];
-                if runs.last().is_none_or(|&(_, t)| t != self.thread) {
-                    runs.push((inst.n, self.thread));
+                let latest = &mut self.store_thread[a.id as usize];
+                if *latest != self.thread {
+                    self.several |= *latest != NONE;
+                    *latest = self.thread;
+                    self.store_threads[a.id as usize].push((inst.n, self.thread));
                 }
                 self.table.write(a.addr, a.size, Writer::Store(inst));
             }
@@ -200,6 +219,22 @@ impl<'a> Recovery<'a> {
 
     fn load(&mut self, inst: Instance, a: Access) {
         self.stats.loads += 1;
+        match self.table.read_uniform(a.addr, a.size) {
+            Some(store) => self.writers.push(Dependence {
+                load: inst,
+                store,
+                offset: 0,
+                bytes: a.size,
+                thread: 0,
+                store_thread: None,
+            }),
+            None => self.read_writers(inst, a),
+        }
+        self.note_writers(inst);
+    }
+
+    /// The writers of a load's bytes, in the order of its bytes, one entry per writer.
+    fn read_writers(&mut self, inst: Instance, a: Access) {
         let (writers, by_writer) = (&mut self.writers, &mut self.by_writer);
         by_writer.clear();
         self.table.read(a.addr, a.size, |offset, len, w| {
@@ -230,7 +265,11 @@ impl<'a> Recovery<'a> {
                 }
             }
         });
-        if writers.len() > 1 {
+    }
+
+    /// Completes the current load's writers with their threads, and counts them.
+    fn note_writers(&mut self, inst: Instance) {
+        if self.writers.len() > 1 {
             self.stats.multi_writer_loads += 1;
         }
         for i in 0..self.writers.len() {
@@ -252,8 +291,12 @@ impl<'a> Recovery<'a> {
                 }
             };
             let key = store.map_or(0, |s| s + 1);
-            if std::mem::replace(&mut self.last_pair[inst.id as usize], key) != key {
-                self.pairs.insert((store, inst.id));
+            let last = &mut self.last_pair[inst.id as usize];
+            if last[0] != key {
+                if last[1] != key {
+                    self.pairs.insert((store, inst.id));
+                }
+                *last = [key, last[0]];
             }
         }
     }

@@ -604,36 +604,7 @@ fn a_check_after_another_block_is_refused_from_the_grammar() {
 /// last byte twice is the same instance, `AGAIN`. Recovery gives the AT's instances.
 #[test]
 fn predicted_instances_by_hand() {
-    let db = store_then_load();
-    let mut ev = vec![Event::Enter(FunctionId(0))];
-    let mut at = Vec::new();
-    for k in 0..5 {
-        ev.push(Event::Block(BlockId(0)));
-        at.push(Access {
-            id: 0,
-            addr: k,
-            size: 1,
-        });
-    }
-    for k in [0, 1, 2, 3, 4, 4] {
-        ev.push(Event::Block(BlockId(1)));
-        at.push(Access {
-            id: 1,
-            addr: k,
-            size: 1,
-        });
-    }
-    ev.push(Event::Leave);
-    let mut report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
-    assert_eq!(report.pairs.len(), 1);
-    report.pairs[0].class = wpp_deps::filter::Class::AnyInstance;
-    let built = ecf::build(
-        &db,
-        &ev,
-        [Ok::<_, std::convert::Infallible>(at.clone())],
-        &report,
-    )
-    .unwrap();
+    let (db, at, built) = one_pair_ecf(5, &[0, 1, 2, 3, 4, 4]);
     let after_source: Vec<u32> = built
         .events
         .windows(2)
@@ -659,6 +630,70 @@ fn predicted_instances_by_hand() {
         got.iter().map(|d| u64::from(d.comparisons)).sum::<u64>(),
         built.stats.binary
     );
+    let pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
+    assert_eq!(pairs, at_truth(&db, &at));
+}
+
+/// The eCF of store 0 writing bytes `0..stored` in order (instances 1, 2, …), then load 1
+/// reading the bytes `reads`, the pair classified any-instance; with its AT.
+fn one_pair_ecf(stored: u64, reads: &[u64]) -> (MemoryDb, Vec<Access>, ecf::Ecf) {
+    let db = store_then_load();
+    let mut ev = vec![Event::Enter(FunctionId(0))];
+    let mut at = Vec::new();
+    let accesses = (0..stored)
+        .map(|k| (0, k))
+        .chain(reads.iter().map(|&k| (1, k)));
+    for (id, addr) in accesses {
+        ev.push(Event::Block(BlockId(id)));
+        at.push(Access { id, addr, size: 1 });
+    }
+    ev.push(Event::Leave);
+    let mut report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
+    assert_eq!(report.pairs.len(), 1);
+    report.pairs[0].class = wpp_deps::filter::Class::AnyInstance;
+    let built = ecf::build(
+        &db,
+        &ev,
+        [Ok::<_, std::convert::Infallible>(at.clone())],
+        &report,
+    )
+    .unwrap();
+    (db, at, built)
+}
+
+/// When both predictions miss, the check gives the distance from the previous instance `p`:
+/// its direction, then its binary digits after the leading 1. Store 0 wrote 16 bytes; the load
+/// reads instance 1 (a search: the pair's first), 13 (above `p + 1 = 2` by 11 = 0b1011) and 4
+/// (below 13 by 9 = 0b1001). Recovery gives the AT's instances.
+#[test]
+fn distances_by_hand() {
+    let (db, at, built) = one_pair_ecf(16, &[0, 12, 3]);
+    let checks: Vec<Vec<u32>> = built
+        .events
+        .split(|e| *e == Event::Block(ecf::source(0)))
+        .skip(1)
+        .map(|after| {
+            let body = after.iter().take_while(|e| **e != Event::Leave);
+            body.map(|e| match e {
+                Event::Block(b) => b.0,
+                e => panic!("{e:?} in a check"),
+            })
+            .collect()
+        })
+        .collect();
+    let (lo, hi, end) = (ecf::LOWER, ecf::HIGHER, ecf::END);
+    // The search for 1 in 1..=16: 8, 4, 2 are above it, 1 is the hit.
+    let want = [
+        vec![lo, lo, lo, end],
+        vec![hi, lo, hi, hi, end],
+        vec![lo, lo, lo, hi, end],
+    ];
+    assert_eq!(checks, want);
+    assert_eq!(built.stats.binary, 4 + (4 + 3) + (4 + 3));
+    let mut got = Vec::new();
+    ecf::recover(&db, &built.events, |d| got.push(d)).unwrap();
+    let stores: Vec<u64> = got.iter().map(|d| d.store.n).collect();
+    assert_eq!(stores, [1, 13, 4]);
     let pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
     assert_eq!(pairs, at_truth(&db, &at));
 }
