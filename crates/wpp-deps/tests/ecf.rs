@@ -697,3 +697,42 @@ fn distances_by_hand() {
     let pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
     assert_eq!(pairs, at_truth(&db, &at));
 }
+
+/// A damaged distance is an error naming its event: one that leaves the store's instances
+/// (above the last, below the first), and one too long for an instance.
+#[test]
+fn damaged_distances_are_errors() {
+    let (db, _, built) = one_pair_ecf(16, &[0, 12, 3]);
+    // The second check (instance 13, distance 11 above 2) as a distance of 15 above it, of
+    // 15 below it, and of 70 digits.
+    let source = Event::Block(ecf::source(0));
+    let second = built
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| **e == source)
+        .nth(1);
+    let at = second.unwrap().0 + 1;
+    let (lo, hi, end) = (ecf::LOWER, ecf::HIGHER, ecf::END);
+    let long = [lo].into_iter().chain([hi; 70]).chain([end]).collect();
+    for (body, message) in [
+        (
+            vec![hi, hi, hi, hi, end],
+            "the distance leaves the store's instances",
+        ),
+        (
+            vec![lo, hi, hi, hi, end],
+            "the distance leaves the store's instances",
+        ),
+        (long, "not a block of a distance"),
+    ] {
+        let mut events = built.events[..at].to_vec();
+        events.extend(body.into_iter().map(|b| Event::Block(BlockId(b))));
+        let rest = built.events[at..]
+            .iter()
+            .skip_while(|e| **e != Event::Leave);
+        events.extend(rest);
+        let e = ecf::recover(&db, &events, |_| {}).unwrap_err().to_string();
+        assert!(e.starts_with("eCF event ") && e.ends_with(message), "{e}");
+    }
+}
