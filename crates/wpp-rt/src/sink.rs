@@ -489,6 +489,8 @@ impl ChunkWriter {
             }
             Err(e) => {
                 eprintln!("wpp-rt: the eWPP stops here: {e}");
+                // The batches before this one are sound: written, not dropped with the error.
+                self.write_chunk();
                 let e = std::io::Error::other(format!("eWPP collection: {e}"));
                 self.error = Some(TraceError::Io(e));
             }
