@@ -21,8 +21,9 @@
 //!
 //! Version 4 added the run ([`RunInfo`]: command line, exit status) as the body's last field.
 //! Version 3 (the same without it), version 2 (without the trailer, so blocks inlined from a
-//! header were shown in the function's own file) and version 1 (the version byte, then the postcard body directly, with
-//! no length or checksum) still read; bytes after a body are refused in every version.
+//! header were shown in the function's own file) and version 1 (the version byte, then the
+//! postcard body directly, with no length or checksum) still read; bytes after a body are
+//! refused in every version.
 
 use crate::EmbeddedProgram;
 use wpp_paths::{BlProfile, PathId, PppProfile};
@@ -31,7 +32,7 @@ use wpp_paths::{BlProfile, PathId, PppProfile};
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
 /// The layout version.
 pub const VERSION: u8 = 4;
-/// Bytes before the body in versions 2 and 3: magic, version, body length, body checksum.
+/// Bytes before the body in versions 2 to 4: magic, version, body length, body checksum.
 pub const HEADER_LEN: usize = 21;
 
 /// A profile written by an instrumented program.

@@ -442,7 +442,7 @@ fn a_store_without_totals_is_refused() {
 }
 
 /// A profile's run (version 4) fills `runs.command_line`, quoted as a shell would split it,
-/// and `runs.exit_status`; a profile without one (here a merge's) leaves them null.
+/// and `runs.exit_status`; a profile without one (as a merge's) leaves them null.
 #[test]
 fn runs_have_their_command_lines_and_exit_statuses() {
     let dir = tempfile::tempdir().unwrap();

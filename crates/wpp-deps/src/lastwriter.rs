@@ -8,8 +8,8 @@
 //! traced memory), found through a hash map by page number, with the pages used recently
 //! cached (accesses are local: the cache spares most lookups); a byte never written reads as
 //! [`Writer::External`]. (A table of one entry per 8-byte word, with the bytes of words that
-//! have several writers aside, was measured slower: 10 % on zlib's address trace, whose
-//! programs write bytes, 2 % on Lua's.)
+//! have several writers aside, was measured slower: 12 % on zlib's address trace, whose
+//! program writes bytes, 4 % on Lua's; BENCHMARKS.md.)
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
