@@ -637,14 +637,24 @@ fn predicted_instances_by_hand() {
 /// The eCF of store 0 writing bytes `0..stored` in order (instances 1, 2, …), then load 1
 /// reading the bytes `reads`, the pair classified any-instance; with its AT.
 fn one_pair_ecf(stored: u64, reads: &[u64]) -> (MemoryDb, Vec<Access>, ecf::Ecf) {
-    let db = store_then_load();
+    one_pair_ecf_in(1, stored, reads)
+}
+
+/// [`one_pair_ecf`] with the load in block `load_block` (the store is in block 0).
+fn one_pair_ecf_in(
+    load_block: u32,
+    stored: u64,
+    reads: &[u64],
+) -> (MemoryDb, Vec<Access>, ecf::Ecf) {
+    let mut db = store_then_load();
+    db.instructions[1].block = load_block;
     let mut ev = vec![Event::Enter(FunctionId(0))];
     let mut at = Vec::new();
     let accesses = (0..stored)
         .map(|k| (0, k))
         .chain(reads.iter().map(|&k| (1, k)));
     for (id, addr) in accesses {
-        ev.push(Event::Block(BlockId(id)));
+        ev.push(Event::Block(BlockId([0, load_block][id as usize])));
         at.push(Access { id, addr, size: 1 });
     }
     ev.push(Event::Leave);
@@ -694,6 +704,11 @@ fn distances_by_hand() {
     ecf::recover(&db, &built.events, |d| got.push(d)).unwrap();
     let stores: Vec<u64> = got.iter().map(|d| d.store.n).collect();
     assert_eq!(stores, [1, 13, 4]);
+    let comparisons: u64 = got.iter().map(|d| u64::from(d.comparisons)).sum();
+    assert_eq!(
+        comparisons, built.stats.binary,
+        "recovery counts as the collector did"
+    );
     let pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
     assert_eq!(pairs, at_truth(&db, &at));
 }
@@ -735,4 +750,25 @@ fn damaged_distances_are_errors() {
         let e = ecf::recover(&db, &events, |_| {}).unwrap_err().to_string();
         assert!(e.starts_with("eCF event ") && e.ends_with(message), "{e}");
     }
+}
+
+/// Block ids too sparse for a table by block (a hostile memory table: the load's block is
+/// 3·10^9) are counted through a map instead, with the same checks and dependences as dense
+/// ids.
+#[test]
+fn sparse_block_ids_give_the_same_checks() {
+    let reads = [0, 12, 3, 3, 4, 15];
+    let (_, _, dense) = one_pair_ecf(16, &reads);
+    let (db, at, sparse) = one_pair_ecf_in(3_000_000_000, 16, &reads);
+    // The same eCF but for the load's block id.
+    let renamed = sparse.events.iter().map(|&e| match e {
+        Event::Block(BlockId(3_000_000_000)) => Event::Block(BlockId(1)),
+        e => e,
+    });
+    assert_eq!(renamed.collect::<Vec<_>>(), dense.events);
+    assert_eq!(sparse.stats, dense.stats);
+    let mut got = Vec::new();
+    ecf::recover(&db, &sparse.events, |d| got.push(d)).unwrap();
+    let pairs: Pairs = got.iter().map(|d| (d.load, d.store)).collect();
+    assert_eq!(pairs, at_truth(&db, &at));
 }
