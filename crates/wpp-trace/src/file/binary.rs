@@ -637,11 +637,16 @@ fn parse_db(body: &[u8], h: &DbHeader) -> Result<ProgramDb, TraceError> {
 /// The database of the last intact program chunk ([`CODEC_PROGRAM`]) of a whole file whose
 /// chunks start at `at`, found by walking the chunk headers (payloads are skipped, so this
 /// costs one header read per chunk). The walk stops at the first damage, which the reading
-/// pass then reports where it is.
-fn last_program(bytes: &[u8], mut at: u64, header_len: usize) -> Option<ProgramDb> {
+/// pass then reports where it is. The pages it walked past are dropped as it goes: a header
+/// read faults in the pages around it, so a walk that kept them would hold the whole file in
+/// the reader's memory before the first event is read.
+fn last_program(bytes: &Bytes, mut at: u64, header_len: usize) -> Option<ProgramDb> {
     let mut last = None;
+    let mut previous = at as usize;
     loop {
         let start = usize::try_from(at).ok()?;
+        bytes.release_behind(previous, start);
+        previous = start;
         let Some(h) = bytes.get(start..start + header_len) else {
             return last;
         };
