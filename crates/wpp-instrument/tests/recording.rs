@@ -598,6 +598,68 @@ fn detached_finisher_builds_the_wpp() {
     assert!(quiet.stderr.is_empty(), "WPP_QUIET=1 prints nothing");
 }
 
+/// The scheduling policy (`/proc/PID/stat` field 41) of each running process of `exe`, and
+/// the nice value of its autogroup (`/proc/PID/autogroup`; none where the kernel has no
+/// autogroups).
+#[cfg(target_os = "linux")]
+fn policies_of(exe: &Path) -> Vec<(u32, Option<i32>)> {
+    let procs = std::fs::read_dir("/proc").unwrap();
+    procs
+        .filter_map(|e| {
+            let dir = e.ok()?.path();
+            (std::fs::read_link(dir.join("exe")).ok()? == exe).then_some(())?;
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            // Fields after the command name's closing parenthesis start at field 3.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let policy = after.split_whitespace().nth(41 - 3)?.parse().ok()?;
+            let group = std::fs::read_to_string(dir.join("autogroup")).ok();
+            let nice = group.and_then(|g| g.split_whitespace().last()?.parse().ok());
+            Some((policy, nice))
+        })
+        .collect()
+}
+
+/// The detached finisher compresses in the `SCHED_IDLE` class (policy 5) and, where the
+/// kernel groups each session's tasks (autogroups), in a group of nice 19: without the
+/// latter the finisher's own session competed as an equal with its program's. `fork.c`'s
+/// parent waits for its child, so once it has exited every process of its executable is a
+/// finisher (the child's spool, ~10^7 events, takes a finisher a good fraction of a second);
+/// each one seen must be idle in a nice-19 group.
+#[cfg(target_os = "linux")]
+#[test]
+fn detached_finisher_runs_at_idle_priority() {
+    let b = build("fork.c", &[InstrumentMode::TraceBlocks]);
+    let exe = std::fs::canonicalize(&b.inst[0].1).unwrap();
+    let sub = b.dir.path("idle");
+    std::fs::create_dir_all(&sub).unwrap();
+    let status = Command::new(&exe)
+        .env_remove("WPP_RAW")
+        .env_remove("WPP_FINISH")
+        .env("WPP_QUIET", "1")
+        .env("WPP_OUT", sub.join("out.wpp"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let spools = || {
+        std::fs::read_dir(&sub)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("trace".as_ref()))
+            .count()
+    };
+    let mut seen = Vec::new();
+    let t0 = std::time::Instant::now();
+    while spools() > 0 {
+        assert!(t0.elapsed().as_secs() < 120, "the finishers did not finish");
+        seen.extend(policies_of(&exe));
+    }
+    assert!(!seen.is_empty(), "no finisher seen running");
+    seen.sort_unstable();
+    seen.dedup();
+    let autogroups = std::path::Path::new("/proc/self/autogroup").exists();
+    let want = (5, autogroups.then_some(19));
+    assert_eq!(seen, [want], "the finishers' (policy, autogroup nice)");
+}
+
 /// `fork` where both processes continue: each has its own whole, balanced recording (the
 /// child's named by its pid), with the `step` calls each made (parent 200,000, child
 /// 3,000,000: the program's own counts). The child's stream starts with the `Enter` of the
