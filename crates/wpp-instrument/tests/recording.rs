@@ -649,8 +649,10 @@ fn detached_finisher_runs_at_idle_priority() {
     let mut seen = Vec::new();
     let t0 = std::time::Instant::now();
     while spools() > 0 {
-        assert!(t0.elapsed().as_secs() < 120, "the finishers did not finish");
+        assert!(t0.elapsed().as_secs() < 300, "the finishers did not finish");
         seen.extend(policies_of(&exe));
+        // Not a busy loop: on a busy machine the idle finishers run only on a free core.
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
     assert!(!seen.is_empty(), "no finisher seen running");
     seen.sort_unstable();
