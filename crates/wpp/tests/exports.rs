@@ -68,6 +68,9 @@ fn record(dir: &Path, mode: &str, out: &str) -> PathBuf {
         .current_dir(dir)
         .env("WPP_OUT", out)
         .env("WPP_QUIET", "1")
+        // The `.wpp` is read right after the run: finish it before the exit (a detached
+        // finisher runs at idle priority and may not have finished by then).
+        .env("WPP_FINISH", "wait")
         .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
