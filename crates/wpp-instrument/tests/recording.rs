@@ -657,7 +657,7 @@ fn detached_finisher_runs_at_idle_priority() {
     assert!(!seen.is_empty(), "no finisher seen running");
     seen.sort_unstable();
     seen.dedup();
-    let autogroups = std::path::Path::new("/proc/self/autogroup").exists();
+    let autogroups = Path::new("/proc/self/autogroup").exists();
     let want = (5, autogroups.then_some(19));
     assert_eq!(seen, [want], "the finishers' (policy, autogroup nice)");
 }

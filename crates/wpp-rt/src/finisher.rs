@@ -233,9 +233,9 @@ impl Plan {
     /// child has exited.
     fn detach(&self, verbose: bool) -> std::io::Result<()> {
         // SAFETY: the child only makes system calls (`setsid`, `open`, `write`, `close`,
-        // `fork`, `sched_setscheduler`, `_exit`); the grandchild runs Rust
-        // code, safe after `fork` because the runtime's heap lock is held across it (see
-        // [`crate::heap`]) and the runtime's own fork handlers do nothing once recording is over.
+        // `fork`, `sched_setscheduler`, `_exit`); the grandchild runs Rust code, safe after
+        // `fork` because the runtime's heap lock is held across it (see [`crate::heap`]) and
+        // the runtime's own fork handlers do nothing once recording is over.
         match unsafe { libc::fork() } {
             -1 => Err(std::io::Error::last_os_error()),
             0 => {
