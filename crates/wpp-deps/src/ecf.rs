@@ -260,6 +260,29 @@ pub struct Ecf {
 
 type Node = (u32, u32);
 
+/// Where a [`Collector`] appends the events of its checks: the collection run appends event
+/// words to its buffer, [`build`] events to a vector.
+pub trait CheckEvents {
+    /// The check routine is called (`Enter` of [`check_function`]).
+    fn enter(&mut self, check: FunctionId);
+    /// Block `b` of the check routine.
+    fn block(&mut self, b: u32);
+    /// The check routine returns.
+    fn leave(&mut self);
+}
+
+impl CheckEvents for Vec<Event> {
+    fn enter(&mut self, check: FunctionId) {
+        self.push(Event::Enter(check));
+    }
+    fn block(&mut self, b: u32) {
+        self.push(Event::Block(BlockId(b)));
+    }
+    fn leave(&mut self) {
+        self.push(Event::Leave);
+    }
+}
+
 /// One open function of a [`Collector`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -435,7 +458,7 @@ impl<'a> Collector<'a> {
 
     /// Takes one memory access of the top frame's current block, appending a check call to
     /// `out` for each distinct program store that wrote bytes it reads.
-    pub fn access(&mut self, a: Access, out: &mut Vec<Event>) -> Result<(), EcfError> {
+    pub fn access(&mut self, a: Access, out: &mut impl CheckEvents) -> Result<(), EcfError> {
         let Some(frame) = self.frames.last_mut() else {
             return Err(self.error(format!(
                 "an access of instruction {} outside any function",
@@ -479,7 +502,7 @@ impl<'a> Collector<'a> {
         u: Instance,
         shift: u64,
         d: Instance,
-        out: &mut Vec<Event>,
+        out: &mut impl CheckEvents,
     ) -> Result<(), EcfError> {
         let len = self.runs.of(d.id);
         if d.n > len {
@@ -498,47 +521,46 @@ impl<'a> Collector<'a> {
         let class = self.class_of_slot[slot];
         let previous = self.previous.get(slot);
         self.previous.set(slot, d.n);
-        let block = |b: u32| Event::Block(BlockId(b));
-        out.push(Event::Enter(self.check));
-        out.push(Event::Block(site(u.id)));
+        out.enter(self.check);
+        out.block(site(u.id).0);
         if shift > 0 {
-            out.push(block(SHIFT));
+            out.block(SHIFT);
             let bits = 64 - shift.leading_zeros();
-            out.extend((0..bits).rev().map(|i| block(((shift >> i) & 1) as u32)));
-            out.push(block(END));
+            (0..bits)
+                .rev()
+                .for_each(|i| out.block(((shift >> i) & 1) as u32));
+            out.block(END);
         }
         let stats = &mut self.stats;
         stats.dependences += 1;
         if class.is_none() {
             stats.unexpected += 1;
-            out.push(block(UNEXPECTED));
+            out.block(UNEXPECTED);
         }
-        out.push(Event::Block(source(d.id)));
+        out.block(source(d.id).0);
         if d.n == len && matches!(class, Some(c) if c != Class::AnyInstance) {
             stats.fixed += 1;
             stats.binary += 1;
             stats.linear += 1;
             stats.max_binary = stats.max_binary.max(1);
-            out.push(block(LAST));
+            out.block(LAST);
         } else if let Some(p) = previous.filter(|&p| d.n == p || d.n == p + 1) {
             let again = d.n == p;
             stats.predicted += 1;
             stats.binary += if again { 1 } else { 2 };
             stats.linear += len - d.n + 1;
-            out.push(block(if again { AGAIN } else { NEXT }));
+            out.block(if again { AGAIN } else { NEXT });
         } else if let Some(p) = previous {
             let (direction, distance) = match d.n < p {
                 true => (LOWER, p - d.n),
                 false => (HIGHER, d.n - p - 1),
             };
-            out.push(block(direction));
+            out.block(direction);
             let digits = 63 - distance.leading_zeros();
-            out.extend(
-                (0..digits)
-                    .rev()
-                    .map(|i| block(((distance >> i) & 1) as u32)),
-            );
-            out.push(block(END));
+            (0..digits)
+                .rev()
+                .for_each(|i| out.block(((distance >> i) & 1) as u32));
+            out.block(END);
             // The two predictions, the direction, the digits and the end.
             let n = u64::from(digits) + 4;
             stats.binary += n;
@@ -552,22 +574,22 @@ impl<'a> Collector<'a> {
                 match d.n.cmp(&mid) {
                     std::cmp::Ordering::Equal => break,
                     std::cmp::Ordering::Less => {
-                        out.push(block(LOWER));
+                        out.block(LOWER);
                         top = mid - 1;
                     }
                     std::cmp::Ordering::Greater => {
-                        out.push(block(HIGHER));
+                        out.block(HIGHER);
                         bot = mid + 1;
                     }
                 }
                 n += 1;
             }
-            out.push(block(END));
+            out.block(END);
             stats.binary += n;
             stats.max_binary = stats.max_binary.max(n);
             stats.linear += len - d.n + 1;
         }
-        out.push(Event::Leave);
+        out.leave();
         Ok(())
     }
 }

@@ -48,7 +48,8 @@ pub struct Stats {
     pub external: u64,
     /// Loads whose bytes come from more than one writer.
     pub multi_writer_loads: u64,
-    /// Distinct static (store, load) pairs exercised.
+    /// Distinct static (store, load) pairs exercised (0 unless counted:
+    /// [`Recovery::counting_pairs`]).
     pub pairs: u64,
     /// Threads that accessed memory.
     pub threads: u32,
@@ -101,8 +102,8 @@ pub struct Recovery<'a> {
     kinds: Vec<AccessKind>,
     table: LastWriter,
     instances: Vec<u64>,
-    /// Static (store, load) pairs seen (`None`: external).
-    pairs: FxHashSet<(Option<u32>, u32)>,
+    /// Static (store, load) pairs seen (`None`: external), when counted ([`Self::counting_pairs`]).
+    pairs: Option<FxHashSet<(Option<u32>, u32)>>,
     /// Per load: the stores (id + 1, 0: external) of its two pairs inserted last, the latest
     /// first, which most dependences repeat (spares the set a lookup per dependence; two, for
     /// a load that alternates between two stores).
@@ -131,14 +132,15 @@ const NONE: u32 = u32::MAX;
 const SCAN_WRITERS: usize = 16;
 
 impl<'a> Recovery<'a> {
-    /// A recovery over the instructions of `db`.
+    /// A recovery over the instructions of `db`, which does not count pairs (its
+    /// [`stats`](Self::stats) say 0): the collection and the filter keep their own.
     pub fn new(db: &'a MemoryDb) -> Self {
         Recovery {
             db,
             kinds: db.instructions.iter().map(|i| i.kind).collect(),
             table: LastWriter::new(),
             instances: vec![0; db.instructions.len()],
-            pairs: FxHashSet::default(),
+            pairs: None,
             last_pair: vec![[u32::MAX; 2]; db.instructions.len()],
             stats: Stats {
                 threads: 1,
@@ -151,6 +153,14 @@ impl<'a> Recovery<'a> {
             store_threads: vec![Vec::new(); db.instructions.len()],
             store_thread: vec![NONE; db.instructions.len()],
             several: false,
+        }
+    }
+
+    /// A recovery that counts the distinct static pairs exercised (`wpp deps stats`).
+    pub fn counting_pairs(db: &'a MemoryDb) -> Self {
+        Recovery {
+            pairs: Some(FxHashSet::default()),
+            ..Recovery::new(db)
         }
     }
 
@@ -290,11 +300,14 @@ impl<'a> Recovery<'a> {
                     Some(s.id)
                 }
             };
+            let Some(pairs) = &mut self.pairs else {
+                continue;
+            };
             let key = store.map_or(0, |s| s + 1);
             let last = &mut self.last_pair[inst.id as usize];
             if last[0] != key {
                 if last[1] != key {
-                    self.pairs.insert((store, inst.id));
+                    pairs.insert((store, inst.id));
                 }
                 *last = [key, last[0]];
             }
@@ -304,7 +317,12 @@ impl<'a> Recovery<'a> {
     /// The counts so far.
     pub fn stats(&self) -> Stats {
         Stats {
-            pairs: self.pairs.iter().filter(|(s, _)| s.is_some()).count() as u64,
+            pairs: self
+                .pairs
+                .iter()
+                .flatten()
+                .filter(|(s, _)| s.is_some())
+                .count() as u64,
             ..self.stats.clone()
         }
     }
@@ -325,7 +343,7 @@ pub fn recover<T: Into<Run>, E>(
 where
     RecoverError: From<E>,
 {
-    let mut r = Recovery::new(db);
+    let mut r = Recovery::counting_pairs(db);
     for run in runs {
         let run: Run = run?.into();
         r.set_thread(run.thread);

@@ -508,6 +508,60 @@ fn collection_equals_address_trace_recovery() {
     }
 }
 
+/// A thread the instrumenter cannot see (`pthread_create` found with `dlsym`) is refused by
+/// the collection run when it runs instrumented code: the program's output and exit status
+/// are the native ones, stderr says why, and the eCF keeps what main recorded before the
+/// thread started, without its end record: every dependence recovered from it is one of the
+/// address trace's of main alone (the same accesses, no thread).
+#[test]
+fn a_thread_started_unseen_ends_the_ecf_without_a_wrong_dependence() {
+    let src = "dlsym_thread.c";
+    let dir = Scratch::new();
+    let (addr, trace) = (dir.path("addr"), dir.path("addr.trace"));
+    build_with_options(
+        src,
+        &["-O1"],
+        Options::new(InstrumentMode::TraceAddr),
+        &addr,
+        None,
+    );
+    run(&addr, &["alone"], Some(&trace));
+    let mut at = trace.into_os_string();
+    at.push(".at");
+    let (want, report) = at_truth(Path::new(&at));
+    let (native, ewpp) = (dir.path("native"), dir.path("ewpp"));
+    build_native(src, &["-O1"], &native);
+    let mut opts = Options::new(InstrumentMode::Ewpp);
+    opts.exercised = Some(report);
+    build_with_options(src, &["-O1"], opts, &ewpp, None);
+    let ecf = dir.path("ecf.trace");
+    let a = run(&native, &[], None);
+    let b = run_env(&ewpp, &[], Some(&ecf), &[("WPP_RAW", "1")]);
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(a.status.code(), b.status.code());
+    let stderr = String::from_utf8_lossy(&b.stderr);
+    assert!(
+        stderr.contains("a second thread") && stderr.contains("the eWPP stops here"),
+        "{stderr}"
+    );
+    let mut reader = wpp_trace::file::open(&ecf).unwrap().allow_truncated(true);
+    let events: Vec<_> = reader.by_ref().map(|e| e.unwrap()).collect();
+    assert!(
+        reader.truncation().is_some(),
+        "the eCF must not end as if whole"
+    );
+    let db = wpp_deps::ecf::memory_db(reader.program()).unwrap().unwrap();
+    let mut got = 0;
+    let _ = wpp_deps::ecf::recover(&db, &events, |d| {
+        assert!(want.contains(&(d.store, d.load)), "{d:?}");
+        got += 1;
+    });
+    assert!(
+        got > 100_000,
+        "main's batches before the thread are kept: {got}"
+    );
+}
+
 /// Each load's dependences recovered from the eWPP's grammar alone, the rules without its
 /// checks summarized (`wpp_deps::ecf::rules`), are the address trace's for that load.
 fn each_load_from_the_grammar(

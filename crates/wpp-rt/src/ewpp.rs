@@ -1,32 +1,32 @@
 //! `ewpp` mode (Tallam–Gupta §3): the instrumented code appends each memory access to the
 //! event buffer among the events, in the order it ran (`wpp_abi`'s "Accesses in the event
-//! buffer"), and the trace writer's thread replaces every access by the control flow of its
-//! dependence checks ([`wpp_deps::ecf::Collector`]) before encoding. The trace (and the `.wpp`
-//! made from it) is the eCF: a block trace whose program database carries the check routine
-//! and the memory table, so `wpp deps` recovers every dependence from it alone.
+//! buffer"), and the sink replaces every access by the control flow of its dependence checks
+//! ([`wpp_deps::ecf::Collector`]) before handing the buffer to the trace writer. The trace (and
+//! the `.wpp` made from it) is the eCF: a block trace whose program database carries the check
+//! routine and the memory table, so `wpp deps` recovers every dependence from it alone.
 //!
-//! The checks run on the writer thread, beside the program, not on it: the program's cost is
-//! the buffer append. The last-writer table lives there too (in the runtime's heap, so the
-//! program's heap layout is unchanged).
+//! The checks run on the thread that hands a buffer over (the program's own thread when its
+//! buffer is full; the flush timer's, or the exiting thread's, for partial buffers), under
+//! the sink's lock, which keeps them in the order of the buffers. The trace writer encodes
+//! and compresses the eCF on the other core meanwhile: a pipeline of two stages (when the
+//! writer thread did both, the program waited for it: 1.5× the wall time; BENCHMARKS.md). The last-writer
+//! table lives in the runtime's heap, so the program's heap layout is unchanged.
 //!
 //! One thread is recorded (the instrumenter refuses programs that refer to a thread-starting
 //! function; `trace-addr` records every thread); should a second one run instrumented code
-//! anyway, or the stream not fit the program, the writer stops with a message naming the
-//! problem and the trace ends without its end marker, which every reader reports: never a
-//! wrong dependence. A forked child is not recorded in this mode
+//! anyway, or the stream not fit the program, the checks stop with a message naming the
+//! problem, the writer writes the buffers before it and ends the trace without its end marker,
+//! which every reader reports: never a wrong dependence. A forked child is not recorded in this mode
 //! (its checks would need the parent's last-writer table).
 
 use crate::abi::{self, EmbeddedProgram, TAG_ACCESS, TAG_BITS};
-use wpp_deps::ecf::{CheckStats, Collector};
+use wpp_deps::ecf::{CheckEvents, CheckStats, Collector};
 use wpp_deps::{Access, MemoryDb};
-use wpp_trace::{Event, ThreadId};
+use wpp_trace::{Event, FunctionId, ThreadId};
 
-/// The writer thread's dependence checks.
+/// The dependence checks of the recording, kept by the sink (under its lock).
 pub(crate) struct Checks {
     collector: Collector<'static>,
-    /// The words of the current batch with its accesses replaced by checks.
-    words: Vec<u64>,
-    events: Vec<Event>,
     thread: Option<u32>,
 }
 
@@ -49,20 +49,20 @@ impl Checks {
         let db: &'static MemoryDb = Box::leak(Box::new(db));
         Some(Checks {
             collector: Collector::new(db, &t.exercised),
-            words: Vec::with_capacity(2 * abi::BUF_CAP as usize),
-            events: Vec::new(),
             thread: None,
         })
     }
 
-    /// The words of a batch of thread `thread`, then `open_frames` `Leave`s, with every access
-    /// replaced by its checks; an error says why the stream cannot be an eCF.
+    /// Appends to `words` the words of a batch of thread `thread`, then `open_frames`
+    /// `Leave`s, with every access replaced by its checks; an error says why the stream cannot
+    /// be an eCF.
     pub fn expand(
         &mut self,
         thread: u32,
         batch: &[u64],
         open_frames: u32,
-    ) -> Result<Vec<u64>, String> {
+        words: &mut Vec<u64>,
+    ) -> Result<(), String> {
         let c = &mut self.collector;
         match self.thread {
             Some(first) if first != thread => {
@@ -79,8 +79,6 @@ impl Checks {
                     .map_err(|e| e.to_string())?;
             }
         }
-        let mut words = std::mem::take(&mut self.words);
-        words.clear();
         let mut i = 0;
         while i < batch.len() {
             let w = batch[i];
@@ -93,9 +91,7 @@ impl Checks {
                     addr,
                     size,
                 };
-                self.events.clear();
-                c.access(a, &mut self.events).map_err(|e| e.to_string())?;
-                words.extend(self.events.iter().map(|&e| word(e)));
+                c.access(a, &mut Words(words)).map_err(|e| e.to_string())?;
                 i += 3;
                 continue;
             }
@@ -108,12 +104,7 @@ impl Checks {
             c.event(Event::Leave).map_err(|e| e.to_string())?;
             words.push(abi::LEAVE_WORD);
         }
-        Ok(words)
-    }
-
-    /// Gives back the vector [`expand`](Self::expand) returned, for the next batch.
-    pub fn recycle(&mut self, words: Vec<u64>) {
-        self.words = words;
+        Ok(())
     }
 
     /// The checks so far.
@@ -122,11 +113,17 @@ impl Checks {
     }
 }
 
-/// The event word of a check's event (the collector makes `Enter`, `Block` and `Leave` only).
-fn word(e: Event) -> u64 {
-    match e {
-        Event::Enter(f) => abi::enter_word(f.0),
-        Event::Block(b) => abi::block_word(b.0),
-        _ => abi::LEAVE_WORD,
+/// The event words of checks, appended to a batch's.
+struct Words<'a>(&'a mut Vec<u64>);
+
+impl CheckEvents for Words<'_> {
+    fn enter(&mut self, check: FunctionId) {
+        self.0.push(abi::enter_word(check.0));
+    }
+    fn block(&mut self, b: u32) {
+        self.0.push(abi::block_word(b));
+    }
+    fn leave(&mut self) {
+        self.0.push(abi::LEAVE_WORD);
     }
 }

@@ -35,6 +35,9 @@ pub struct Batch {
     pub open_frames: u32,
     /// The program database from here on, when a shared library was loaded (no words then).
     pub program: Option<Box<wpp_trace::ProgramDb>>,
+    /// Why the recording cannot go on (no words then): the worker writes what it holds and
+    /// ends the output with this error.
+    pub failure: Option<String>,
 }
 
 /// The worker's end of a [`Pipe`].
@@ -115,6 +118,7 @@ impl<R: Send + 'static> Pipe<R> {
                 words,
                 open_frames,
                 program: None,
+                failure: None,
             });
         }
         // Not cleared: the caller overwrites it, and refilling a cleared vector would cost as
@@ -129,6 +133,18 @@ impl<R: Send + 'static> Pipe<R> {
             words: Vec::new(),
             open_frames: 0,
             program: Some(Box::new(program)),
+            failure: None,
+        });
+    }
+
+    /// Hands the worker the reason the recording cannot go on (see [`Batch::failure`]).
+    pub fn send_failure(&mut self, message: String) {
+        self.queue(Batch {
+            thread: 0,
+            words: Vec::new(),
+            open_frames: 0,
+            program: None,
+            failure: Some(message),
         });
     }
 

@@ -46,7 +46,8 @@
 //!   recorded.
 //! * **Memory dependences.** `trace-addr` and `ewpp-filter` programs also fill an address
 //!   buffer, written or classified by [`addr`]; `ewpp` programs append their accesses to the
-//!   event buffer, and the trace writer turns them into dependence checks (`ewpp`, private).
+//!   event buffer, and the sink turns them into dependence checks as it hands each buffer to
+//!   the trace writer (`ewpp`, private).
 //! * **fork.** Both processes go on recording (see `mod fork`): the child writes its own file
 //!   (its pid in the name), whose stream starts with one `Enter` per frame open at the fork, so
 //!   it is balanced and holds exactly what the child executed.
@@ -290,6 +291,9 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
             }
             install_signal_handlers();
             start_flush_timer();
+            if program.mode == abi::Mode::TraceAddr {
+                addr::prepare();
+            }
             Some(Runtime {
                 sink: Mutex::new(Out {
                     sink,

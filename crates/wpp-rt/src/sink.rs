@@ -9,11 +9,12 @@
 //! When the writer falls behind — the disk, or compression — flushing program threads block
 //! until it catches up, so memory stays bounded and nothing is dropped. The writer packs
 //! consecutive buffers into one chunk of up to [`CHUNK_TARGET`] bytes but writes whatever it
-//! holds, with unbuffered `write(2)`, whenever its queue runs empty, so a process killed by
-//! `SIGKILL` leaves every chunk written so far readable (the reader reports the missing end
-//! marker as a truncation); what it loses is the buffers still queued (written within
-//! `MAX_NAP` = 10 ms when the program is idle) or in thread-local memory (handed over every
-//! flush interval by the runtime's timer, which then waits for them with [`Sink::sync`]).
+//! holds, with unbuffered `write(2)`, whenever its queue runs empty and the chunk is `MAX_NAP`
+//! = 10 ms old, so a process killed by `SIGKILL` leaves every chunk written so far readable
+//! (the reader reports the missing end marker as a truncation); what it loses is the buffers
+//! still queued (written within 20 ms when the program is idle) or in thread-local memory
+//! (handed over every flush interval by the runtime's timer, which then waits for them with
+//! [`Sink::sync`]).
 //!
 //! # Compression
 //!
@@ -133,6 +134,11 @@ impl Sink {
     /// Hands thread `t`'s full buffer to the output and returns an empty one (see
     /// [`crate::handoff::Pipe::swap`]).
     pub fn swap(&mut self, t: u32, words: Vec<u64>) -> Vec<u64> {
+        if self.raw.checks.is_some() {
+            // The buffer's checks go to the writer; the buffer itself is refilled at once.
+            self.raw.consume(t, &words, 0);
+            return words;
+        }
         self.raw.sent += 1;
         self.raw.pipe.swap(t, words, 0)
     }
@@ -215,6 +221,12 @@ pub struct RawSink {
     sent: u64,
     /// Written by the writer: every batch up to this count is in the file.
     progress: Arc<Progress>,
+    /// `ewpp` mode: the dependence checks that replace the accesses (see [`crate::ewpp`]).
+    checks: Option<crate::ewpp::Checks>,
+    /// `ewpp` mode: the checks failed, and the writer was told; later words are dropped.
+    failed: bool,
+    /// `ewpp` mode: the vector the next batch's checks go into (one the writer recycled).
+    spare: Vec<u64>,
 }
 
 /// How far the writer got, shared with the program side for [`RawSink::sync`].
@@ -233,11 +245,11 @@ struct Written {
     bytes: u64,
     /// Encoded event bytes before compression.
     raw_bytes: u64,
+    /// Chunks written.
+    chunks: u64,
     /// CPU seconds (user + system) of the writer thread: encoding, compressing, writing.
     cpu_seconds: Option<f64>,
     bad_words: u64,
-    /// `ewpp` mode: the dependence checks made.
-    checks: Option<wpp_deps::ecf::CheckStats>,
     result: Result<(), TraceError>,
 }
 
@@ -304,9 +316,8 @@ impl RawSink {
             })?;
         let progress = Arc::new(Progress::default());
         let shared = Arc::clone(&progress);
-        let checks = crate::ewpp::Checks::new(program);
         let pipe = Pipe::start("wpp-trace-writer", RAW_QUEUE_BUFFERS, move |inbox| {
-            ChunkWriter::new(out, shared, checks).run(&inbox)
+            ChunkWriter::new(out, shared).run(&inbox)
         })
         .map_err(|e| SinkError::Trace {
             path: shown(),
@@ -317,15 +328,32 @@ impl RawSink {
             pipe,
             sent: 0,
             progress,
+            checks: crate::ewpp::Checks::new(program),
+            failed: false,
+            spare: Vec::new(),
         })
     }
 
     /// Hands event words of thread `t`, then `open_frames` `Leave`s marking frames still open
     /// (at exit or thread end), to the writer; blocks while [`RAW_QUEUE_BUFFERS`] are queued.
     pub fn consume(&mut self, t: u32, words: &[u64], open_frames: u32) {
-        if !words.is_empty() || open_frames > 0 {
-            self.sent += 1;
-            self.pipe.send(t, words, open_frames);
+        if words.is_empty() && open_frames == 0 || self.failed {
+            return;
+        }
+        self.sent += 1;
+        let Some(checks) = self.checks.as_mut() else {
+            return self.pipe.send(t, words, open_frames);
+        };
+        let mut expanded = std::mem::take(&mut self.spare);
+        expanded.clear();
+        match checks.expand(t, words, open_frames, &mut expanded) {
+            Ok(()) => self.spare = self.pipe.swap(t, expanded, 0),
+            Err(e) => {
+                eprintln!("wpp-rt: the eWPP stops here: {e}");
+                // The batches before this one are sound: written, not dropped with the error.
+                self.pipe.send_failure(format!("eWPP collection: {e}"));
+                self.failed = true;
+            }
         }
     }
 
@@ -363,7 +391,8 @@ impl RawSink {
         } else {
             String::new()
         };
-        let checks = w.checks.as_ref().map_or(String::new(), |c| {
+        let checks = self.checks.as_ref().map_or(String::new(), |c| {
+            let c = c.stats();
             if c.unexpected > 0 {
                 eprintln!(
                     "wpp-rt: {} of {} dependences were not exercised by the filtering run \
@@ -386,8 +415,9 @@ impl RawSink {
             .map(|s| format!("; writer thread CPU {s:.2} s"))
             .unwrap_or_default();
         Ok(format!(
-            "wrote {} events ({} bytes; {} bytes of events before compression) to {path}{bad}{checks}{cpu}",
-            w.events, w.bytes, w.raw_bytes
+            "wrote {} events in {} chunks ({} bytes; {} bytes of events before compression) to \
+             {path}{bad}{checks}{cpu}",
+            w.events, w.chunks, w.bytes, w.raw_bytes
         ))
     }
 }
@@ -403,18 +433,15 @@ struct ChunkWriter {
     count: u32,
     last_thread: Option<u32>,
     raw_bytes: u64,
+    chunks: u64,
     bad_words: u64,
     error: Option<TraceError>,
-    /// `ewpp` mode: the dependence checks that replace the accesses.
-    checks: Option<crate::ewpp::Checks>,
+    /// When the first events of the chunk being filled came.
+    opened: std::time::Instant,
 }
 
 impl ChunkWriter {
-    fn new(
-        out: TraceWriter<File>,
-        progress: Arc<Progress>,
-        checks: Option<crate::ewpp::Checks>,
-    ) -> ChunkWriter {
+    fn new(out: TraceWriter<File>, progress: Arc<Progress>) -> ChunkWriter {
         ChunkWriter {
             out,
             progress,
@@ -424,9 +451,10 @@ impl ChunkWriter {
             count: 0,
             last_thread: None,
             raw_bytes: 0,
+            chunks: 0,
             bad_words: 0,
             error: None,
-            checks,
+            opened: std::time::Instant::now(),
         }
     }
 
@@ -446,8 +474,12 @@ impl ChunkWriter {
                 }
                 Ok(None) => {
                     // Nothing queued: write what we hold, so that a killed process loses as
-                    // little as possible, then nap (see `MIN_NAP`).
-                    self.write_chunk();
+                    // little as possible, then nap (see `MIN_NAP`). Not at once: a program
+                    // slower than the writer would leave a chunk per buffer, too short for zstd
+                    // (an eCF's file grew by 10-70 %).
+                    if self.count == 0 || self.chunk_due() {
+                        self.write_chunk();
+                    }
                     std::thread::sleep(nap);
                     nap = (nap * 2).min(MAX_NAP);
                 }
@@ -465,9 +497,9 @@ impl ChunkWriter {
             events,
             bytes,
             raw_bytes: self.raw_bytes,
+            chunks: self.chunks,
             cpu_seconds: thread_cpu_seconds(),
             bad_words: self.bad_words,
-            checks: self.checks.as_ref().map(|c| c.stats().clone()),
             result,
         }
     }
@@ -476,28 +508,29 @@ impl ChunkWriter {
         if let Some(program) = &b.program {
             return self.write_program(program);
         }
-        let Some(checks) = self.checks.as_mut() else {
-            return self.encode(b.thread, &b.words, b.open_frames);
-        };
-        if self.error.is_some() {
+        if let Some(failure) = &b.failure {
+            // What came before is sound: written; nothing after it is.
+            self.write_chunk();
+            self.error = Some(TraceError::Io(std::io::Error::other(failure.clone())));
             return;
         }
-        match checks.expand(b.thread, &b.words, b.open_frames) {
-            Ok(words) => {
-                self.encode(b.thread, &words, 0);
-                self.checks.as_mut().expect("checked").recycle(words);
-            }
-            Err(e) => {
-                eprintln!("wpp-rt: the eWPP stops here: {e}");
-                // The batches before this one are sound: written, not dropped with the error.
-                self.write_chunk();
-                let e = std::io::Error::other(format!("eWPP collection: {e}"));
-                self.error = Some(TraceError::Io(e));
-            }
+        if self.error.is_none() {
+            self.encode(b.thread, &b.words, b.open_frames);
         }
     }
 
+    /// Whether the chunk being filled is to be written although not full: it is [`MAX_NAP`]
+    /// old, or [`RawSink::sync`] waits for it.
+    fn chunk_due(&self) -> bool {
+        self.opened.elapsed() >= MAX_NAP
+            || self.progress.wanted.load(Ordering::Acquire)
+                > self.progress.flushed.load(Ordering::Relaxed)
+    }
+
     fn encode(&mut self, thread: u32, words: &[u64], open_frames: u32) {
+        if self.count == 0 {
+            self.opened = std::time::Instant::now();
+        }
         if self.last_thread != Some(thread) {
             let word = u64::from(thread) << abi::TAG_BITS | TAG_THREAD;
             self.used += varint::encode(&mut self.chunk[self.used..], &[word]).0;
@@ -565,6 +598,7 @@ impl ChunkWriter {
                 self.error = Some(e);
             }
             self.raw_bytes += self.used as u64;
+            self.chunks += 1;
         }
         self.used = 0;
         self.count = 0;
@@ -635,7 +669,7 @@ mod tests {
             }
             let file = File::create(&path).unwrap();
             let out = TraceWriter::new(file, &db).unwrap().with_zstd_level(level).unwrap();
-            let mut w = ChunkWriter::new(out, Arc::default(), None);
+            let mut w = ChunkWriter::new(out, Arc::default());
             let (mut want, mut bad, mut last) = (Vec::new(), 0, None);
             for (thread, words, open_frames) in batches {
                 if last != Some(thread) {
@@ -650,6 +684,7 @@ mod tests {
                     words,
                     open_frames,
                     program: None,
+                    failure: None,
                 });
             }
             w.write_chunk();
@@ -660,6 +695,42 @@ mod tests {
             std::fs::remove_file(&path).unwrap();
             prop_assert_eq!(got.unwrap(), want);
         }
+    }
+
+    /// A program slower than the writer (a buffer every millisecond) still gets chunks of many
+    /// buffers: the writer holds a chunk until it is `MAX_NAP` old, or a sync asks for it.
+    #[test]
+    fn a_slow_program_gets_chunks_of_many_buffers() {
+        let path = std::env::temp_dir().join(format!("wpp-rt-slow-{}.trace", std::process::id()));
+        let db = wpp_trace::ProgramDb::default();
+        let out = TraceWriter::new(File::create(&path).unwrap(), &db).unwrap();
+        let progress = Arc::new(Progress::default());
+        let shared = Arc::clone(&progress);
+        let mut pipe = Pipe::start("test-writer", 4, move |inbox| {
+            ChunkWriter::new(out, shared).run(&inbox)
+        })
+        .unwrap();
+        let buffers = 200;
+        let start = std::time::Instant::now();
+        for i in 0..buffers {
+            pipe.send(0, &[abi::block_word(i)], 0);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let w = pipe.finish().unwrap();
+        let ms = start.elapsed().as_millis() as u64;
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            w.events,
+            u64::from(buffers) + 1,
+            "every buffer and its thread"
+        );
+        // Each chunk but the last spans at least `MAX_NAP` (a chunk per buffer before).
+        let most = ms / MAX_NAP.as_millis() as u64 + 2;
+        assert!(
+            w.chunks <= most,
+            "{} chunks for {buffers} buffers in {ms} ms",
+            w.chunks
+        );
     }
 
     #[test]
