@@ -24,9 +24,9 @@
 //!   sequence number, `u32` record count, `u32` length of the decoded payload, `u32` length of
 //!   the stored payload, `u32` CRC-32 of the decoded payload, then the stored payload: the
 //!   decoded payload compressed with raw deflate (RFC 1951). Deflate rather than zstd
-//!   because the runtime compresses on the program's own threads: the pure-Rust encoder
-//!   (zlib-rs) allocates from the runtime's private heap, while zstd's C context would
-//!   allocate from the program's `malloc` and move the program's heap blocks. The decoded
+//!   because the pure-Rust encoder (zlib-rs) allocates from the runtime's private heap, while
+//!   zstd's C context would allocate from the program's `malloc` when recording starts (at a
+//!   buffer's first flush) and move the program's heap blocks. The decoded
 //!   payload is one record per access, in the thread's order: varint `id << 1 | gap`, zigzag
 //!   varint of `address − previous address` (the previous address starts at 0 in each chunk),
 //!   varint `size`, and, when `gap` is set, varint `sequence − previous sequence − 1` (never
@@ -151,11 +151,81 @@ pub struct AtWriter<W: Write> {
     /// Threads begun, and the next sequence number of [`chunk`](Self::chunk).
     threads: u32,
     next_seq: u64,
+    coder: ChunkCoder,
+}
+
+/// Encodes and deflates chunks, apart from the file they go to, so that several threads can
+/// code chunks that one [`AtWriter`] writes ([`AtWriter::write_coded`]).
+pub struct ChunkCoder {
     raw: Vec<u8>,
-    stored: Vec<u8>,
     /// One encoder for every chunk, reset between them (boxed: its state is large, and a
-    /// writer is moved around inline).
+    /// coder is moved around inline).
     deflate: Box<flate2::Compress>,
+}
+
+/// A chunk ready to be written: everything of its `'C'` record but its number.
+pub struct CodedChunk {
+    thread: u32,
+    first_seq: u64,
+    last_seq: u64,
+    records: u32,
+    raw_len: u32,
+    crc: u32,
+    stored: Vec<u8>,
+}
+
+impl Default for ChunkCoder {
+    fn default() -> Self {
+        ChunkCoder {
+            raw: Vec::new(),
+            deflate: Box::new(flate2::Compress::new(CHUNK_LEVEL, false)),
+        }
+    }
+}
+
+impl ChunkCoder {
+    /// Codes one chunk of `thread`'s accesses with their sequence numbers (increasing, and
+    /// above those of the thread's earlier chunks); `None` when there are none.
+    pub fn code(
+        &mut self,
+        thread: u32,
+        accesses: impl Iterator<Item = (u64, Access)>,
+    ) -> std::io::Result<Option<CodedChunk>> {
+        self.raw.clear();
+        let (mut prev, mut prev_seq, mut first) = (0u64, 0u64, None);
+        let mut n = 0u32;
+        for (seq, a) in accesses {
+            let gap = match first {
+                None => 0,
+                Some(_) => seq.wrapping_sub(prev_seq).wrapping_sub(1),
+            };
+            first.get_or_insert(seq);
+            write_varint(&mut self.raw, u64::from(a.id) << 1 | u64::from(gap != 0));
+            let delta = a.addr.wrapping_sub(prev) as i64;
+            write_varint(&mut self.raw, ((delta << 1) ^ (delta >> 63)) as u64);
+            write_varint(&mut self.raw, a.size);
+            if gap != 0 {
+                write_varint(&mut self.raw, gap);
+            }
+            prev = a.addr;
+            prev_seq = seq;
+            n += 1;
+        }
+        let Some(first) = first else {
+            return Ok(None);
+        };
+        let mut stored = Vec::new();
+        deflate(&mut self.deflate, &self.raw, &mut stored)?;
+        Ok(Some(CodedChunk {
+            thread,
+            first_seq: first,
+            last_seq: prev_seq,
+            records: n,
+            raw_len: self.raw.len() as u32,
+            crc: crc32fast::hash(&self.raw),
+            stored,
+        }))
+    }
 }
 
 impl<W: Write> AtWriter<W> {
@@ -172,9 +242,7 @@ impl<W: Write> AtWriter<W> {
             records: 0,
             threads: 0,
             next_seq: 0,
-            raw: Vec::new(),
-            stored: Vec::new(),
-            deflate: Box::new(flate2::Compress::new(CHUNK_LEVEL, false)),
+            coder: ChunkCoder::default(),
         })
     }
 
@@ -222,46 +290,28 @@ impl<W: Write> AtWriter<W> {
         thread: u32,
         accesses: impl Iterator<Item = (u64, Access)>,
     ) -> std::io::Result<u32> {
-        self.raw.clear();
-        let (mut prev, mut prev_seq, mut first) = (0u64, 0u64, None);
-        let mut n = 0u32;
-        for (seq, a) in accesses {
-            let gap = match first {
-                None => 0,
-                Some(_) => seq.wrapping_sub(prev_seq).wrapping_sub(1),
-            };
-            first.get_or_insert(seq);
-            write_varint(&mut self.raw, u64::from(a.id) << 1 | u64::from(gap != 0));
-            let delta = a.addr.wrapping_sub(prev) as i64;
-            write_varint(&mut self.raw, ((delta << 1) ^ (delta >> 63)) as u64);
-            write_varint(&mut self.raw, a.size);
-            if gap != 0 {
-                write_varint(&mut self.raw, gap);
-            }
-            prev = a.addr;
-            prev_seq = seq;
-            n += 1;
+        match self.coder.code(thread, accesses)? {
+            Some(c) => self.write_coded(&c).map(|()| c.records),
+            None => Ok(0),
         }
-        let Some(first) = first else {
-            return Ok(0);
-        };
-        deflate(&mut self.deflate, &self.raw, &mut self.stored)?;
-        let stored = &self.stored;
+    }
+
+    /// Appends a chunk a [`ChunkCoder`] coded.
+    pub fn write_coded(&mut self, c: &CodedChunk) -> std::io::Result<()> {
         let mut h = Vec::with_capacity(41);
         h.push(b'C');
         h.extend_from_slice(&self.chunks.to_le_bytes());
-        h.extend_from_slice(&thread.to_le_bytes());
-        h.extend_from_slice(&first.to_le_bytes());
-        h.extend_from_slice(&prev_seq.to_le_bytes());
-        for v in [n, self.raw.len() as u32, stored.len() as u32] {
+        h.extend_from_slice(&c.thread.to_le_bytes());
+        h.extend_from_slice(&c.first_seq.to_le_bytes());
+        h.extend_from_slice(&c.last_seq.to_le_bytes());
+        for v in [c.records, c.raw_len, c.stored.len() as u32, c.crc] {
             h.extend_from_slice(&v.to_le_bytes());
         }
-        h.extend_from_slice(&crc32fast::hash(&self.raw).to_le_bytes());
         self.out.write_all(&h)?;
-        self.out.write_all(stored)?;
+        self.out.write_all(&c.stored)?;
         self.chunks += 1;
-        self.records += u64::from(n);
-        Ok(n)
+        self.records += u64::from(c.records);
+        Ok(())
     }
 
     /// Writes the end record.

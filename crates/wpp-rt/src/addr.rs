@@ -24,10 +24,12 @@
 //! the grown one (`grown`, called by `dso.rs` while the library registers).
 //!
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
-//! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing (as for the block trace). Chunks are
-//! written by the program's threads themselves, so after `kill -9` every chunk written so far is
-//! readable (the reader gives the accesses certainly complete, then reports the missing end
-//! record).
+//! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing
+//! (as for the block trace). A full buffer is handed to the address trace's own writer thread
+//! (`writer`), which encodes, deflates and writes it while the program goes on; after `kill -9`
+//! every chunk written so far is readable, and what was still queued is lost like the accesses
+//! still in the threads' buffers (the reader gives the accesses certainly complete, then
+//! reports the missing end record).
 
 use crate::abi::{AT_BUF_CAP, AT_RECORD_WORDS};
 use std::cell::Cell;
@@ -36,7 +38,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use wpp_deps::at::{Access, AtWriter};
+use wpp_deps::at::{Access, AtWriter, ChunkCoder, CodedChunk};
 
 /// The next access's sequence number, taken by the instrumented code of every thread with one
 /// `atomicrmw add` (`wpp_abi::SYM_ASEQ`).
@@ -90,10 +92,28 @@ struct Hole(std::cell::UnsafeCell<[u64; AT_BUF_CAP as usize]>);
 unsafe impl Sync for Hole {}
 static HOLE: Hole = Hole(std::cell::UnsafeCell::new([0; AT_BUF_CAP as usize]));
 
+mod writer;
+
+/// The writer thread started with the runtime, until the address trace starts.
+static PREPARED: Mutex<Option<writer::Writer>> = Mutex::new(None);
+
+fn lock_prepared() -> std::sync::MutexGuard<'static, Option<writer::Writer>> {
+    PREPARED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the address trace's writer thread (see `writer`): called when the runtime starts,
+/// at the program's first event, in `trace-addr` mode.
+pub(crate) fn prepare() {
+    match writer::Writer::spawn() {
+        Ok(w) => *lock_prepared() = Some(w),
+        Err(e) => eprintln!("wpp-rt: cannot start the address trace's writer thread yet ({e})"),
+    }
+}
+
 /// Where accesses go.
 enum Output {
-    /// The address trace file.
-    Trace(AtWriter<BufWriter<File>>),
+    /// The address trace file, written by its own thread.
+    Trace(writer::Writer),
     /// `ewpp-filter`: the classifier, and where its report goes at the end.
     Filter(Box<wpp_deps::filter::Classifier<'static>>, PathBuf),
 }
@@ -104,10 +124,17 @@ impl Output {
         let path = output_path(kind);
         let shown = path.display();
         match kind {
-            Kind::Trace => File::create(&path)
-                .and_then(|f| AtWriter::new(BufWriter::new(f), db))
-                .map(Output::Trace)
-                .map_err(|e| format!("cannot write the address trace {shown}: {e}")),
+            Kind::Trace => {
+                let prepared = lock_prepared().take();
+                File::create(&path)
+                    .and_then(|f| AtWriter::new(BufWriter::new(f), db))
+                    .and_then(|out| {
+                        let mut w = prepared.map_or_else(writer::Writer::spawn, Ok)?;
+                        w.open(out);
+                        Ok(Output::Trace(w))
+                    })
+                    .map_err(|e| format!("cannot write the address trace {shown}: {e}"))
+            }
             Kind::Filter => {
                 let db: wpp_deps::MemoryDb = postcard::from_bytes(db)
                     .map_err(|e| format!("cannot decode the memory database: {e}"))?;
@@ -121,48 +148,62 @@ impl Output {
     }
 
     fn begin_thread(&mut self, thread: u32) -> Result<(), String> {
-        match self {
+        if let Output::Trace(w) = self {
             // Below every number the thread takes: it has not taken one yet.
-            Output::Trace(w) => w
-                .begin_thread(thread, __wpp_aseq.load(Ordering::SeqCst))
-                .map_err(|e| e.to_string()),
+            w.begin_thread(thread, __wpp_aseq.load(Ordering::SeqCst));
+        }
+        self.failure()
+    }
+
+    /// What the writer thread met, as an error.
+    fn failure(&self) -> Result<(), String> {
+        match self {
+            Output::Trace(w) => w.failure().map_or(Ok(()), Err),
             Output::Filter(..) => Ok(()),
         }
     }
 
-    /// Writes (or classifies) the first `len` words of thread `thread`'s buffer.
-    fn chunk(&mut self, thread: u32, words: &[u64], len: usize) -> Result<(), String> {
-        let mut records = words[..len.min(words.len())]
-            .chunks_exact(AT_RECORD_WORDS as usize)
-            .map(|w| {
-                let a = Access {
-                    id: w[0] as u32,
-                    addr: w[1],
-                    size: w[2],
-                };
-                (w[3], a)
-            });
+    /// Writes (or classifies) the first `len` words of the calling thread's full buffer,
+    /// `slot`, giving it an empty one.
+    ///
+    /// # Safety
+    /// `slot` must be the calling thread's.
+    unsafe fn flush(&mut self, thread: u32, slot: &mut Slot, len: usize) -> Result<(), String> {
         match self {
-            Output::Trace(w) => w
-                .thread_chunk(thread, records)
-                .map(drop)
-                .map_err(|e| e.to_string()),
-            Output::Filter(c, _) => records
+            Output::Trace(w) => {
+                let full = std::mem::take(&mut slot.words);
+                slot.words = w.swap(thread, full, len);
+                // SAFETY: guaranteed by the caller.
+                unsafe { *slot.abuf = slot.words.as_mut_ptr() };
+                self.failure()
+            }
+            Output::Filter(..) => self.chunk(thread, &slot.words[..len.min(slot.words.len())]),
+        }
+    }
+
+    /// Writes (or classifies) records of thread `thread`.
+    fn chunk(&mut self, thread: u32, words: &[u64]) -> Result<(), String> {
+        match self {
+            Output::Trace(w) => {
+                w.copy(thread, words);
+                self.failure()
+            }
+            Output::Filter(c, _) => records(words)
                 .try_for_each(|(_, a)| c.add(a))
                 .map_err(|e| e.to_string()),
         }
     }
 
     fn end_thread(&mut self, thread: u32) -> Result<(), String> {
-        match self {
-            Output::Trace(w) => w.end_thread(thread).map_err(|e| e.to_string()),
-            Output::Filter(..) => Ok(()),
+        if let Output::Trace(w) = self {
+            w.end_thread(thread);
         }
+        self.failure()
     }
 
     fn finish(self) -> Result<(), String> {
         match self {
-            Output::Trace(w) => w.finish().map(drop).map_err(|e| e.to_string()),
+            Output::Trace(w) => w.finish(),
             Output::Filter(c, path) => std::fs::write(&path, c.finish().to_bytes())
                 .map_err(|e| format!("{}: {e}", path.display())),
         }
@@ -170,10 +211,22 @@ impl Output {
 
     fn abandon(self, message: &str) {
         match self {
-            Output::Trace(w) => drop(w.abandon(message)),
+            Output::Trace(w) => w.abandon(message),
             Output::Filter(_, path) => drop(std::fs::remove_file(path)),
         }
     }
+}
+
+/// The `(sequence number, access)` records of buffer words.
+fn records(words: &[u64]) -> impl Iterator<Item = (u64, Access)> + '_ {
+    words.chunks_exact(AT_RECORD_WORDS as usize).map(|w| {
+        let a = Access {
+            id: w[0] as u32,
+            addr: w[1],
+            size: w[2],
+        };
+        (w[3], a)
+    })
 }
 
 /// Which flush entry point a module calls: its mode.
@@ -294,10 +347,10 @@ unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, 
         // SAFETY: as above.
         RETIRED => return unsafe { to_hole(abuf, aidx) },
         t => {
-            let slot = &r.threads[t as usize];
-            // SAFETY: the calling thread's own index.
+            let slot = &mut r.threads[t as usize];
+            // SAFETY: the calling thread's own index and slot.
             let len = unsafe { *aidx } as usize;
-            let written = r.out.chunk(t, &slot.words, len);
+            let written = unsafe { r.out.flush(t, slot, len) };
             // SAFETY: as above.
             written.map(|()| unsafe { *aidx = 0 })
         }
@@ -360,7 +413,8 @@ impl Recorder {
         // SAFETY: guaranteed by the caller.
         let len = unsafe { *slot.aidx } as usize;
         slot.alive = !ending;
-        self.out.chunk(t, &slot.words, len)?;
+        self.out
+            .chunk(t, &slot.words[..len.min(slot.words.len())])?;
         // SAFETY: as above.
         unsafe { *slot.aidx = 0 };
         match ending {
@@ -390,7 +444,8 @@ pub(crate) fn grown(db: &[u8]) {
     else {
         return;
     };
-    if let Err(e) = w.grown_db(db) {
+    w.grown(db);
+    if let Some(e) = w.failure() {
         let State::Active(r) = std::mem::replace(&mut *st, State::Over) else {
             unreachable!()
         };
