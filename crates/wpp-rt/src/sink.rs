@@ -340,17 +340,24 @@ impl RawSink {
         if words.is_empty() && open_frames == 0 || self.failed {
             return;
         }
-        self.sent += 1;
         let Some(checks) = self.checks.as_mut() else {
+            self.sent += 1;
             return self.pipe.send(t, words, open_frames);
         };
         let mut expanded = std::mem::take(&mut self.spare);
         expanded.clear();
         match checks.expand(t, words, open_frames, &mut expanded) {
-            Ok(()) => self.spare = self.pipe.swap(t, expanded, 0),
+            // Accesses without a dependence on a program store: nothing to write (and nothing
+            // for `sync` to wait for).
+            Ok(()) if expanded.is_empty() => self.spare = expanded,
+            Ok(()) => {
+                self.sent += 1;
+                self.spare = self.pipe.swap(t, expanded, 0);
+            }
             Err(e) => {
                 eprintln!("wpp-rt: the eWPP stops here: {e}");
                 // The batches before this one are sound: written, not dropped with the error.
+                self.sent += 1;
                 self.pipe.send_failure(format!("eWPP collection: {e}"));
                 self.failed = true;
             }
@@ -730,6 +737,63 @@ mod tests {
             w.chunks <= most,
             "{} chunks for {buffers} buffers in {ms} ms",
             w.chunks
+        );
+    }
+
+    /// `ewpp`: a batch whose accesses depend on no program store (a timer's peek of a store
+    /// alone) checks to no words; `sync` must not wait for it to be written.
+    #[test]
+    fn ewpp_batches_without_checks_do_not_hold_sync() {
+        use wpp_deps::{AccessKind, MemInstr, MemoryDb};
+        let memory = MemoryDb {
+            version: wpp_deps::memdb::MEMORY_DB_VERSION,
+            program: Default::default(),
+            instructions: vec![MemInstr {
+                function: 0,
+                block: 0,
+                line: 1,
+                column: 1,
+                kind: AccessKind::Store,
+                what: "store i64".into(),
+            }],
+        };
+        let mut program = EmbeddedProgram {
+            version: abi::EMBEDDED_VERSION,
+            mode: abi::Mode::Ewpp,
+            program: wpp_trace::ProgramDb {
+                functions: vec![wpp_trace::Function {
+                    name: "main".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            cfgs: Vec::new(),
+            ewpp: Some(abi::EwppTables {
+                memory,
+                exercised: Default::default(),
+            }),
+        };
+        crate::ewpp::attach(&mut program);
+        let path = std::env::temp_dir().join(format!("wpp-rt-ecf-{}.trace", std::process::id()));
+        let mut sink = RawSink::open(&program, path.clone()).unwrap();
+        sink.consume(0, &[abi::enter_word(0), abi::block_word(0)], 0);
+        let store = abi::TAG_ACCESS; // instruction 0, the store
+        sink.consume(0, &[store, 0x1000, 8], 0);
+        let (done, synced) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            sink.sync();
+            done.send(()).unwrap();
+            sink
+        });
+        let waited = synced.recv_timeout(std::time::Duration::from_secs(20));
+        assert!(waited.is_ok(), "sync waits for a batch that was never sent");
+        waiter.join().unwrap().finish().unwrap();
+        let events = wpp_trace::file::read_events(&path).map(|(_, e)| e);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            events.unwrap().len(),
+            3,
+            "Thread, Enter and Block: no check"
         );
     }
 
