@@ -314,6 +314,11 @@ impl<W: Write> AtWriter<W> {
         Ok(())
     }
 
+    /// Flushes what was written to the output (a buffered writer's bytes reach the file).
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
     /// Writes the end record.
     pub fn finish(mut self) -> std::io::Result<W> {
         let mut e = vec![b'E'];

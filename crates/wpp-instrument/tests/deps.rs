@@ -401,6 +401,32 @@ fn ecf_on_other_programs_is_exact_or_refused() {
     }
 }
 
+/// A program that dies of a signal keeps, in its address trace, every access its buffers had
+/// handed to the writer thread: all but the dying thread's last buffer (`crash_accesses.c`
+/// makes 400,000 stores, 49 buffers). The file has no end record: the reader stops with the
+/// truncation after the accesses it holds.
+#[test]
+fn a_fatal_signal_keeps_the_accesses_handed_over() {
+    let dir = Scratch::new();
+    let (inst, trace) = (dir.path("inst"), dir.path("out.trace"));
+    let opts = Options::new(InstrumentMode::TraceAddr);
+    build_with_options("crash_accesses.c", &["-O1"], opts, &inst, None);
+    let out = run(&inst, &[], Some(&trace));
+    assert!(out.status.code().is_none(), "dies of its signal");
+    let mut at = trace.into_os_string();
+    at.push(".at");
+    let (mut stores, mut ended) = (0, None);
+    for run in AtReader::open(Path::new(&at)).unwrap() {
+        match run {
+            Ok(r) => stores += r.accesses.len(),
+            Err(e) => ended = Some(e.to_string()),
+        }
+    }
+    let last_buffer = (wpp_abi::AT_BUF_CAP / wpp_abi::AT_RECORD_WORDS) as usize;
+    assert!(stores >= 400_000 - last_buffer, "{stores} stores kept");
+    assert!(ended.is_some(), "no end record after a fatal signal");
+}
+
 /// The store → load dependences of an address trace, and its filtering report.
 fn at_truth(
     at: &Path,

@@ -519,6 +519,23 @@ pub(crate) fn end() {
     }
 }
 
+/// A fatal signal: has the writer write the buffers handed to it, so that the address trace
+/// holds every access up to the threads' last flushes, as when they wrote their own chunks.
+/// No end record: the reader reports the truncation. Skipped if the dying thread holds the
+/// recorder's lock.
+pub(crate) fn on_fatal_signal() {
+    let Ok(st) = STATE.try_lock() else {
+        return;
+    };
+    if let State::Active(Recorder {
+        out: Output::Trace(w),
+        ..
+    }) = &*st
+    {
+        w.sync(std::time::Duration::from_secs(10));
+    }
+}
+
 /// A forked child does not write the parent's address trace.
 extern "C" fn after_fork_in_child() {
     let mut st = lock();

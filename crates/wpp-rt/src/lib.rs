@@ -836,6 +836,7 @@ const FATAL: [libc::c_int; 7] = [
 
 extern "C" fn on_fatal_signal(sig: libc::c_int) {
     profile::finish_profile(false);
+    addr::on_fatal_signal();
     if let Some(Some(rt)) = RUNTIME.get() {
         // Not async-signal-safe in general; locks are only tried so a signal arriving while
         // the runtime holds them loses the tail instead of deadlocking.

@@ -24,9 +24,11 @@ use crate::abi::AT_BUF_CAP;
 use crate::handoff::FULL_NAP;
 use std::fs::File;
 use std::io::BufWriter;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Buffers queued between the program's threads and the writer (256 KiB each).
 const QUEUE: usize = 16;
@@ -57,6 +59,9 @@ pub(super) struct Writer {
     free: Receiver<Vec<u64>>,
     failure: Arc<Mutex<Option<String>>>,
     worker: Option<JoinHandle<Result<(), String>>>,
+    /// Jobs queued so far, and those the writer has done (see [`sync`](Self::sync)).
+    queued: u64,
+    done: Arc<AtomicU64>,
     /// Codes a buffer when the writer is behind (the recorder's lock serializes flushes).
     coder: ChunkCoder,
 }
@@ -68,14 +73,18 @@ impl Writer {
         let (recycle, free) = mpsc::channel();
         let failure = Arc::new(Mutex::new(None));
         let shared = Arc::clone(&failure);
+        let done = Arc::new(AtomicU64::new(0));
+        let progress = Arc::clone(&done);
         let worker = std::thread::Builder::new()
             .name("wpp-at-writer".into())
-            .spawn(move || run(&inbox, &recycle, &shared))?;
+            .spawn(move || run(&inbox, &recycle, &shared, &progress))?;
         Ok(Writer {
             jobs: Some(jobs),
             free,
             failure,
             worker: Some(worker),
+            queued: 0,
+            done,
             coder: ChunkCoder::default(),
         })
     }
@@ -103,7 +112,8 @@ impl Writer {
             return with_len(words); // the writer is gone: nothing is written any more
         };
         match jobs.try_send(Job::Chunk { thread, words }) {
-            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Ok(()) => self.queued += 1,
+            Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(Job::Chunk { words, .. })) => return self.code(thread, words),
             Err(TrySendError::Full(_)) => unreachable!("the job sent is a chunk"),
         }
@@ -153,10 +163,27 @@ impl Writer {
         drop(self.join());
     }
 
+    /// Waits until the writer has done every job queued so far, at most `limit` (a fatal
+    /// signal: the buffers handed over are written before the process dies, unless the
+    /// writer is stuck, say on a lock the dying thread holds).
+    pub fn sync(&self, limit: Duration) {
+        let start = Instant::now();
+        while self.done.load(Ordering::Acquire) < self.queued
+            && start.elapsed() < limit
+            && self.worker.as_ref().is_some_and(|w| !w.is_finished())
+        {
+            std::thread::sleep(FULL_NAP);
+        }
+    }
+
     fn queue(&mut self, mut job: Job) {
         let Some(jobs) = &self.jobs else { return };
-        while let Err(TrySendError::Full(j)) = jobs.try_send(job) {
-            job = j;
+        loop {
+            match jobs.try_send(job) {
+                Ok(()) => return self.queued += 1,
+                Err(TrySendError::Full(j)) => job = j,
+                Err(TrySendError::Disconnected(_)) => return,
+            }
             std::thread::sleep(FULL_NAP);
         }
     }
@@ -179,36 +206,59 @@ fn run(
     inbox: &Receiver<Job>,
     recycle: &Sender<Vec<u64>>,
     failure: &Mutex<Option<String>>,
+    done: &AtomicU64,
 ) -> Result<(), String> {
     let Ok(Job::Open(mut out)) = inbox.recv() else {
         return Ok(()); // never given a file: the program did not access memory
     };
+    done.fetch_add(1, Ordering::Release);
     let mut error: Option<String> = None;
-    for job in inbox {
-        let done = match job {
+    // Jobs done since the file was last flushed: counted as done once it is.
+    let mut unflushed = 0;
+    loop {
+        let job = match inbox.try_recv() {
+            Ok(job) => job,
+            Err(TryRecvError::Empty) => {
+                // Idle: what was written reaches the file (for a kill, or a fatal signal's
+                // `sync`), then wait for more.
+                if let Err(e) = out.flush() {
+                    *lock(failure) = Some(e.to_string());
+                    error = Some(e.to_string());
+                }
+                done.fetch_add(unflushed, Ordering::Release);
+                unflushed = 0;
+                match inbox.recv() {
+                    Ok(job) => job,
+                    Err(_) => break,
+                }
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
+        let result = match job {
             Job::Abandon(message) => {
                 return out.abandon(&message).map(drop).map_err(|e| e.to_string());
             }
             Job::Chunk { words, .. } if error.is_some() => {
                 drop(recycle.send(words));
-                continue;
+                Ok(())
             }
-            _ if error.is_some() => continue,
+            _ if error.is_some() => Ok(()),
             Job::Begin { thread, first_seq } => out.begin_thread(thread, first_seq),
             Job::Chunk { thread, words } => {
-                let done = out.thread_chunk(thread, super::records(&words)).map(drop);
+                let written = out.thread_chunk(thread, super::records(&words)).map(drop);
                 drop(recycle.send(words));
-                done
+                written
             }
             Job::Coded(c) => out.write_coded(&c),
             Job::End(thread) => out.end_thread(thread),
             Job::Grown(db) => out.grown_db(&db),
             Job::Open(_) => Ok(()), // only the first job opens
         };
-        if let Err(e) = done {
+        if let Err(e) = result {
             *lock(failure) = Some(e.to_string());
             error = Some(e.to_string());
         }
+        unflushed += 1;
     }
     match error {
         Some(e) => {
