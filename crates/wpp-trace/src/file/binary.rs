@@ -498,6 +498,11 @@ impl<W: Write> TraceWriter<W> {
         self.events + u64::from(self.count)
     }
 
+    /// Chunks written so far (program chunks included): the count the end marker holds.
+    pub fn chunks(&self) -> u32 {
+        self.chunks
+    }
+
     /// Bytes written to the underlying writer so far.
     pub fn bytes_written(&self) -> u64 {
         self.bytes
