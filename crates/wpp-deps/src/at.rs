@@ -25,13 +25,13 @@
 //!   the stored payload, `u32` CRC-32 of the decoded payload, then the stored payload: the
 //!   decoded payload compressed with raw deflate (RFC 1951). Deflate rather than zstd
 //!   because the pure-Rust encoder (zlib-rs) allocates from the runtime's private heap, while
-//!   zstd's C context would allocate from the program's `malloc` when recording starts (at a
-//!   buffer's first flush) and move the program's heap blocks. The decoded
-//!   payload is one record per access, in the thread's order: varint `id << 1 | gap`, zigzag
-//!   varint of `address − previous address` (the previous address starts at 0 in each chunk),
-//!   varint `size`, and, when `gap` is set, varint `sequence − previous sequence − 1` (never
-//!   on the first record, whose number is the header's first; single-threaded, there are no
-//!   gaps).
+//!   zstd's C context allocates from the program's `malloc` (and resizes its workspace) at
+//!   moments the program's flushes decide, which would move the program's heap blocks. The
+//!   decoded payload is one record per access, in the thread's order: varint `id << 1 | gap`,
+//!   zigzag varint of `address − previous address` (the previous address starts at 0 in each
+//!   chunk), varint `size`, and, when `gap` is set, varint `sequence − previous sequence − 1`
+//!   (never on the first record, whose number is the header's first; single-threaded, there
+//!   are no gaps).
 //! - `'Q'`, `u32` thread: the thread ended, every access of it is in the file.
 //! - `'D'`, `u32` length `n`, the grown [`MemoryDb`] (`n` bytes, postcard), `u32` CRC-32 of
 //!   them: a shared library was loaded while the program ran (`dlopen`), and the process's

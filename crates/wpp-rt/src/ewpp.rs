@@ -9,15 +9,16 @@
 //! buffer is full; the flush timer's, or the exiting thread's, for partial buffers), under
 //! the sink's lock, which keeps them in the order of the buffers. The trace writer encodes
 //! and compresses the eCF on the other core meanwhile: a pipeline of two stages (when the
-//! writer thread did both, the program waited for it: 1.5× the wall time; BENCHMARKS.md). The last-writer
-//! table lives in the runtime's heap, so the program's heap layout is unchanged.
+//! writer thread did both, the program waited for it: 1.35–1.57× the wall time;
+//! BENCHMARKS.md). The last-writer table lives in the runtime's heap, so the program's heap
+//! layout is unchanged.
 //!
 //! One thread is recorded (the instrumenter refuses programs that refer to a thread-starting
 //! function; `trace-addr` records every thread); should a second one run instrumented code
 //! anyway, or the stream not fit the program, the checks stop with a message naming the
-//! problem, the writer writes the buffers before it and ends the trace without its end marker,
-//! which every reader reports: never a wrong dependence. A forked child is not recorded in this mode
-//! (its checks would need the parent's last-writer table).
+//! problem, the writer writes the buffers before it and ends the trace without its end
+//! marker, which every reader reports: never a wrong dependence. A forked child is not
+//! recorded in this mode (its checks would need the parent's last-writer table).
 
 use crate::abi::{self, EmbeddedProgram, TAG_ACCESS, TAG_BITS};
 use wpp_deps::ecf::{CheckEvents, CheckStats, Collector};

@@ -1,18 +1,19 @@
 //! The address trace's writer thread: program threads hand it their full buffers, and it
 //! encodes, deflates and writes them as chunks of the `wpp_deps::at` file on another core.
-//! Deflating on the program's own threads was 60 % of a `trace-addr` run's time
-//! (BENCHMARKS.md, "Memory dependences: the checks beside the writer").
+//! Deflating on the program's own threads was 59 % of a `trace-addr` run's time
+//! (BENCHMARKS.md, "Memory dependences: the checks where buffers are handed over; the address
+//! trace's writer thread").
 //!
 //! A flushing thread swaps its full buffer for an empty one (no copy) and goes on. When the
 //! queue's [`QUEUE`] buffers are taken, the writer is behind: rather than wait, the flushing
 //! thread codes its buffer itself ([`ChunkCoder`]) and queues the coded chunk, which the
 //! writer only has to write, so both cores compress (it waits, polling, only if the queue is
 //! still full then: as [`crate::handoff`] explains, a program thread must not block in a std
-//! channel). Jobs are
-//! done in the order they were queued, so a thread's chunks, its begin and end records and a
-//! grown memory database keep the order the recorder gave them. An error (a full disk) stops
-//! the writing; the recorder learns of it at its next flush ([`Writer::failure`]) and ends
-//! the file with it.
+//! channel). Jobs are done in the order they were queued, so a thread's chunks, its begin and
+//! end records and a grown memory database keep the order the recorder gave them. The writer
+//! flushes its file whenever its queue runs empty. An error (a full disk) stops the writing;
+//! the recorder learns of it at its next flush ([`Writer::failure`]) and ends the file with
+//! it.
 //!
 //! The thread is started with the runtime ([`super::prepare`], at the program's first event),
 //! not when the address trace starts: starting a thread allocates from the program's `malloc`
@@ -212,7 +213,8 @@ fn run(
         return Ok(()); // never given a file: the program did not access memory
     };
     done.fetch_add(1, Ordering::Release);
-    let mut error: Option<String> = None;
+    let failed = || lock(failure).is_some();
+    let fail = |e: std::io::Error| *lock(failure) = Some(e.to_string());
     // Jobs done since the file was last flushed: counted as done once it is.
     let mut unflushed = 0;
     loop {
@@ -222,8 +224,7 @@ fn run(
                 // Idle: what was written reaches the file (for a kill, or a fatal signal's
                 // `sync`), then wait for more.
                 if let Err(e) = out.flush() {
-                    *lock(failure) = Some(e.to_string());
-                    error = Some(e.to_string());
+                    fail(e);
                 }
                 done.fetch_add(unflushed, Ordering::Release);
                 unflushed = 0;
@@ -238,11 +239,11 @@ fn run(
             Job::Abandon(message) => {
                 return out.abandon(&message).map(drop).map_err(|e| e.to_string());
             }
-            Job::Chunk { words, .. } if error.is_some() => {
+            Job::Chunk { words, .. } if failed() => {
                 drop(recycle.send(words));
                 Ok(())
             }
-            _ if error.is_some() => Ok(()),
+            _ if failed() => Ok(()),
             Job::Begin { thread, first_seq } => out.begin_thread(thread, first_seq),
             Job::Chunk { thread, words } => {
                 let written = out.thread_chunk(thread, super::records(&words)).map(drop);
@@ -255,11 +256,11 @@ fn run(
             Job::Open(_) => Ok(()), // only the first job opens
         };
         if let Err(e) = result {
-            *lock(failure) = Some(e.to_string());
-            error = Some(e.to_string());
+            fail(e);
         }
         unflushed += 1;
     }
+    let error = lock(failure).clone();
     match error {
         Some(e) => {
             drop(out.abandon(&e));
