@@ -8,7 +8,8 @@
 #   WORKLOAD...   any of lua sqlite bzip2 zlib (default: all four; an instrumented build of
 #                 sqlite's amalgamation takes ~1.5 min per mode)
 #   --size S      input size (default small; see bench/README.md)
-#   --modes "M"   default "blocks-raw paths-raw paths-wpp bl ppp addr ewpp filter" (also: blocks-wpp);
+#   --modes "M"   default "blocks-raw probes-raw paths-raw paths-wpp bl ppp addr ewpp filter"
+#                 (also: blocks-wpp, probes-wpp);
 #                 ppp needs bl's profile, so bl is added when ppp is asked for; ewpp needs
 #                 addr's filtering report, so addr is added when ewpp is asked for
 #   --cflags F    flags of every build (default -O2)
@@ -23,7 +24,8 @@
 #                 0: no query check)
 #
 # Per workload: build natively (clang-22) and with `wpp cc --mode M` for each variant
-# (trace-blocks, trace-paths, bl, ppp --interesting <the bl run's profile>, trace-addr), run the size with
+# (trace-blocks, trace-blocks --no-elide, trace-paths, bl, ppp --interesting <the bl run's
+# profile>, trace-addr), run the size with
 # bench/workloads/run.sh, and check per mode that
 #   * the run succeeded and its outputs (stdout, exit statuses; bzip2: every file it wrote) are
 #     byte-identical to the native run's (bench/workloads/compare.sh), and
@@ -37,11 +39,13 @@
 #     grammars; one check per grammar and one for scheme 3, named "WORKLOAD query ...").
 #     wpp-query-check is $WPP_QUERY_CHECK, else built by cargo like wpp (with --wpp or $WPP:
 #     the one next to wpp, if any).
-# and two cross-checks per workload on the same deterministic, single-threaded runs (several
+# and cross-checks per workload on the same deterministic, single-threaded runs (several
 # processes are paired in pid order, the order run.sh starts them):
-#   * "decode", when blocks-raw and paths-raw passed: each process's trace-paths recording,
-#     decoded through the CFGs it carries, equals its trace-blocks recording (`wpp trace blocks
-#     --compare`);
+#   * "blocks=probes", when blocks-raw and probes-raw passed: each process's default block
+#     recording (its paths, which the reader decodes to blocks) equals its recording with a
+#     probe per block (`wpp trace blocks --compare`);
+#   * "decode", when paths-raw and probes-raw passed: each process's trace-paths recording,
+#     decoded through the CFGs it carries, equals its recording with a probe per block;
 #   * "ppp=bl", when bl and ppp passed: each ppp profile's counts, interesting and residual
 #     together, equal the bl profile's path by path (`wpp profile diff`);
 #   * "ewpp=addr", when addr and ewpp passed: each process's dependences on program stores,
@@ -60,7 +64,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SIZE=small
-MODES="blocks-raw paths-raw paths-wpp bl ppp addr ewpp filter"
+MODES="blocks-raw probes-raw paths-raw paths-wpp bl ppp addr ewpp filter"
 DEPS_PREFIX=300000
 CFLAGS=-O2
 PROFILE=release
@@ -231,7 +235,7 @@ pair_check() {
     done
     pass "$w $name (${#as[@]} pair(s), $((SECONDS - t0)) s)"
 }
-# The trace-paths recording, decoded through its CFGs, is the trace-blocks recording.
+# The path recording $1, decoded through its CFGs, is the block recording $2.
 decodes_to() { "$WPP" trace blocks "$1" --compare "$2"; }
 # The ppp profile's counts (interesting + uninteresting) are the bl profile's.
 same_counts() { "$WPP" profile diff --check "$1" "$2"; }
@@ -289,7 +293,8 @@ for w in "${WORKLOADS[@]}"; do
             fail "$w ppp" "no bl profile"
         fi
     fi
-    pair_check "$w" decode paths-raw blocks-raw decodes_to
+    pair_check "$w" blocks=probes blocks-raw probes-raw decodes_to
+    pair_check "$w" decode paths-raw probes-raw decodes_to
     pair_check "$w" ppp=bl ppp bl same_counts
     pair_check "$w" ewpp=addr addr ewpp same_deps
     pair_check "$w" filter=addr addr filter same_report

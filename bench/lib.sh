@@ -6,6 +6,8 @@
 #   mode        build variant (wpp cc --mode)   run environment   output in the run's work/
 #   blocks-raw  trace-blocks                   WPP_RAW=1         PROGRAM.PID.trace
 #   blocks-wpp  trace-blocks                   (WPP_RAW unset)   PROGRAM.PID.wpp
+#   probes-raw  trace-blocks --no-elide        WPP_RAW=1         PROGRAM.PID.trace
+#   probes-wpp  trace-blocks --no-elide        (WPP_RAW unset)   PROGRAM.PID.wpp
 #   paths-raw   trace-paths                    WPP_RAW=1         PROGRAM.PID.trace
 #   paths-wpp   trace-paths                    (WPP_RAW unset)   PROGRAM.PID.wpp
 #   bl          bl                                               PROGRAM.PID.blprof
@@ -13,6 +15,8 @@
 #   addr        trace-addr                     WPP_RAW=1         PROGRAM.PID.at (+ PROGRAM.PID.trace)
 #   ewpp        ewpp --exercised R             WPP_RAW=1         PROGRAM.PID.trace (the eCF)
 #   filter      ewpp-filter                                      PROGRAM.PID.depf (the filtering run's report)
+# trace-blocks records the paths its blocks run along, which readers decode back to blocks;
+# --no-elide (variant trace-blocks-probes) gives every block a probe: the oracle of "blocks=probes".
 # R is the filtering report (`wpp deps filter`) of the addr run's largest address trace, so
 # `addr` runs before `ewpp`; pairs only other processes exercised are recorded as unexpected.
 # P is the bl profile of the same workload and size (PPP §5: every path that ran in the BL run
@@ -23,11 +27,12 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 WL=$BENCH_DIR/workloads
 ALL_WORKLOADS=(lua sqlite bzip2 zlib)
-ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp addr ewpp filter)
+ALL_MODES=(bl ppp paths-raw paths-wpp blocks-raw blocks-wpp probes-raw probes-wpp addr ewpp filter)
 
 mode_variant() {
     case $1 in
     blocks-raw | blocks-wpp) echo trace-blocks ;;
+    probes-raw | probes-wpp) echo trace-blocks-probes ;;
     paths-raw | paths-wpp) echo trace-paths ;;
     bl) echo bl ;;
     ppp) echo ppp ;;
@@ -141,6 +146,7 @@ build_workload() {
         cc=clang-22
     else
         cc="$WPP cc --mode $variant"
+        [[ $variant == trace-blocks-probes ]] && cc="$WPP cc --mode trace-blocks --no-elide"
         deps+=("$WPP" "$WPP_RT_LIB")
         if [[ $variant == ppp ]]; then
             [[ -s $b/interesting/$w.blprof ]] || {

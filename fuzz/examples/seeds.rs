@@ -142,6 +142,25 @@ fn main() {
     let small = w.finish().unwrap();
     bin.put_mode(1, &small);
     bin.put_mode(3, &small[..small.len() - 30]);
+    // Blocks recorded as paths (the CFG of the escaped-ids trace): read decoded, the last path
+    // outside the function's.
+    let (mut as_paths, _) = traces.last().unwrap().clone();
+    as_paths.paths_are_blocks = true;
+    let path = |p| Event::Path(wpp_trace::PathId(p));
+    let events = [
+        main,
+        path(0),
+        path(1),
+        path(2),
+        Event::Thread(ThreadId(1)),
+        main,
+        path(3),
+    ];
+    let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &as_paths, 2).unwrap();
+    events.iter().for_each(|&e| w.push(e).unwrap());
+    let small = w.finish().unwrap();
+    bin.put_mode(1, &small);
+    bin.put_mode(3, &small[..small.len() - 10]);
 
     // trace_text.
     let mut text = Out::new(&root, "trace_text");

@@ -198,19 +198,27 @@ pub fn trace_binary(data: &[u8]) {
     }
     let allow = mode & 2 != 0;
     let n = bytes.len();
+    // Blocks recorded as paths are read as users read them: decoded to blocks.
+    let decoding = wpp_paths::trace::decoding;
     let whole = read_trace(
-        TraceReader::from_bytes(bytes.clone()).map(|r| r.allow_truncated(allow)),
+        TraceReader::from_bytes(bytes.clone())
+            .and_then(decoding)
+            .map(|r| r.allow_truncated(allow)),
         n,
     );
     let stream = read_trace(
-        TraceReader::from_reader(Cursor::new(bytes.clone())).map(|r| r.allow_truncated(allow)),
+        TraceReader::from_reader(Cursor::new(bytes.clone()))
+            .and_then(decoding)
+            .map(|r| r.allow_truncated(allow)),
         n,
     );
     assert_eq!(
         whole, stream,
         "a streamed trace reads differently from the same bytes in memory"
     );
-    let all = TraceReader::from_bytes(bytes).and_then(|r| r.allow_truncated(allow).read_all());
+    let all = TraceReader::from_bytes(bytes)
+        .and_then(decoding)
+        .and_then(|r| r.allow_truncated(allow).read_all());
     match (&all, &whole.error) {
         (Ok(events), None) => assert_eq!(events, &whole.events),
         (Err(e), Some(msg)) => assert_eq!(&e.to_string(), msg),

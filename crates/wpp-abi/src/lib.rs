@@ -269,7 +269,7 @@ impl Mode {
 }
 
 /// Version of [`EmbeddedProgram`]'s layout.
-pub const EMBEDDED_VERSION: u32 = 2;
+pub const EMBEDDED_VERSION: u32 = 3;
 
 /// What an `ewpp` program's runtime needs for its dependence checks.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -311,7 +311,7 @@ impl EmbeddedProgram {
 
 /// What the program database's postcard encoding leaves out and [`SYM_PROGRAM_DB`] carries
 /// after the [`EmbeddedProgram`]: the source table (each block's file, for blocks inlined from
-/// headers) and the implied-block table (elided blocks, `trace-blocks`). It trails the
+/// headers) and whether the paths stand for blocks (`trace-blocks`). It trails the
 /// program rather than being a field of it because profile files store that struct's
 /// encoding, which must not change.
 #[derive(serde::Serialize, serde::Deserialize, Default)]
@@ -320,39 +320,26 @@ struct Trailer {
     files: Vec<String>,
     /// Per function (by id): [`wpp_trace::Function::block_files`].
     block_files: Vec<Vec<u32>>,
-    /// Per function (by id): [`wpp_trace::Function::entry_implied`] and
-    /// [`wpp_trace::Function::implied_next`]; empty when nothing is elided.
-    implied: Vec<(bool, Vec<Option<u32>>)>,
+    /// [`wpp_trace::ProgramDb::paths_are_blocks`].
+    paths_are_blocks: bool,
 }
 
 impl Trailer {
     /// The tables of `db` its postcard encoding leaves out.
     fn of(db: &wpp_trace::ProgramDb) -> Trailer {
-        let functions = &db.functions;
-        let implied = if db.has_implied_blocks() {
-            functions
-                .iter()
-                .map(|f| (f.entry_implied, f.implied_next.clone()))
-                .collect()
-        } else {
-            Vec::new()
-        };
         Trailer {
             files: db.files.clone(),
-            block_files: functions.iter().map(|f| f.block_files.clone()).collect(),
-            implied,
+            block_files: db.functions.iter().map(|f| f.block_files.clone()).collect(),
+            paths_are_blocks: db.paths_are_blocks,
         }
     }
 
     /// Puts the tables back into `db`.
     fn apply(self, db: &mut wpp_trace::ProgramDb) {
         db.files = self.files;
+        db.paths_are_blocks = self.paths_are_blocks;
         for (f, files) in db.functions.iter_mut().zip(self.block_files) {
             f.block_files = files;
-        }
-        for (f, (entry, next)) in db.functions.iter_mut().zip(self.implied) {
-            f.entry_implied = entry;
-            f.implied_next = next;
         }
     }
 
@@ -446,10 +433,10 @@ mod tests {
         assert_eq!(decode_word(5), None);
     }
 
-    /// The source and implied-block tables trail the embedded program, whose own encoding
-    /// (the one profile files store) stays as it was.
+    /// The source table and the paths-as-blocks mark trail the embedded program, whose own
+    /// encoding (the one profile files store) stays as it was.
     #[test]
-    fn the_source_and_implied_block_tables_trail_the_embedded_program() {
+    fn the_source_table_and_paths_as_blocks_trail_the_embedded_program() {
         let mut program = wpp_trace::ProgramDb::default();
         program.intern("main");
         program.intern("leaf");
@@ -463,8 +450,7 @@ mod tests {
         let plain = postcard::to_allocvec(&embedded).unwrap();
         assert_eq!(read_embedded(&plain).unwrap(), embedded);
         let mut full = embedded.clone();
-        full.program.functions[0].implied_next = vec![Some(2), None, None];
-        full.program.functions[1].entry_implied = true;
+        full.program.paths_are_blocks = true;
         full.program.files = vec!["m.c".into(), "h.h".into()];
         full.program.functions[0].block_files = vec![0, 1, 0];
         let bytes = embedded_bytes(&full).unwrap();

@@ -571,7 +571,7 @@ impl<'a> Ingest<'a> {
         let recording = match kind {
             Kind::Wpp => Recording::Wpp(Box::new(WppFile::read(path).map_err(|e| e.to_string())?)),
             _ => {
-                let reader = wpp_trace::file::open(path).map_err(|e| e.to_string())?;
+                let reader = wpp_paths::trace::open(path).map_err(|e| e.to_string())?;
                 Recording::Trace(Box::new(reader.allow_truncated(true)))
             }
         };

@@ -193,7 +193,7 @@ pub fn memory_db(program: &ProgramDb) -> Result<Option<MemoryDb>, String> {
     db.program = ProgramDb {
         functions,
         files: program.files.clone(),
-        memory: Vec::new(),
+        ..ProgramDb::default()
     };
     Ok(Some(db))
 }

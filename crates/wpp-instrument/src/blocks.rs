@@ -17,23 +17,23 @@
 //! | call to a `returns_twice` function | `restore(saved)` right after it (`ewpp`: then `emit(Block(b))` of its block again) |
 //! | `unreachable` | nothing: the frame is left by `exit`, `longjmp` or a throw, whose Leaves come from the runtime's exit handler, the `setjmp` site or the catching landing pad |
 //!
-//! # Elided blocks
+//! # Blocks recorded as paths
 //!
-//! In `trace-blocks` (unless turned off) a block whose event the CFG implies gets no probe
-//! ([`implied_blocks`]): block `b` is implied when every predecessor `p` has `b` as its only
-//! successor and no call (which could record events of its own, `longjmp`, throw or exit)
-//! runs in `p` after `p`'s probe, so `b`'s event always comes right after `p`'s. The program
-//! database names each `p`'s implied block (`wpp_trace::Function::implied_next`) and every
-//! trace reader puts the events back. The entry block's event always follows the `Enter`
-//! probe, so it is elided too (`wpp_trace::Function::entry_implied`) — but in programs that
-//! may fork (`module_may_fork`), whose children's streams start with `Enter`s of frames
-//! already open.
+//! By default (`Options::elide`) a `trace-blocks` build gets the `trace-paths` probes
+//! instead ([`crate::paths`]): a path register updated on chords and one event where an
+//! acyclic path ends (a backedge, a call, a return), not one per block. Its program database
+//! carries the CFGs and says that its paths stand for blocks
+//! (`wpp_trace::ProgramDb::paths_are_blocks`), and every trace reader decodes each path to the
+//! blocks it ran along (`wpp_paths::trace::open`), so a consumer sees the block trace that
+//! these probes record. Paths end before every call, so the decoded blocks come in the same
+//! order around callees' events, `longjmp`s, throws and exits.
 //!
-//! What only asynchronous events can tell apart: a restored event comes right after the one
-//! implying it, so a signal handler that records events while `p` runs is restored as having
-//! run after `b`'s event, and a process that dies inside `p` (a fault, a kill, another thread's
-//! `exit`) has `b`'s event restored before its closing `Leave`s — each the trace of a run
-//! interrupted a few instructions later.
+//! What only asynchronous events can tell apart: a path's blocks are recorded when it ends, so
+//! a signal handler that records events in the middle of a path comes before the blocks of
+//! that path that ran before the signal, and a process that dies inside a path (a fault, a
+//! kill, another thread's `exit`) has no events for the blocks of its innermost frame's path in
+//! progress (the outer frames' paths ended at their calls). `--wpp-no-elide` gives every block
+//! its probe, which records each block as it runs.
 
 use crate::helpers::Helpers;
 use crate::ir::{Block, Mod, Opcode, Value};
@@ -87,81 +87,6 @@ pub(crate) fn is_returns_twice(m: Mod<'_>, call: Value<'_>) -> bool {
         }
         None => false,
     }
-}
-
-/// Whether a call runs only code that records nothing and returns normally: an intrinsic that
-/// computes or moves memory. Traps, exception handling, coroutines, statepoints and the like,
-/// inline assembly and every real function may record events or leave the block abnormally.
-fn is_quiet_call(call: Value<'_>) -> bool {
-    let Some(f) = call.called_function().filter(|f| f.intrinsic_id() != 0) else {
-        return false;
-    };
-    let name = f.name();
-    const LOUD: [&str; 7] = [
-        "llvm.eh.",
-        "llvm.coro.",
-        "llvm.experimental.",
-        "llvm.seh.",
-        "llvm.wasm.",
-        "llvm.objc.",
-        "llvm.icall.",
-    ];
-    !name.contains("trap") && !LOUD.iter().any(|p| name.starts_with(p))
-}
-
-/// Whether no call in `b` can record events or leave `b` other than by its terminator (the
-/// block's probe comes before all of its instructions but phis and a landing pad).
-fn runs_quietly(b: Block<'_>) -> bool {
-    b.instructions().into_iter().all(|i| {
-        !matches!(
-            i.opcode(),
-            Opcode::LLVMCall | Opcode::LLVMInvoke | Opcode::LLVMCallBr
-        ) || is_quiet_call(i)
-    })
-}
-
-/// Per block of a function: the block whose event its own implies (module docs, *Elided
-/// blocks*), so that block gets no probe; all `None` when nothing can be elided. Following the
-/// result from any block ends: a cycle (an endless loop without calls) keeps one of its blocks
-/// recorded.
-pub(crate) fn implied_blocks(sites: &Sites<'_>) -> Vec<Option<u32>> {
-    let blocks = &sites.blocks;
-    let index = sites.ids();
-    let mut only_successor = vec![None; blocks.len()];
-    let mut preds = vec![Vec::new(); blocks.len()];
-    for (i, &b) in blocks.iter().enumerate() {
-        let Some(term) = b.terminator() else { continue };
-        let mut succ: Vec<usize> = (0..term.num_successors())
-            .filter_map(|s| index.get(&term.successor(s).raw()).copied())
-            .collect();
-        succ.sort_unstable();
-        succ.dedup();
-        for &s in &succ {
-            preds[s].push(i);
-        }
-        if let [s] = succ[..] {
-            if runs_quietly(b) {
-                only_successor[i] = Some(s as u32);
-            }
-        }
-    }
-    let elided = |j: usize| {
-        j != 0
-            && !preds[j].is_empty()
-            && preds[j]
-                .iter()
-                .all(|&p| only_successor[p] == Some(j as u32))
-    };
-    let mut next: Vec<Option<u32>> = only_successor
-        .iter()
-        .map(|s| s.filter(|&j| elided(j as usize)))
-        .collect();
-    while let Some(b) = wpp_trace::program::implied_cycle(&next) {
-        for &p in &preds[b as usize] {
-            next[p] = None;
-        }
-    }
-    next
 }
 
 /// Finds the probe sites of a defined function.
@@ -236,28 +161,18 @@ pub(crate) fn instrument<'m>(
     fid: u32,
     sites: &Sites<'m>,
     block_again: bool,
-    implied: &wpp_trace::Function,
 ) -> usize {
-    let mut elided = vec![false; sites.blocks.len()];
-    if let Some(entry) = elided.first_mut() {
-        *entry = implied.entry_implied;
-    }
-    for &b in implied.implied_next.iter().flatten() {
-        elided[b as usize] = true;
-    }
-    let (saved, probes) = instrument_entry(m, h, fid, sites, true, &elided);
+    let (saved, probes) = instrument_entry(m, h, fid, sites, true);
     probes + instrument_exits(m, h, f, saved, sites, block_again)
 }
 
-/// The `Enter` probe, `Block` probes when `block_events` (but for `elided` blocks), and depth
-/// repair at landing pads. Returns the `saved` depth value and the probe count.
+/// The `Enter` probe, `Block` probes when `block_events`, and depth repair at landing pads. Returns the `saved` depth value and the probe count.
 pub(crate) fn instrument_entry<'m>(
     m: Mod<'m>,
     h: &Helpers<'m>,
     fid: u32,
     sites: &Sites<'m>,
     block_events: bool,
-    elided: &[bool],
 ) -> (Value<'m>, usize) {
     let b = m.builder();
     let i64t = m.int(64);
@@ -269,7 +184,7 @@ pub(crate) fn instrument_entry<'m>(
         h.enter,
         &[m.const_int(i64t, abi::enter_word(fid))],
     );
-    if block_events && !elided.first().copied().unwrap_or(false) {
+    if block_events {
         b.call(h.emit_ty, h.emit, &[m.const_int(i64t, abi::block_word(0))]);
         probes += 1;
     }
@@ -279,7 +194,7 @@ pub(crate) fn instrument_entry<'m>(
             b.call(h.restore_ty, h.restore, &[saved]);
             probes += 1;
         }
-        if block_events && !elided.get(bi).copied().unwrap_or(false) {
+        if block_events {
             b.call(
                 h.emit_ty,
                 h.emit,

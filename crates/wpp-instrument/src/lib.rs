@@ -5,7 +5,7 @@
 //!
 //! | mode | records | probes | module |
 //! |---|---|---|---|
-//! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | a buffer append per block (but blocks the CFG implies, [`Options::elide`]), function entry and exit | [`blocks`] |
+//! | `trace-blocks` | `Enter`/`Block`/`Leave` per thread (Zhang–Gupta §3) | by default the `trace-paths` probes, whose paths readers decode to blocks ([`Options::elide`]; else a buffer append per block), function entry and exit | [`blocks`] |
 //! | `trace-paths` | `Enter`/`Path`/`Leave` (Larus §2): paths cut at backedges, call sites, returns | path-register adds on chords; an append where a path ends | [`paths`] |
 //! | `bl` | Ball–Larus path profile (PPP's baseline) | the same register; `counters[r]++` (≤ 4096 paths; atomic if the program may run threads) or a runtime hash-table call | `instrument_bl` (this file) |
 //! | `trace-addr` | the `trace-blocks` events plus an address trace: id, address and size of every executed load, store and modelled library write (Tallam–Gupta's CF + AT) | `trace-blocks`' probes, and an append of three words per access to a second buffer | [`memory`] |
@@ -143,9 +143,10 @@ pub struct Options {
     /// program. `None`: no pair counts as exercised (every dependence is checked with the
     /// search and marked unexpected).
     pub exercised: Option<wpp_deps::filter::FilterReport>,
-    /// `trace-blocks` mode: leave out the events of blocks the CFG implies (see
-    /// [`blocks`]'s *Elided blocks*; readers restore them). On by default; off gives the
-    /// recording every block's probe, the oracle the elided one is checked against.
+    /// `trace-blocks` mode: record the blocks as the paths they run along (the `trace-paths`
+    /// probes: one event per acyclic path instead of one per block), which readers decode
+    /// back to blocks (`wpp_trace::ProgramDb::paths_are_blocks`). On by default; off gives
+    /// every block its probe, the oracle the decoded trace is checked against.
     pub elide: bool,
     /// The module is a shared library (`-shared`): it registers with the process's runtime
     /// and shares the executable's buffers (`wpp_abi`, *Shared libraries*). Every mode but
@@ -195,8 +196,6 @@ pub struct Report {
     pub atomic_counters: bool,
     /// Memory instructions given address probes (`trace-addr`).
     pub memory_instructions: usize,
-    /// Blocks whose events are elided, implied by their predecessors' (`trace-blocks`).
-    pub elided_blocks: usize,
 }
 
 /// Parses a bitcode file into `ctx`.
@@ -470,22 +469,6 @@ pub fn module_may_run_threads(module: &Module<'_>) -> bool {
     })
 }
 
-/// Functions that fork a process which goes on running the program's code (`daemon` and
-/// `forkpty` fork inside libc).
-const FORKERS: [&str; 8] = [
-    "fork", "vfork", "_Fork", "__fork", "daemon", "forkpty", "clone", "clone3",
-];
-
-/// Whether the program may fork a child that records: the child's stream starts with an
-/// `Enter` per frame open at the fork, which must not imply the frame's entry block, so such
-/// programs record entry blocks.
-fn module_may_fork(module: &Module<'_>) -> bool {
-    Mod::new(module)
-        .functions()
-        .into_iter()
-        .any(|f| FORKERS.contains(&f.name().as_str()))
-}
-
 /// Whether a function gets probes.
 fn instrumentable(m: Mod<'_>, f: ir::Value<'_>) -> bool {
     !f.is_declaration()
@@ -671,8 +654,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     // Collect every site before inserting anything.
     let mut all_sites = Vec::with_capacity(targets.len());
     let mut all_paths = Vec::new();
-    let elide = opts.elide && opts.mode == Mode::TraceBlocks;
-    let entry_implied = elide && !module_may_fork(module);
+    let blocks_as_paths = opts.elide && opts.mode == Mode::TraceBlocks;
+    let path_probes = blocks_as_paths || opts.mode == Mode::TracePaths;
     let mut db = ProgramDb::default();
     let mut report = Report {
         atomic_counters: atomic,
@@ -694,15 +677,6 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             None => (None, None),
         };
         let (block_lines, block_files) = block_locations(&mut db.files, &sites.blocks);
-        let implied_next = match elide {
-            true => blocks::implied_blocks(&sites),
-            false => Vec::new(),
-        };
-        let implied_next = match implied_next.iter().any(Option::is_some) {
-            true => implied_next,
-            false => Vec::new(),
-        };
-        report.elided_blocks += implied_next.iter().flatten().count() + usize::from(entry_implied);
         db.functions.push(Function {
             name: f.name(),
             file: file.or_else(|| module_file.clone()),
@@ -710,11 +684,11 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             block_lines,
             block_files,
             cfg: None,
-            implied_next,
-            entry_implied,
+            implied_next: Vec::new(),
+            entry_implied: false,
         });
         report.blocks += sites.blocks.len();
-        if matches!(opts.mode, Mode::TracePaths | Mode::Bl | Mode::Ppp) {
+        if path_probes || matches!(opts.mode, Mode::Bl | Mode::Ppp) {
             let model = paths::model(f, &sites)?;
             let (fp, plan) = paths::number(&model.cfg)?;
             all_paths.push((model, fp, plan));
@@ -722,6 +696,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         all_sites.push(sites);
     }
     demangle_rust_names(&mut db.functions);
+    db.paths_are_blocks = blocks_as_paths;
     // CFGs and PPP's interesting paths are found by the function's (demangled) name.
     for ((_, fp, _), f) in all_paths.iter_mut().zip(&db.functions) {
         fp.cfg.name.clone_from(&f.name);
@@ -799,9 +774,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     let h = helpers::Helpers::build(m, db_global, bytes.len() as u64, base);
     for (fid, (&f, sites)) in targets.iter().zip(&all_sites).enumerate() {
         match opts.mode {
-            Mode::TracePaths => {
+            _ if path_probes => {
                 let (model, fp, plan) = &all_paths[fid];
-                let (saved, n) = blocks::instrument_entry(m, &h, fid as u32, sites, false, &[]);
+                let (saved, n) = blocks::instrument_entry(m, &h, fid as u32, sites, false);
                 let record = |b: &ir::Builder<'_>, v: ir::Value<'_>| {
                     b.call(h.record_ty, h.record, &[v]);
                 };
@@ -813,8 +788,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             Mode::EwppFilter => {}
             mode => {
                 let again = mode == Mode::Ewpp;
-                let elided = &embedded.program.functions[fid];
-                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again, elided)
+                report.probes += blocks::instrument(m, &h, f, fid as u32, sites, again)
             }
         }
     }

@@ -52,7 +52,7 @@ fn record(src: &str, flags: &[&str], dir: &Scratch) -> PathBuf {
         "{src}: {}",
         String::from_utf8_lossy(&b.stderr)
     );
-    let (_, events) = wpp_trace::file::read_events(&trace).expect("block trace");
+    let (_, events) = wpp_paths::trace::read_events(&trace).expect("block trace");
     assert!(!events.is_empty());
     let mut at = trace.into_os_string();
     at.push(".at");
@@ -327,7 +327,7 @@ fn programs_run_unchanged_and_leave_readable_address_traces() {
 fn ecf_recovery_equals_address_trace_recovery() {
     let dir = Scratch::new();
     let at = record("deps.c", &["-O1", "-g"], &dir);
-    let (_, events) = wpp_trace::file::read_events(dir.path("out.trace")).expect("block trace");
+    let (_, events) = wpp_paths::trace::read_events(dir.path("out.trace")).expect("block trace");
     let (db, accesses) = read_at(&at);
     let ok = || [Ok::<_, std::convert::Infallible>(accesses.clone())];
     let report = wpp_deps::filter::classify(&db, ok()).expect("filter");
@@ -368,7 +368,7 @@ fn ecf_on_other_programs_is_exact_or_refused() {
         let opts = Options::new(InstrumentMode::TraceAddr);
         build_with_options(src, &["-O1"], opts, &inst, None);
         run(&inst, &[], Some(&trace));
-        let (_, events) = wpp_trace::file::read_events(&trace).expect("block trace");
+        let (_, events) = wpp_paths::trace::read_events(&trace).expect("block trace");
         let mut at = trace.into_os_string();
         at.push(".at");
         let (db, accesses) = read_at(Path::new(&at));
@@ -503,7 +503,7 @@ fn collection_equals_address_trace_recovery() {
         }
         for file in [&raw, &wpp] {
             let (program, events) = match file == &wpp {
-                false => wpp_trace::file::read_events(file)
+                false => wpp_paths::trace::read_events(file)
                     .unwrap_or_else(|e| panic!("{src}: {}: {e}", file.display())),
                 true => {
                     let w = wpp_grammar::file::WppFile::read(file).expect("eWPP");
@@ -570,7 +570,7 @@ fn a_thread_started_unseen_ends_the_ecf_without_a_wrong_dependence() {
         stderr.contains("a second thread") && stderr.contains("the eWPP stops here"),
         "{stderr}"
     );
-    let mut reader = wpp_trace::file::open(&ecf).unwrap().allow_truncated(true);
+    let mut reader = wpp_paths::trace::open(&ecf).unwrap().allow_truncated(true);
     let events: Vec<_> = reader.by_ref().map(|e| e.unwrap()).collect();
     assert!(
         reader.truncation().is_some(),
@@ -665,7 +665,7 @@ fn filtering_run_equals_the_filtering_of_an_address_trace() {
         opts.exercised = Some(got);
         build_with_options(src, &["-O1", "-g"], opts, &ewpp, None);
         run(&ewpp, &[], Some(&trace));
-        let (program, events) = wpp_trace::file::read_events(&trace).expect("eCF");
+        let (program, events) = wpp_paths::trace::read_events(&trace).expect("eCF");
         let db = wpp_deps::ecf::memory_db(&program).unwrap().unwrap();
         let mut n = 0;
         wpp_deps::ecf::recover(&db, &events, |d| {

@@ -1,7 +1,7 @@
 //! Cross-check of the two trace vocabularies on deterministic single-thread runs (issue 4's
 //! acceptance): decoding the `trace-paths` run through the CFGs its own file carries gives
-//! exactly the block sequence of the `trace-blocks` run, with the same `Enter`/`Leave`
-//! structure — for the raw trace and for the online `.wpp` alike.
+//! exactly the block sequence of the `trace-blocks --wpp-no-elide` run (a probe per block),
+//! with the same `Enter`/`Leave` structure — for the raw trace and for the online `.wpp` alike.
 
 mod common;
 
@@ -13,7 +13,10 @@ fn cross_check(src: &str, flags: &[&str]) {
     let dir = Scratch::new();
     let keep = dir.path("keep");
     let (blocks_exe, paths_exe) = (dir.path("blocks"), dir.path("paths"));
-    build_instrumented(src, flags, InstrumentMode::TraceBlocks, &blocks_exe);
+    // A probe per block: the oracle (the default `trace-blocks` build records paths too).
+    let mut probes = wpp_instrument::Options::new(InstrumentMode::TraceBlocks);
+    probes.elide = false;
+    build_with_options(src, flags, probes, &blocks_exe, None);
     build_instrumented_keep(
         src,
         flags,
@@ -28,8 +31,8 @@ fn cross_check(src: &str, flags: &[&str]) {
     let ctx = inkwell::context::Context::create();
     let module = wpp_instrument::read_bitcode(&ctx, &keep.join("linked.bc")).unwrap();
     let paths = wpp_instrument::function_paths(&module).unwrap();
-    let (_, block_events) = wpp_trace::file::read_events(&bt).unwrap();
-    let (db, path_events) = wpp_trace::file::read_events(&pt).unwrap();
+    let (_, block_events) = wpp_paths::trace::read_events(&bt).unwrap();
+    let (db, path_events) = wpp_paths::trace::read_events(&pt).unwrap();
     // The file's CFGs are the instrumenter's, cut points included.
     let stored: Vec<_> = db.functions.iter().map(|f| f.cfg.clone()).collect();
     let expected_cfgs: Vec<_> = paths
@@ -112,7 +115,7 @@ fn bl_matches_path_trace(src: &str, flags: &[&str]) -> wpp_abi::profile::Profile
     let a = run(&paths_exe, &[], Some(&pt));
     let b = run(&bl_exe, &[], Some(&prof));
     assert_eq!(a.stdout, b.stdout, "{src}: outputs differ");
-    let (db, events) = wpp_trace::file::read_events(&pt).unwrap();
+    let (db, events) = wpp_paths::trace::read_events(&pt).unwrap();
     let mut expected: std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> =
         Default::default();
     let mut stack = Vec::new();

@@ -36,7 +36,7 @@ fn check(
     let a = run(&native, args, None);
     let b = run(&inst, args, Some(&trace));
     same_behaviour(&format!("{src} {flags:?}"), &a, &b);
-    let (db, events) = wpp_trace::file::read_events(&trace)
+    let (db, events) = wpp_paths::trace::read_events(&trace)
         .unwrap_or_else(|e| panic!("{src} {flags:?}: trace unreadable: {e}"));
     assert!(!events.is_empty(), "{src}: empty trace");
     (replay(&db, &events), a.stdout)
@@ -133,7 +133,7 @@ fn exit_and_abort_from_deep_frames_mark_open_frames() {
 /// Whether the whole chunks of `trace` (being written) hold more than `n` entries of `step`;
 /// stops reading at the first `n + 1`.
 fn holds_step_enters(trace: &std::path::Path, n: usize) -> bool {
-    let Ok(reader) = wpp_trace::file::open(trace) else {
+    let Ok(reader) = wpp_paths::trace::open(trace) else {
         return false; // not even a header yet
     };
     let reader = reader.allow_truncated(true);
@@ -176,7 +176,7 @@ fn sigkill_leaves_a_readable_prefix() {
         }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let reader = wpp_trace::file::open(&trace)
+        let reader = wpp_paths::trace::open(&trace)
             .expect("header readable")
             .allow_truncated(true);
         let db = reader.program().clone();
@@ -214,7 +214,7 @@ fn online_wpp_expands_to_the_raw_trace() {
     build_instrumented("threads.c", &["-O1"], InstrumentMode::TraceBlocks, &inst);
     let raw = dir.path("t.trace");
     let a = run(&inst, &[], Some(&raw));
-    let (_, events) = wpp_trace::file::read_events(&raw).expect("raw trace");
+    let (_, events) = wpp_paths::trace::read_events(&raw).expect("raw trace");
     // Thread ids are given in registration order, which can differ between runs: compare the
     // multisets of per-thread streams.
     let mut x: Vec<_> = wpp_trace::file::threads::split_threads(&events)
@@ -315,7 +315,7 @@ fn compile_only_then_link_bitcode_objects() {
     let a = run(&native, &[], None);
     let b = run(&exe, &[], Some(&trace));
     assert_eq!(a.stdout, b.stdout);
-    let (db, events) = wpp_trace::file::read_events(&trace).unwrap();
+    let (db, events) = wpp_paths::trace::read_events(&trace).unwrap();
     assert!(db.find("main").is_some() && db.find("wpp_extra").is_none());
     let r = replay(&db, &events);
     assert!(r.values().all(|t| t.balanced));
@@ -342,7 +342,7 @@ fn calls_of_pure_functions_all_reach_the_trace() {
         .unwrap();
         let trace = dir.path("t.trace");
         let out = run(&exe, &[], Some(&trace));
-        let (db, events) = wpp_trace::file::read_events(&trace).unwrap();
+        let (db, events) = wpp_paths::trace::read_events(&trace).unwrap();
         let r = replay(&db, &events);
         check_counts("pure_main.c", &r[&wpp_trace::ThreadId(0)], &out.stdout);
     }

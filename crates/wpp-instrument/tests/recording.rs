@@ -78,7 +78,7 @@ fn events_of(path: &Path) -> (ProgramDb, Vec<Event>) {
         assert_eq!(threads.len(), 1, "{}: one thread", path.display());
         (db, threads.pop_first().unwrap().1)
     } else {
-        let (db, events) = wpp_trace::file::read_events(path)
+        let (db, events) = wpp_paths::trace::read_events(path)
             .unwrap_or_else(|e| panic!("{}: unreadable: {e}", path.display()));
         (db, single_thread(events))
     }
@@ -99,7 +99,7 @@ fn single_thread(events: Vec<Event>) -> Vec<Event> {
 
 /// The events of a trace that may be truncated (a killed run's).
 fn prefix_of(path: &Path) -> (ProgramDb, Vec<Event>) {
-    let reader = wpp_trace::file::open(path)
+    let reader = wpp_paths::trace::open(path)
         .unwrap_or_else(|e| panic!("{}: header unreadable: {e}", path.display()))
         .allow_truncated(true);
     let db = reader.program().clone();
@@ -128,7 +128,7 @@ fn assert_whole(what: &str, db: &ProgramDb, events: &[Event]) {
 /// What `wpp compress` does with a spool left behind: the same compressor, streamed; the
 /// `.wpp` must expand to exactly the spool's events.
 fn compress_spool(spool: &Path, events: &[Event], out: &Path) {
-    let reader = wpp_trace::file::open(spool).unwrap().allow_truncated(true);
+    let reader = wpp_paths::trace::open(spool).unwrap().allow_truncated(true);
     let mut c = wpp_grammar::TraceCompressor::new(
         wpp_grammar::Algorithm::Phrase,
         None,
@@ -231,7 +231,7 @@ fn sigkill_of_eight_threads_leaves_per_thread_prefixes() {
     for (mode, exe) in &b.inst {
         let reference = b.dir.path(&format!("{}-ref.trace", mode.name()));
         run(exe, &args, Some(&reference));
-        let (_, all) = wpp_trace::file::read_events(&reference).unwrap();
+        let (_, all) = wpp_paths::trace::read_events(&reference).unwrap();
         let full: Vec<Vec<Event>> = wpp_trace::file::threads::split_threads(&all)
             .into_values()
             .collect();
@@ -264,7 +264,7 @@ fn sigkill_of_eight_threads_leaves_per_thread_prefixes() {
                     }
                     (db, all)
                 } else {
-                    let reader = wpp_trace::file::open(&file).unwrap().allow_truncated(true);
+                    let reader = wpp_paths::trace::open(&file).unwrap().allow_truncated(true);
                     let db = reader.program().clone();
                     (db, reader.collect::<Result<Vec<_>, _>>().unwrap())
                 };
@@ -492,7 +492,7 @@ fn sigkill_leaves_a_prefix_of_the_ewpp() {
     let b = build("churn.c", &[InstrumentMode::Ewpp]);
     let exe = &b.inst[0].1;
     let deps = |trace: &Path| {
-        let mut r = wpp_trace::file::open(trace).unwrap().allow_truncated(true);
+        let mut r = wpp_paths::trace::open(trace).unwrap().allow_truncated(true);
         let db = wpp_deps::ecf::memory_db(r.program()).unwrap().unwrap();
         let mut events = Vec::new();
         r.for_each_batch(|b| events.extend_from_slice(b)).unwrap();

@@ -157,7 +157,7 @@ fn program_containing_zstd_records_in_raw_mode() {
         run_bounded(&inst, &[("WPP_OUT", &trace), ("WPP_RAW", raw)]),
         want
     );
-    let (db, events) = wpp_trace::file::read_events(&trace).expect("raw trace");
+    let (db, events) = wpp_paths::trace::read_events(&trace).expect("raw trace");
     for (t, r) in replay(&db, &events) {
         assert!(r.balanced, "thread {t} unbalanced");
         for f in [

@@ -23,6 +23,7 @@ use crate::cfg::{Cfg, Edge};
 use crate::dag::{Dag, DagNodeKind};
 use crate::ids::{EdgeId, NodeId};
 use rustc_hash::FxHashMap;
+use wpp_trace::file::{Restore, TraceError, TraceReader};
 use wpp_trace::{BlockId, Event, FunctionCfg, FunctionId, PathId, ProgramDb, ThreadId};
 
 /// Why a path could not be decoded.
@@ -147,22 +148,29 @@ struct Numbered {
 
 /// Decodes `(function, path id)` pairs to blocks, numbering each function once and caching
 /// every decoded path.
-pub struct PathDecoder<'db> {
-    db: &'db ProgramDb,
+pub struct PathDecoder {
+    /// Per function: its name (for messages) and stored CFG.
+    records: Vec<(String, Option<FunctionCfg>)>,
     functions: Vec<Option<Result<Numbered, String>>>,
     /// `(function, path)` → range of `blocks`.
     cache: FxHashMap<(u32, u64), (u32, u32)>,
     blocks: Vec<BlockId>,
 }
 
-impl<'db> PathDecoder<'db> {
-    /// A decoder for the CFGs of `db`; [`DecodeError::NoCfgs`] if it has none.
-    pub fn new(db: &'db ProgramDb) -> Result<Self, DecodeError> {
+impl PathDecoder {
+    /// A decoder for the CFGs of `db` (copied); [`DecodeError::NoCfgs`] if it has none.
+    pub fn new(db: &ProgramDb) -> Result<Self, DecodeError> {
         if !db.has_cfgs() {
             return Err(DecodeError::NoCfgs);
         }
+        let records = (0..db.functions.len())
+            .map(|i| {
+                let f = FunctionId(i as u32);
+                (db.name(f), db.functions[i].cfg.as_deref().cloned())
+            })
+            .collect();
         Ok(PathDecoder {
-            db,
+            records,
             functions: Vec::new(),
             cache: FxHashMap::default(),
             blocks: Vec::new(),
@@ -188,11 +196,13 @@ impl<'db> PathDecoder<'db> {
     }
 
     fn decode(&mut self, f: FunctionId, p: PathId, event: u64) -> Result<(u32, u32), DecodeError> {
-        let db = self.db;
-        let Some(record) = db.function(f).and_then(|func| func.cfg.as_ref()) else {
+        let Some((name, Some(record))) = self.records.get(f.index()) else {
             return Err(DecodeError::NoCfg {
                 event,
-                function: db.name(f),
+                function: self
+                    .records
+                    .get(f.index())
+                    .map_or_else(|| format!("#{}", f.0), |r| r.0.clone()),
                 path: p.0,
             });
         };
@@ -200,7 +210,7 @@ impl<'db> PathDecoder<'db> {
             self.functions.resize_with(f.index() + 1, || None);
         }
         let numbered = self.functions[f.index()]
-            .get_or_insert_with(|| number(&db.name(f), record))
+            .get_or_insert_with(|| number(name, record))
             .as_ref()
             .map_err(|message| DecodeError::BadPath {
                 event,
@@ -238,16 +248,16 @@ fn number(name: &str, record: &FunctionCfg) -> Result<Numbered, String> {
 /// Turns an interleaved path trace into the equivalent block trace, one event at a time:
 /// `Path(p)` becomes the blocks of `p` in the function on top of its thread's shadow stack;
 /// every other event passes through unchanged.
-pub struct BlockStream<'db> {
-    decoder: PathDecoder<'db>,
+pub struct BlockStream {
+    decoder: PathDecoder,
     stacks: FxHashMap<ThreadId, Vec<FunctionId>>,
     thread: ThreadId,
     event: u64,
 }
 
-impl<'db> BlockStream<'db> {
+impl BlockStream {
     /// A stream decoding through the CFGs of `db` ([`DecodeError::NoCfgs`] if it has none).
-    pub fn new(db: &'db ProgramDb) -> Result<Self, DecodeError> {
+    pub fn new(db: &ProgramDb) -> Result<Self, DecodeError> {
         Ok(BlockStream {
             decoder: PathDecoder::new(db)?,
             stacks: FxHashMap::default(),
@@ -283,6 +293,109 @@ impl<'db> BlockStream<'db> {
             }
         }
         out(e);
+        Ok(())
+    }
+}
+
+/// Opens a trace file as [`wpp_trace::file::open`] does, reading a trace of blocks recorded
+/// as paths ([`ProgramDb::paths_are_blocks`]) as the blocks its paths decode to.
+pub fn open(path: impl AsRef<std::path::Path>) -> Result<TraceReader, TraceError> {
+    decoding(wpp_trace::file::open(path)?)
+}
+
+/// Reads a whole trace file into memory as [`open`] reads it (for tests and small files).
+pub fn read_events(
+    path: impl AsRef<std::path::Path>,
+) -> Result<(ProgramDb, Vec<Event>), TraceError> {
+    let reader = open(path)?;
+    let db = reader.program().clone();
+    Ok((db, reader.read_all()?))
+}
+
+/// `reader`, decoding its paths to blocks if it is a trace of blocks recorded as paths.
+pub fn decoding(reader: TraceReader) -> Result<TraceReader, TraceError> {
+    if !reader.paths_are_blocks() {
+        return Ok(reader);
+    }
+    let restorer =
+        PathRestorer::new(reader.program()).map_err(|e| TraceError::Unrestorable(e.to_string()))?;
+    Ok(reader.decoding_paths(Box::new(restorer)))
+}
+
+/// A [`BlockStream`] as a trace reader's [`Restore`]: each recorded `Path` is handed out as
+/// its blocks, in bounded batches (a path longer than what is left of one continues in the
+/// next).
+struct PathRestorer {
+    stream: BlockStream,
+    recorded: Vec<Event>,
+    next: usize,
+    /// The blocks of the latest path, handed out from `blocks[at]` on.
+    blocks: Vec<Event>,
+    at: usize,
+    added: i64,
+}
+
+impl PathRestorer {
+    fn new(db: &ProgramDb) -> Result<Self, DecodeError> {
+        Ok(PathRestorer {
+            stream: BlockStream::new(db)?,
+            recorded: Vec::new(),
+            next: 0,
+            blocks: Vec::new(),
+            at: 0,
+            added: 0,
+        })
+    }
+}
+
+impl Restore for PathRestorer {
+    fn recorded(&mut self) -> &mut Vec<Event> {
+        self.recorded.clear();
+        self.next = 0;
+        &mut self.recorded
+    }
+
+    fn pending(&self) -> bool {
+        self.at < self.blocks.len() || self.next < self.recorded.len()
+    }
+
+    fn stop(&mut self) {
+        self.at = self.blocks.len();
+        self.next = self.recorded.len();
+    }
+
+    fn added(&self) -> i64 {
+        self.added
+    }
+
+    fn restore(&mut self, out: &mut Vec<Event>, cap: usize) -> Result<(), TraceError> {
+        while out.len() < cap {
+            if self.at < self.blocks.len() {
+                let n = (cap - out.len()).min(self.blocks.len() - self.at);
+                out.extend_from_slice(&self.blocks[self.at..self.at + n]);
+                self.at += n;
+                continue;
+            }
+            let Some(&e) = self.recorded.get(self.next) else {
+                break;
+            };
+            self.next += 1;
+            let pushed = match e {
+                Event::Path(_) => {
+                    self.blocks.clear();
+                    self.at = 0;
+                    let blocks = &mut self.blocks;
+                    let pushed = self.stream.push(e, |b| blocks.push(b));
+                    self.added += self.blocks.len() as i64 - 1;
+                    pushed
+                }
+                _ => self.stream.push(e, |x| out.push(x)),
+            };
+            if let Err(d) = pushed {
+                self.stop();
+                return Err(TraceError::Unrestorable(d.to_string()));
+            }
+        }
         Ok(())
     }
 }
@@ -374,6 +487,117 @@ mod tests {
             let is_bad_path = matches!(over, DecodeError::BadPath { event: 7, .. });
             prop_assert!(is_bad_path, "{:?}", over);
         }
+    }
+
+    /// A random trace of `cfgs`' functions on up to three threads: frames entered and left,
+    /// and in the open frame a path id below its function's count (`ids`).
+    fn random_path_trace(rng: &mut Rng, counts: &[u64], len: usize) -> Vec<Event> {
+        let mut stacks = [Vec::new(), Vec::new(), Vec::new()];
+        let mut thread = 0;
+        let mut trace = Vec::new();
+        for _ in 0..len {
+            let stack: &mut Vec<usize> = &mut stacks[thread];
+            match rng.below(6) {
+                0 => {
+                    thread = rng.below(3);
+                    trace.push(Event::Thread(ThreadId(thread as u32)));
+                }
+                1 | 2 => {
+                    let f = rng.below(counts.len());
+                    stack.push(f);
+                    trace.push(Event::Enter(FunctionId(f as u32)));
+                }
+                3 if !stack.is_empty() => {
+                    stack.pop();
+                    trace.push(Event::Leave);
+                }
+                _ => {
+                    if let Some(&f) = stack.last() {
+                        let p = rng.below(counts[f].clamp(1, 1 << 20) as usize) as u64;
+                        trace.push(Event::Path(PathId(p)));
+                    }
+                }
+            }
+        }
+        trace
+    }
+
+    /// A program database of random CFGs whose paths stand for blocks, and their path counts.
+    fn paths_as_blocks_db(seed: u64) -> (ProgramDb, Vec<u64>) {
+        let mut cfgs: Vec<Cfg> = (0..3).map(|i| grouped_cfg(seed * 3 + i)).collect();
+        let mut counts = Vec::new();
+        for (i, cfg) in cfgs.iter_mut().enumerate() {
+            cfg.name = format!("f{i}");
+            counts.push(crate::number_with_cuts(cfg).unwrap().1.path_count());
+        }
+        let mut db = db_of(&cfgs);
+        db.paths_are_blocks = true;
+        (db, counts)
+    }
+
+    fn restore_all(db: &ProgramDb, recorded: &[Event], cap: usize) -> Vec<Event> {
+        let mut r = PathRestorer::new(db).unwrap();
+        r.recorded().extend_from_slice(recorded);
+        let mut all = Vec::new();
+        while r.pending() {
+            let mut out = Vec::new();
+            r.restore(&mut out, cap).unwrap();
+            assert!(out.len() <= cap);
+            all.extend(out);
+        }
+        assert_eq!(r.added(), all.len() as i64 - recorded.len() as i64);
+        all
+    }
+
+    proptest! {
+        /// Oracle: a trace of blocks recorded as paths reads back, through the file format and
+        /// in batches of any size, as `decode_trace` decodes it (itself checked against the
+        /// numbering above); the reader's database no longer says paths stand for blocks.
+        #[test]
+        fn traces_of_paths_as_blocks_read_as_their_blocks(seed in 0u64..200, cap in 1usize..9) {
+            let (db, counts) = paths_as_blocks_db(seed);
+            let trace = random_path_trace(&mut Rng::new(seed), &counts, 300);
+            let want = decode_trace(&db, &trace).unwrap();
+            prop_assert_eq!(&restore_all(&db, &trace, cap), &want);
+            let mut w = wpp_trace::TraceWriter::new(Vec::new(), &db).unwrap();
+            for &e in &trace {
+                w.push(e).unwrap();
+            }
+            let bytes = w.finish().unwrap();
+            let raw = TraceReader::from_bytes(bytes.clone()).unwrap();
+            prop_assert!(raw.paths_are_blocks());
+            let undecoded = raw.read_all().unwrap_err();
+            prop_assert!(matches!(undecoded, TraceError::PathsNotDecoded), "{:?}", undecoded);
+            let r = decoding(TraceReader::from_bytes(bytes).unwrap()).unwrap();
+            prop_assert!(!r.paths_are_blocks() && !r.program().paths_are_blocks);
+            prop_assert_eq!(r.read_all().unwrap(), want);
+        }
+    }
+
+    /// A path id its function does not have ends the trace with an error naming the event,
+    /// after the blocks decoded before it.
+    #[test]
+    fn a_path_outside_its_function_is_an_error_after_the_blocks_before_it() {
+        let (db, counts) = paths_as_blocks_db(5);
+        let trace = [
+            Event::Enter(FunctionId(0)),
+            Event::Path(PathId(0)),
+            Event::Path(PathId(counts[0])),
+            Event::Leave,
+        ];
+        let mut w = wpp_trace::TraceWriter::new(Vec::new(), &db).unwrap();
+        for e in trace {
+            w.push(e).unwrap();
+        }
+        let r = decoding(TraceReader::from_bytes(w.finish().unwrap()).unwrap()).unwrap();
+        let read: Vec<_> = r.collect();
+        let want = decode_trace(&db, &trace[..2]).unwrap();
+        assert_eq!(read.len(), want.len() + 1);
+        for (got, want) in read.iter().zip(&want) {
+            assert_eq!(got.as_ref().unwrap(), want);
+        }
+        let err = read.last().unwrap().as_ref().unwrap_err().to_string();
+        assert!(err.starts_with("event 2: "), "{err}");
     }
 
     #[test]

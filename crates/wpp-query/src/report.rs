@@ -120,7 +120,7 @@ pub fn first_places(g: &Grammar, hot: &[HotSubpath]) -> Vec<(usize, u64)> {
 
 /// The blocks of `f`'s paths `ids`, in order; empty when they cannot be decoded (no CFG).
 fn decode_paths(
-    decoder: Option<&mut wpp_paths::PathDecoder<'_>>,
+    decoder: Option<&mut wpp_paths::PathDecoder>,
     f: FunctionId,
     ids: &[u64],
 ) -> Vec<u64> {

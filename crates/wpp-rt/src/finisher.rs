@@ -186,7 +186,7 @@ impl Plan {
             message,
         };
         let spool_bytes = std::fs::metadata(&self.spool).map(|m| m.len()).unwrap_or(0);
-        let mut reader = wpp_trace::file::open(&self.spool)
+        let mut reader = wpp_paths::trace::open(&self.spool)
             .map_err(|e| error(format!("cannot read {}: {e}", self.spool.display())))?
             .allow_truncated(true);
         let program = reader.program().clone();

@@ -797,9 +797,10 @@ mod fork {
     fn open_frames(path: &std::path::Path, len: u64, t: u32) -> Result<Vec<u32>, String> {
         use std::io::Read;
         let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        let mut reader = wpp_trace::file::TraceReader::from_reader(file.take(len))
-            .map_err(|e| e.to_string())?
-            .allow_truncated(true);
+        let reader = wpp_trace::file::TraceReader::from_reader(file.take(len))
+            .and_then(wpp_paths::trace::decoding)
+            .map_err(|e| e.to_string())?;
+        let mut reader = reader.allow_truncated(true);
         let mut current = ThreadId(0);
         let mut stack = Vec::new();
         reader

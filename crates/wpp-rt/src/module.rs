@@ -213,11 +213,14 @@ impl Modules {
         memory: Option<MemoryDb>,
     ) -> Result<Bases, ModuleError> {
         if let Some(first) = self.modules.first() {
-            if first.program.mode != program.mode {
+            // Blocks recorded as paths and block by block do not mix in one trace.
+            let as_paths = |p: &EmbeddedProgram| p.program.paths_are_blocks;
+            if first.program.mode != program.mode || as_paths(&first.program) != as_paths(&program)
+            {
                 return Err(ModuleError::Mode {
                     module: name.to_owned(),
-                    module_mode: program.mode.name(),
-                    process_mode: first.program.mode.name(),
+                    module_mode: probes_name(&program),
+                    process_mode: probes_name(&first.program),
                     first: first.name.clone(),
                 });
             }
@@ -332,6 +335,10 @@ impl Modules {
                     ..f.clone()
                 }));
         }
+        merged.paths_are_blocks = self
+            .modules
+            .iter()
+            .any(|m| m.program.program.paths_are_blocks);
         merged
     }
 
@@ -350,6 +357,15 @@ impl Modules {
                 }
             })
             .collect()
+    }
+}
+
+/// A module's recording mode as `wpp cc`'s options name it: a `trace-blocks` module built
+/// with a probe per block says so.
+fn probes_name(p: &EmbeddedProgram) -> &'static str {
+    match (p.mode, p.program.paths_are_blocks) {
+        (Mode::TraceBlocks, false) => "trace-blocks --wpp-no-elide",
+        (mode, _) => mode.name(),
     }
 }
 

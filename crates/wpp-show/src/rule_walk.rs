@@ -117,7 +117,7 @@ struct RuleWalk<'a> {
     grammar: &'a Grammar,
     events: &'a [Event],
     map: &'a SourceMap,
-    decoder: Option<PathDecoder<'a>>,
+    decoder: Option<PathDecoder>,
     run: Run,
     children: FxHashMap<(u32, u32, u32), u32>,
     rules: Vec<RuleMemo>,

@@ -212,7 +212,7 @@ struct Frame {
 /// Builds a [`Run`] from events pushed one at a time.
 pub struct Walker<'a> {
     map: &'a SourceMap,
-    decoder: Option<PathDecoder<'a>>,
+    decoder: Option<PathDecoder>,
     run: Run,
     children: FxHashMap<(u32, u32, u32), u32>,
     stacks: FxHashMap<ThreadId, Vec<Frame>>,

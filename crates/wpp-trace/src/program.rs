@@ -49,8 +49,8 @@
 //!
 //! ## Implied-block table
 //!
-//! A block trace recorded with elision (`wpp cc`'s default in `trace-blocks`) leaves out the
-//! events of blocks the CFG implies: block `b` is not recorded when every predecessor `p` of
+//! A block trace recorded with elision (`wpp cc`'s default in `trace-blocks` before blocks
+//! were recorded as paths, below) leaves out the events of blocks the CFG implies: block `b` is not recorded when every predecessor `p` of
 //! `b` has `b` as its only successor and nothing between `p`'s event and the end of `p` can
 //! emit events or leave `p` another way (no call). Such a database names, per block `p`, the
 //! block `implied_next[p]` whose event follows `p`'s ([`Function::implied_next`]); readers put
@@ -69,6 +69,16 @@
 //! Every implied block is below `n` (and, where the function has a CFG, `n` is the CFG's block
 //! count and the implied block the block's only successor); following implied blocks from any
 //! block must end, since a reader restoring a cycle of implied blocks would never stop.
+//!
+//! ## Blocks recorded as paths
+//!
+//! A block trace recorded by `wpp cc`'s default `trace-blocks` build holds `Path` events of
+//! the paths mode (Larus §2: a path id names the blocks from one cut point to the next) where
+//! the blocks ran, so the program appends one event per path instead of one per block. Its
+//! database has the CFGs and, after the implied-block table's place, the two bytes
+//! `"B" 1:u8` ([`ProgramDb::paths_are_blocks`]); readers decode the paths back to blocks
+//! (`wpp_paths::trace::open`), so no consumer sees them. Such a database has no implied-block
+//! table.
 //!
 //! ## Memory table
 //!
@@ -160,6 +170,10 @@ pub struct ProgramDb {
     /// other recordings. Stored in the memory table (module docs).
     #[serde(skip)]
     pub memory: Vec<u8>,
+    /// Whether the trace's `Path` events stand for the blocks they decode to (module docs,
+    /// *Blocks recorded as paths*); only raw traces carry it, readers hand out blocks.
+    #[serde(skip)]
+    pub paths_are_blocks: bool,
 }
 
 impl ProgramDb {
@@ -257,6 +271,9 @@ impl ProgramDb {
         if self.has_implied_blocks() {
             encode_implied(&mut out, self);
         }
+        if self.paths_are_blocks {
+            out.extend_from_slice(&PATHS_ARE_BLOCKS_TAG);
+        }
         if !self.memory.is_empty() {
             out.extend_from_slice(&MEMORY_TAG);
             write_varint(&mut out, self.memory.len() as u64);
@@ -296,6 +313,9 @@ impl ProgramDb {
             if next(&r) == Some(IMPLIED_TAG[0]) {
                 read_implied(&mut r, &mut db)?;
             }
+            if next(&r) == Some(PATHS_ARE_BLOCKS_TAG[0]) {
+                read_paths_are_blocks(&mut r, &mut db)?;
+            }
             if next(&r) == Some(MEMORY_TAG[0]) {
                 let at = r.offset();
                 let tag = [r.u8("memory table tag")?, r.u8("memory table version")?];
@@ -330,6 +350,36 @@ const SOURCE_TAG: [u8; 2] = [b'S', 1];
 
 /// The first bytes of the implied-block table: its tag and version.
 const IMPLIED_TAG: [u8; 2] = [b'I', 1];
+
+/// The mark of a database whose `Path` events stand for blocks: tag and version.
+const PATHS_ARE_BLOCKS_TAG: [u8; 2] = [b'B', 1];
+
+/// Reads the mark of *Blocks recorded as paths*, which needs CFGs to decode with and excludes
+/// an implied-block table (a reader restores one or the other).
+fn read_paths_are_blocks(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    let at = r.offset();
+    let tag = [
+        r.u8("paths-as-blocks tag")?,
+        r.u8("paths-as-blocks version")?,
+    ];
+    let problem = if tag != PATHS_ARE_BLOCKS_TAG {
+        format!(
+            "paths-as-blocks version {} is not {}",
+            tag[1], PATHS_ARE_BLOCKS_TAG[1]
+        )
+    } else if !db.has_cfgs() {
+        "paths stand for blocks, but no function has a CFG to decode them with".to_owned()
+    } else if db.has_implied_blocks() {
+        "paths stand for blocks, and an implied-block table is present too".to_owned()
+    } else {
+        db.paths_are_blocks = true;
+        return Ok(());
+    };
+    Err(ProgramDbError {
+        offset: at,
+        message: problem,
+    })
+}
 
 fn encode_implied(out: &mut Vec<u8>, db: &ProgramDb) {
     out.extend_from_slice(&IMPLIED_TAG);

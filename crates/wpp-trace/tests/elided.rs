@@ -184,7 +184,7 @@ proptest! {
         prop_assert!(!r.program().has_implied_blocks());
         let mut restored = Vec::new();
         r.for_each_batch(|b| restored.extend_from_slice(b)).unwrap();
-        prop_assert_eq!(r.restored_events(), (whole.len() - recorded.len()) as u64);
+        prop_assert_eq!(r.restored_events(), (whole.len() - recorded.len()) as i64);
         // A restored event comes right after the one implying it, even where the recording
         // switched threads in between: traces are equal per thread (`same_per_thread`).
         let whole = split_threads(&whole);
@@ -311,7 +311,7 @@ fn long_chains_cross_batches() {
     })
     .unwrap();
     assert!(longest <= wpp_trace::file::binary::BATCH_EVENTS);
-    assert_eq!(r.restored_events(), u64::from(n) - 1);
+    assert_eq!(r.restored_events(), i64::from(n) - 1);
     let blocks: Vec<_> = (0..n).map(|b| Event::Block(BlockId(b))).collect();
     assert_eq!(events[1..events.len() - 1], blocks[..]);
     assert_eq!(events.last(), Some(&Event::Leave));
@@ -348,5 +348,51 @@ fn a_truncation_counts_the_restored_events() {
     assert!(
         r.restored_events() > 0 && events % 3 == 1,
         "each B 0 brings B 1 and B 2"
+    );
+}
+
+/// The mark of blocks recorded as paths reads back only where there are CFGs to decode them
+/// with and no implied-block table; any other is refused with its offset.
+#[test]
+fn paths_stand_for_blocks_only_with_cfgs_and_no_implied_table() {
+    let layout = wpp_trace::DbLayout::WithCfgs;
+    let mut db = ProgramDb::default();
+    db.intern("f0");
+    db.functions[0].cfg = Some(Box::new(wpp_trace::FunctionCfg {
+        successors: vec![vec![]],
+        exits: vec![0],
+        ..Default::default()
+    }));
+    db.paths_are_blocks = true;
+    let bytes = db.to_bytes().unwrap();
+    assert_eq!(&bytes[bytes.len() - 2..], b"B\x01");
+    let back = ProgramDb::from_bytes(&bytes, 0, layout).unwrap();
+    assert!(back.paths_are_blocks);
+    let at = bytes.len() as u64 - 2;
+    let refused = |db: &ProgramDb, bytes: &[u8], what: &str| {
+        let e = ProgramDb::from_bytes(bytes, 0, layout).unwrap_err();
+        assert!(e.message.contains(what), "{e}");
+        assert_eq!(e.offset, at, "{db:?}: {e}");
+    };
+    let mut later = bytes.clone();
+    *later.last_mut().unwrap() = 2;
+    refused(&db, &later, "paths-as-blocks version 2 is not 1");
+    let mut no_cfgs = db.clone();
+    no_cfgs.functions[0].cfg = None;
+    let mut bytes = no_cfgs.to_bytes().unwrap();
+    let at_no_cfgs = bytes.len() as u64 - 2;
+    let e = ProgramDb::from_bytes(&bytes, 0, layout).unwrap_err();
+    assert!(e.message.contains("no function has a CFG"), "{e}");
+    assert_eq!(e.offset, at_no_cfgs);
+    bytes.truncate(bytes.len() - 1);
+    assert!(ProgramDb::from_bytes(&bytes, 0, layout).is_err());
+    let mut both = db.clone();
+    both.functions[0].implied_next = vec![None];
+    both.functions[0].entry_implied = true;
+    let bytes = both.to_bytes().unwrap();
+    let e = ProgramDb::from_bytes(&bytes, 0, layout).unwrap_err();
+    assert!(
+        e.message.contains("implied-block table is present too"),
+        "{e}"
     );
 }

@@ -178,7 +178,7 @@ pub fn read_wpp(path: &Path, command: &str) -> anyhow::Result<WppFile> {
 pub fn open_trace(path: &Path, command: &str) -> anyhow::Result<TraceReader> {
     expect(path, &TRACES, command)?;
     let reader =
-        wpp_trace::file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        wpp_paths::trace::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(reader.allow_truncated(true))
 }
 

@@ -877,7 +877,7 @@ fn shared_libraries_record_their_accesses() {
     );
 
     // The block trace: balanced, and holding every module's functions.
-    let (db, events) = wpp_trace::file::read_events(p.path("lib.trace")).expect("block trace");
+    let (db, events) = wpp_paths::trace::read_events(p.path("lib.trace")).expect("block trace");
     let mut depth = 0i64;
     let mut entered = BTreeSet::new();
     for e in &events {

@@ -226,7 +226,7 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
         stdout.contains("2 dependences checked (2 fixed-cost, 0 predicted, 0 unexpected)"),
         "{stdout}"
     );
-    let (p, events) = wpp_trace::file::read_events(&out).unwrap();
+    let (p, events) = wpp_paths::trace::read_events(&out).unwrap();
     assert_eq!(p.functions[1].name, "__wpp_check");
     assert_eq!(events.len(), 6 + 2 * 5);
     let bad = write_trace("bad.trace", &[0, 0, 1]);
@@ -311,7 +311,7 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
         "{err}"
     );
     // The memory table names a function the program does not have.
-    let (mut program, events) = wpp_trace::file::read_events(&out).unwrap();
+    let (mut program, events) = wpp_paths::trace::read_events(&out).unwrap();
     let mut table: MemoryDb = postcard::from_bytes(&program.memory).unwrap();
     table.instructions[0].function = 7;
     program.memory = postcard::to_allocvec(&table).unwrap();

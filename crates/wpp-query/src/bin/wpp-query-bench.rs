@@ -141,7 +141,7 @@ fn parse_args() -> Result<Args, String> {
 /// The first `n` events of the first thread of a recorded trace.
 fn read_prefix(path: &PathBuf, n: u64) -> Result<(ProgramDb, Vec<Event>), String> {
     let err = |e: wpp_trace::TraceError| format!("cannot read {}: {e}", path.display());
-    let mut r = wpp_trace::file::open(path).map_err(err)?;
+    let mut r = wpp_paths::trace::open(path).map_err(err)?;
     let db = r.program().clone();
     let mut demux = ThreadDemux::new();
     let mut events = Vec::with_capacity(n.min(1 << 28) as usize);

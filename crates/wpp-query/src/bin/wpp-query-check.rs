@@ -120,7 +120,7 @@ fn oracle_answers(streams: &[Stream], q: &PathQuery, mode: Mode) -> Answers {
 /// The first `n` events of a trace, split into threads.
 fn read(path: &Path, n: u64) -> Result<(ProgramDb, Vec<Event>, Alphabet, Vec<Stream>), String> {
     let err = |e: wpp_trace::TraceError| format!("cannot read {}: {e}", path.display());
-    let mut r = wpp_trace::file::open(path).map_err(err)?;
+    let mut r = wpp_paths::trace::open(path).map_err(err)?;
     let db = r.program().clone();
     let mut all = Vec::new();
     while let Some(batch) = r.next_batch().map_err(err)? {

@@ -19,7 +19,10 @@
 //! A recording that elided the events of blocks its CFG implies carries them in its program
 //! database; the reader puts them back ([`restore`]) before anything else sees the events, and
 //! hands out the database without that table, so every consumer — converters, compressors,
-//! `verify`, queries — reads the trace as if nothing had been elided.
+//! `verify`, queries — reads the trace as if nothing had been elided. A recording of blocks as
+//! paths ([`ProgramDb::paths_are_blocks`]) is read the same way through the [`Restore`] that
+//! `wpp_paths::trace` installs, which decodes each path to its blocks; without it, reading
+//! stops with [`TraceError::PathsNotDecoded`] rather than hand out paths for blocks.
 //!
 //! Traces hold several threads' events interleaved; [`threads`] splits them into per-thread
 //! streams, which is what compressors and equality are defined on.
@@ -37,6 +40,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 pub use binary::{encode_event, TraceWriter};
+pub use restore::Restore;
 pub use text::TextWriter;
 
 /// Why a trace could not be read or written.
@@ -135,6 +139,17 @@ pub enum TraceError {
     /// A caller handed the writer something the format cannot hold.
     #[error("invalid chunk: {0}")]
     InvalidChunk(&'static str),
+    /// Recorded events that do not stand for any events (a `Path` id its function's CFG does
+    /// not have, in a trace of blocks recorded as paths).
+    #[error("{0}")]
+    Unrestorable(String),
+    /// A trace of blocks recorded as paths, read without the decoder that turns them back
+    /// into blocks (a reader built below `wpp-paths`).
+    #[error(
+        "this trace records its blocks as paths, and this reader cannot decode them (open it \
+         with `wpp_paths::trace::open`)"
+    )]
+    PathsNotDecoded,
 }
 
 impl TraceError {
@@ -159,7 +174,9 @@ impl TraceError {
             | TraceError::Parse { .. }
             | TraceError::Undeclared { .. }
             | TraceError::OutOfFunction { .. }
-            | TraceError::InvalidChunk(_) => None,
+            | TraceError::InvalidChunk(_)
+            | TraceError::Unrestorable(_)
+            | TraceError::PathsNotDecoded => None,
         }
     }
 
@@ -318,15 +335,15 @@ pub struct TraceReader {
     pending: Option<TraceError>,
     /// Per-function block bounds, where every function has a CFG.
     bounds: Option<bounds::BlockBounds>,
-    /// Puts back the events the recording elided, where it elided some (boxed: most traces
-    /// elide nothing, and readers are held in enums beside smaller inputs).
-    restorer: Option<Box<restore::Restorer>>,
+    /// Puts back the events the recording elided or wrote as paths, where it did (boxed:
+    /// most traces need neither, and readers are held in enums beside smaller inputs).
+    restorer: Option<Box<dyn Restore>>,
 }
 
 impl TraceReader {
     fn new(mut program: ProgramDb, format: Format, decoder: Decoder) -> Self {
         TraceReader {
-            restorer: restore::Restorer::take(&mut program).map(Box::new),
+            restorer: restore::Restorer::take(&mut program).map(|r| Box::new(r) as _),
             bounds: bounds::BlockBounds::of(&program),
             program,
             format,
@@ -392,14 +409,30 @@ impl TraceReader {
     /// counts the restored events too.
     pub fn truncation(&self) -> Option<Truncation> {
         self.truncation.map(|t| Truncation {
-            events: t.events + self.restored_events(),
+            events: t.events.saturating_add_signed(self.restored_events()),
             ..t
         })
     }
 
-    /// How many elided events were put back so far (0 for a recording that elided none).
-    pub fn restored_events(&self) -> u64 {
-        self.restorer.as_ref().map_or(0, |r| r.restored())
+    /// Events handed out so far minus events recorded (0 for a recording that elided
+    /// nothing and wrote no blocks as paths).
+    pub fn restored_events(&self) -> i64 {
+        self.restorer.as_ref().map_or(0, |r| r.added())
+    }
+
+    /// Whether the recording wrote its blocks as paths ([`ProgramDb::paths_are_blocks`]) and
+    /// they still need [`decoding_paths`](Self::decoding_paths).
+    pub fn paths_are_blocks(&self) -> bool {
+        self.program.paths_are_blocks
+    }
+
+    /// Reads a trace of blocks recorded as paths through `decoder`, which turns each `Path`
+    /// into its blocks (`wpp_paths::trace` builds it from [`program`](Self::program)). Call
+    /// before reading any event.
+    pub fn decoding_paths(mut self, decoder: Box<dyn Restore>) -> Self {
+        self.restorer = Some(decoder);
+        self.program.paths_are_blocks = false;
+        self
     }
 
     /// The next run of events (the rest of the current batch), or `None` at the end.
@@ -434,8 +467,8 @@ impl TraceReader {
         self.pos = 0;
         if let Some(r) = self.restorer.as_mut().filter(|r| r.pending()) {
             // Events decoded earlier come before a pending error or the end.
-            r.restore(&mut self.batch, binary::BATCH_EVENTS);
-            return self.deliver(Ok(true));
+            let restored = r.restore(&mut self.batch, binary::BATCH_EVENTS);
+            return self.deliver(restored.map(|()| true));
         }
         if let Some(e) = self.pending.take() {
             return Err(self.counting_restored(e));
@@ -443,11 +476,18 @@ impl TraceReader {
         if self.done {
             return Ok(false);
         }
+        if self.program.paths_are_blocks {
+            self.done = true;
+            return Err(TraceError::PathsNotDecoded);
+        }
         let decoded = match &mut self.restorer {
             Some(r) => {
                 let decoded = Self::decode(&mut self.decoder, r.recorded());
-                r.restore(&mut self.batch, binary::BATCH_EVENTS);
-                decoded
+                // An event that cannot be restored comes before the decoder's end or error.
+                match r.restore(&mut self.batch, binary::BATCH_EVENTS) {
+                    Ok(()) => decoded,
+                    Err(e) => Err(e),
+                }
             }
             None => Self::decode(&mut self.decoder, &mut self.batch),
         };
@@ -500,7 +540,7 @@ impl TraceReader {
         match e {
             TraceError::Truncated { offset, events } => TraceError::Truncated {
                 offset,
-                events: events + self.restored_events(),
+                events: events.saturating_add_signed(self.restored_events()),
             },
             e => e,
         }

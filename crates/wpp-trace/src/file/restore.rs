@@ -10,10 +10,30 @@
 //! of an output batch is continued in the next one, so memory stays bounded by the batch
 //! whatever the chains. Nothing is allocated per event.
 
+use super::TraceError;
 use crate::event::Event;
 use crate::ids::BlockId;
 use crate::program::ProgramDb;
 use rustc_hash::FxHashMap;
+
+/// What a [`TraceReader`](super::TraceReader) runs the recorded events through before handing
+/// them out: events a recording left out or wrote in a shorter form are put back, batch by
+/// batch, in bounded memory. The reader fills [`recorded`](Self::recorded), then calls
+/// [`restore`](Self::restore) until nothing is [`pending`](Self::pending).
+pub trait Restore: Send {
+    /// The buffer the next recorded events go to, emptied; called when nothing is pending.
+    fn recorded(&mut self) -> &mut Vec<Event>;
+    /// Whether events are waiting to be handed out.
+    fn pending(&self) -> bool;
+    /// Drops whatever is waiting (the reader stopped at an error).
+    fn stop(&mut self);
+    /// Events handed out so far minus events recorded, so a truncation's event count can be
+    /// given in the events readers see.
+    fn added(&self) -> i64;
+    /// Appends the waiting events in trace order to `out` until it holds `cap` events; an
+    /// error ends the trace after the events already appended.
+    fn restore(&mut self, out: &mut Vec<Event>, cap: usize) -> Result<(), TraceError>;
+}
 
 /// No implied block, in [`Restorer::implied`].
 const NONE: u32 = u32::MAX;
@@ -71,44 +91,30 @@ impl Restorer {
             restored: 0,
         })
     }
+}
 
-    /// The buffer the next recorded events go to, emptied; call when not [`pending`](Self::pending).
-    pub(crate) fn recorded(&mut self) -> &mut Vec<Event> {
+impl Restore for Restorer {
+    fn recorded(&mut self) -> &mut Vec<Event> {
         self.recorded.clear();
         self.next = 0;
         &mut self.recorded
     }
 
-    /// Whether events are waiting to be handed out.
-    pub(crate) fn pending(&self) -> bool {
+    fn pending(&self) -> bool {
         self.chain.is_some() || self.next < self.recorded.len()
     }
 
-    /// Drops whatever is waiting (the reader stopped at an error).
-    pub(crate) fn stop(&mut self) {
+    fn stop(&mut self) {
         self.chain = None;
         self.next = self.recorded.len();
     }
 
-    /// The events put back so far.
-    pub(crate) fn restored(&self) -> u64 {
-        self.restored
+    fn added(&self) -> i64 {
+        self.restored as i64
     }
 
-    /// The block implied by block `b` of the running function, if any.
-    #[inline]
-    fn implied_by(&self, b: u32) -> Option<u32> {
-        let at = self.current.start + b as usize;
-        if at < self.current.end && self.implied[at] != NONE {
-            Some(self.implied[at])
-        } else {
-            None
-        }
-    }
-
-    /// Appends the waiting events, recorded and restored in trace order, to `out` until it
-    /// holds `cap` events. Recorded events are copied in runs, up to one that starts a chain.
-    pub(crate) fn restore(&mut self, out: &mut Vec<Event>, cap: usize) {
+    /// Recorded events are copied in runs, up to one that starts a chain.
+    fn restore(&mut self, out: &mut Vec<Event>, cap: usize) -> Result<(), TraceError> {
         while out.len() < cap {
             if let Some(b) = self.chain {
                 out.push(Event::Block(BlockId(b)));
@@ -127,6 +133,20 @@ impl Restorer {
                 self.track(e);
             }
             out.extend_from_slice(&self.recorded[start..self.next]);
+        }
+        Ok(())
+    }
+}
+
+impl Restorer {
+    /// The block implied by block `b` of the running function, if any.
+    #[inline]
+    fn implied_by(&self, b: u32) -> Option<u32> {
+        let at = self.current.start + b as usize;
+        if at < self.current.end && self.implied[at] != NONE {
+            Some(self.implied[at])
+        } else {
+            None
         }
     }
 
@@ -196,7 +216,7 @@ mod tests {
         let mut all = Vec::new();
         while r.pending() {
             let mut out = Vec::new();
-            r.restore(&mut out, cap);
+            r.restore(&mut out, cap).unwrap();
             assert!(!out.is_empty() && out.len() <= cap);
             all.extend(out);
         }
@@ -253,7 +273,7 @@ mod tests {
             assert_eq!(restore_all(&mut r2, &recorded, cap), want, "cap {cap}");
         }
         assert_eq!(restore_all(&mut r, &recorded, 4096), want);
-        assert_eq!(r.restored(), 4);
+        assert_eq!(r.added(), 4);
     }
 
     #[test]

@@ -141,6 +141,8 @@ enum Input {
 
 /// Where an eWPP's events come from: streamed, never materialized (an eCF holds some ten
 /// events per executed load).
+// One per command, and always boxed whole (`Input::Ecf`): the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Ecf {
     Trace(wpp_trace::TraceReader),
     Wpp(wpp_grammar::file::WppFile),
@@ -171,7 +173,7 @@ fn input(file: &Path) -> anyhow::Result<Input> {
             (wpp.program.clone(), Ecf::Wpp(wpp))
         }
         Kind::Trace | Kind::TextTrace => {
-            let r = wpp_trace::file::open(file).with_context(|| format!("cannot read {shown}"))?;
+            let r = wpp_paths::trace::open(file).with_context(|| format!("cannot read {shown}"))?;
             (r.program().clone(), Ecf::Trace(r))
         }
         _ => anyhow::bail!(

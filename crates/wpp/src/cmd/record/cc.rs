@@ -7,8 +7,9 @@
 //! wins): `--wpp-mode` / `WPP_MODE`, `--wpp-interesting` / `WPP_INTERESTING`,
 //! `--wpp-exercised` / `WPP_EXERCISED` (mode `ewpp`: the `wpp deps filter -o` report),
 //! `--wpp-counters` / `WPP_COUNTERS`, `--wpp-keep` / `WPP_KEEP`, `--wpp-verbose` /
-//! `WPP_VERBOSE`, `--wpp-no-elide` / `WPP_ELIDE=0` (`trace-blocks`: record every block's event
-//! instead of leaving out those the CFG implies, which readers restore). The older form `wpp cc --mode M [--interesting P] … -- CLANG ARGS` still
+//! `WPP_VERBOSE`, `--wpp-no-elide` / `WPP_ELIDE=0` (`trace-blocks`: a probe per block, each
+//! block's event recorded as it runs, instead of one event per path that readers decode to
+//! blocks). The older form `wpp cc --mode M [--interesting P] … -- CLANG ARGS` still
 //! works. A symlink to `wpp` named `wpp-cc` (or `wpp-c++`) behaves as `wpp cc` (`wpp c++`):
 //! `ln -s "$(command -v wpp)" /usr/local/bin/wpp-cc`.
 

@@ -77,8 +77,8 @@ pub struct Args {
     /// Print the instrumentation report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// `trace-blocks`: record every block's event instead of leaving out those the CFG
-    /// implies (which every reader restores).
+    /// `trace-blocks`: a probe per block, each block's event recorded as it runs, instead of
+    /// one event per path that every reader decodes to blocks.
     #[arg(long)]
     pub no_elide: bool,
 }
