@@ -8,7 +8,8 @@
 #
 #   WORKLOAD...   any of lua sqlite bzip2 zlib (default: all four)
 #   --size S      full (default; about 1 s natively per workload) or small
-#   --modes "M"   default "bl ppp paths-raw paths-wpp blocks-raw"; also blocks-wpp.
+#   --modes "M"   default "bl ppp paths-raw paths-wpp blocks-raw"; also blocks-wpp, probes-raw and
+#                 probes-wpp (trace-blocks with a probe per block, `--no-elide`).
 #                 ppp's interesting set is the bl run's profile, so bl is run whenever ppp is.
 #   --reps N      runs per build (default 3 for full, 1 for small); the best time counts, and
 #                 every repetition must print the same output

@@ -323,13 +323,13 @@ pub fn decoding(reader: TraceReader) -> Result<TraceReader, TraceError> {
 }
 
 /// A [`BlockStream`] as a trace reader's [`Restore`]: each recorded `Path` is handed out as
-/// its blocks, in bounded batches (a path longer than what is left of one continues in the
+/// its blocks, in bounded batches (the blocks of a path past the end of one wait for the
 /// next).
 struct PathRestorer {
     stream: BlockStream,
     recorded: Vec<Event>,
     next: usize,
-    /// The blocks of the latest path, handed out from `blocks[at]` on.
+    /// Blocks of a path that did not fit the last batch, handed out from `blocks[at]` on.
     blocks: Vec<Event>,
     at: usize,
     added: i64,
@@ -380,20 +380,16 @@ impl Restore for PathRestorer {
                 break;
             };
             self.next += 1;
-            let pushed = match e {
-                Event::Path(_) => {
-                    self.blocks.clear();
-                    self.at = 0;
-                    let blocks = &mut self.blocks;
-                    let pushed = self.stream.push(e, |b| blocks.push(b));
-                    self.added += self.blocks.len() as i64 - 1;
-                    pushed
-                }
-                _ => self.stream.push(e, |x| out.push(x)),
-            };
-            if let Err(d) = pushed {
+            let before = out.len();
+            if let Err(d) = self.stream.push(e, |x| out.push(x)) {
                 self.stop();
                 return Err(TraceError::Unrestorable(d.to_string()));
+            }
+            self.added += (out.len() - before) as i64 - 1;
+            if out.len() > cap {
+                self.blocks.clear();
+                self.blocks.extend(out.drain(cap..));
+                self.at = 0;
             }
         }
         Ok(())

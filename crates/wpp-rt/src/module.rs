@@ -549,6 +549,29 @@ mod tests {
         assert_eq!(ms.merged().functions.len(), 1, "nothing registered");
     }
 
+    /// Blocks recorded as paths and block by block do not mix in one trace: the second build
+    /// is refused with the option that would make it match; alike builds keep the mark.
+    #[test]
+    fn blocks_as_paths_and_a_probe_per_block_are_refused_together() {
+        let mut ms = Modules::new();
+        let mut as_paths = program(Mode::TraceBlocks, &["main"]);
+        as_paths.program.paths_are_blocks = true;
+        ms.register("prog", &[0], as_paths.clone(), None).unwrap();
+        let e = ms
+            .register("libq.so", &[1], program(Mode::TraceBlocks, &["f"]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("rebuild it with --wpp-mode=trace-blocks"),
+            "{e}"
+        );
+        assert!(e.contains("mode trace-blocks --wpp-no-elide"), "{e}");
+        as_paths.program.functions[0].name = "g".into();
+        ms.register("libr.so", &[2], as_paths, None).unwrap();
+        assert!(ms.merged().paths_are_blocks);
+        assert_eq!(ms.merged().functions.len(), 2);
+    }
+
     #[test]
     fn block_files_are_shifted_to_the_merged_file_table() {
         let mut ms = Modules::new();

@@ -132,29 +132,34 @@ fn from_wpp(path: &Path) -> anyhow::Result<Vec<Row>> {
 fn from_trace(path: &Path) -> anyhow::Result<Vec<Row>> {
     let mut reader = input::open_trace(path, "functions")?;
     let mut out = rows(reader.program());
-    let mut stacks: std::collections::HashMap<u32, Vec<u32>> = Default::default();
-    let mut thread = 0u32;
+    // The running thread's stack; the others' are parked until their thread runs again.
+    let mut parked: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    let (mut thread, mut stack) = (0u32, Vec::new());
     while let Some(batch) = reader
         .next_batch()
         .with_context(|| format!("cannot read {}", path.display()))?
     {
         for &e in batch {
-            let stack = stacks.entry(thread).or_default();
             let f = match e {
                 Event::Thread(t) => {
-                    thread = t.0;
+                    if t.0 != thread {
+                        let next = parked.remove(&t.0).unwrap_or_default();
+                        parked.insert(thread, std::mem::replace(&mut stack, next));
+                        thread = t.0;
+                    }
                     continue;
                 }
-                Event::Enter(f) => Some(f.0),
+                Event::Enter(f) => {
+                    stack.push(f.0);
+                    Some(f.0)
+                }
+                Event::Leave => {
+                    let top = stack.last().copied();
+                    stack.pop();
+                    top
+                }
                 _ => stack.last().copied(),
             };
-            match e {
-                Event::Enter(f) => stack.push(f.0),
-                Event::Leave => {
-                    stack.pop();
-                }
-                _ => {}
-            }
             add(&mut out, e, f, 1);
         }
     }

@@ -46,6 +46,7 @@ const LEGACY: &[(&str, bool)] = &[
     ("--keep", true),
     ("--cxx", false),
     ("--verbose", false),
+    ("--no-elide", false),
 ];
 
 /// Splits a `wpp cc` command line into wpp's options and clang's arguments.
@@ -246,6 +247,9 @@ mod tests {
         assert!(o.no_elide);
         assert_eq!(c, s(&["x.c"]));
         assert!(!split_args(&s(&["x.c"])).unwrap().0.no_elide);
+        let (o, c) =
+            split_args(&s(&["--mode", "trace-blocks", "--no-elide", "--", "x.c"])).unwrap();
+        assert!(o.no_elide && c == ["x.c"]);
     }
 
     #[test]
