@@ -587,7 +587,7 @@ impl WppFile {
         Ok(if version >= 3 {
             let mut stream = Vec::new();
             let db = self.program.to_bytes().map_err(serialize)?;
-            rules::put_stream(&mut stream, &db, level);
+            rules::put_stream(&mut stream, &db, level, 1);
             stream
         } else {
             postcard::to_allocvec(&self.program).map_err(serialize)?

@@ -88,13 +88,13 @@ fn put_streams(
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
         if level < SMALLEST_LEVEL {
-            put_stream(&mut out, raw, level);
+            put_stream(&mut out, raw, level, threads);
         } else if std::ptr::eq(raw, &raws[3]) {
-            put_refs(&mut out, raws, rules, classes, level);
+            put_refs(&mut out, raws, rules, classes, (level, threads));
         } else if std::ptr::eq(raw, &raws[1]) {
-            put_smallest(&mut out, raw, model::encode_kinds(raw), level);
+            put_smallest(&mut out, raw, model::encode_kinds(raw), (level, threads));
         } else {
-            put_stream(&mut out, raw, level);
+            put_stream(&mut out, raw, level, threads);
         }
         out
     };
@@ -139,10 +139,38 @@ pub fn modeled_refs(g: &Grammar, alphabet: &wpp_trace::Alphabet) -> Option<Vec<u
     model_refs(&raw_streams(g), g.num_rules(), &model::classes(alphabet))
 }
 
-/// Appends `raw` as a stream, zstd-compressed at `level` unless that does not make it smaller.
-pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
+/// Streams longer than two of these are compressed in jobs of this many bytes, each on a
+/// thread of its own (zstd's multithreading): the serial tail of a parallel `wpp compress`, a
+/// level-19 stream of megabytes, splits across the cores. The bytes do not depend on the
+/// number of threads. Each job also matches into the [`OVERLAP_LOG`] part of the window
+/// before it.
+const JOB_BYTES: usize = 1 << 20;
+
+/// zstd's `overlapLog`: a job indexes 1/2^(9 − 6) of the window before it (1 MiB of level 19's
+/// 8 MiB). Level 19's own choice, the whole window, made every 1 MiB job index 8 MiB first,
+/// and two threads no faster than one; with this, `wpp compress --threads 2` is 1.06–1.32×
+/// faster on high-entropy traces and the files within ±0.25 % (BENCHMARKS.md).
+const OVERLAP_LOG: u32 = 6;
+
+/// `raw` zstd-compressed at `level`, in [`JOB_BYTES`] jobs on up to `workers` threads when it
+/// is long.
+fn zstd_compress(raw: &[u8], level: i32, workers: usize) -> std::io::Result<Vec<u8>> {
+    use zstd::zstd_safe::CParameter;
+    if raw.len() <= 2 * JOB_BYTES {
+        return zstd::bulk::compress(raw, level);
+    }
+    let mut c = zstd::bulk::Compressor::new(level)?;
+    c.set_parameter(CParameter::NbWorkers(workers.max(1) as u32))?;
+    c.set_parameter(CParameter::JobSize(JOB_BYTES as u32))?;
+    c.set_parameter(CParameter::OverlapSizeLog(OVERLAP_LOG))?;
+    c.compress(raw)
+}
+
+/// Appends `raw` as a stream, zstd-compressed at `level` (on up to `workers` threads) unless
+/// that does not make it smaller.
+pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
     if raw.len() > 32 {
-        if let Ok(z) = zstd::bulk::compress(raw, level) {
+        if let Ok(z) = zstd_compress(raw, level, workers) {
             if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() {
                 out.push(ZSTD);
                 write_varint(out, raw.len() as u64);
@@ -159,15 +187,21 @@ pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32) {
 
 /// Appends `REFS` (`raws[3]`) as [`put_stream`] does or [`MODEL`]-coded, whichever is
 /// smaller.
-fn put_refs(out: &mut Vec<u8>, raws: &[Vec<u8>; 4], rules: usize, classes: &[u64], level: i32) {
-    put_smallest(out, &raws[3], model_refs(raws, rules, classes), level);
+fn put_refs(
+    out: &mut Vec<u8>,
+    raws: &[Vec<u8>; 4],
+    rules: usize,
+    classes: &[u64],
+    zstd: (i32, usize),
+) {
+    put_smallest(out, &raws[3], model_refs(raws, rules, classes), zstd);
 }
 
 /// Appends `raw` as [`put_stream`] does or as `coded`, its [`MODEL`] coding, whichever is
 /// smaller (and `coded` only within [`MAX_RATIO`]).
-fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, level: i32) {
+fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, zstd: (i32, usize)) {
     let mut plain = Vec::new();
-    put_stream(&mut plain, raw, level);
+    put_stream(&mut plain, raw, zstd.0, zstd.1);
     if let Some(coded) = coded {
         let mut modeled = vec![MODEL];
         write_varint(&mut modeled, raw.len() as u64);
@@ -880,6 +914,30 @@ mod tests {
     use super::*;
     use crate::algorithm::{compress, Algorithm};
     use proptest::prelude::*;
+
+    /// A stream long enough to be compressed in jobs reads back, and its bytes do not depend
+    /// on the number of threads.
+    #[test]
+    fn long_streams_are_the_same_bytes_on_any_number_of_threads() {
+        let mut x = 1u64;
+        let raw: Vec<u8> = (0..5 * JOB_BYTES)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 60) as u8 ^ (i / 4096) as u8
+            })
+            .collect();
+        let one = zstd_compress(&raw, 3, 1).unwrap();
+        assert_eq!(zstd::bulk::decompress(&one, raw.len()).unwrap(), raw);
+        for workers in [2, 3] {
+            assert_eq!(
+                zstd_compress(&raw, 3, workers).unwrap(),
+                one,
+                "{workers} workers"
+            );
+        }
+    }
 
     /// `REFS` of `g` through the model and back.
     fn refs_round_trip(g: &Grammar, classes: &[u64]) {
