@@ -683,9 +683,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             line,
             block_lines,
             block_files,
-            cfg: None,
-            implied_next: Vec::new(),
-            entry_implied: false,
+            ..Function::default()
         });
         report.blocks += sites.blocks.len();
         if path_probes || matches!(opts.mode, Mode::Bl | Mode::Ppp) {

@@ -196,15 +196,15 @@ impl PathDecoder {
     }
 
     fn decode(&mut self, f: FunctionId, p: PathId, event: u64) -> Result<(u32, u32), DecodeError> {
-        let Some((name, Some(record))) = self.records.get(f.index()) else {
-            return Err(DecodeError::NoCfg {
-                event,
-                function: self
-                    .records
-                    .get(f.index())
-                    .map_or_else(|| format!("#{}", f.0), |r| r.0.clone()),
-                path: p.0,
-            });
+        let (name, record) = match self.records.get(f.index()) {
+            Some((name, Some(record))) => (name, record),
+            named => {
+                return Err(DecodeError::NoCfg {
+                    event,
+                    function: named.map_or_else(|| format!("#{}", f.0), |(n, _)| n.clone()),
+                    path: p.0,
+                })
+            }
         };
         if self.functions.len() <= f.index() {
             self.functions.resize_with(f.index() + 1, || None);
@@ -485,8 +485,8 @@ mod tests {
         }
     }
 
-    /// A random trace of `cfgs`' functions on up to three threads: frames entered and left,
-    /// and in the open frame a path id below its function's count (`ids`).
+    /// A random trace on up to three threads of functions with `counts[f]` paths each: frames
+    /// entered and left, and in the open frame a path id below its function's count.
     fn random_path_trace(rng: &mut Rng, counts: &[u64], len: usize) -> Vec<Event> {
         let mut stacks = [Vec::new(), Vec::new(), Vec::new()];
         let mut thread = 0;

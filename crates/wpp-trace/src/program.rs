@@ -50,8 +50,8 @@
 //! ## Implied-block table
 //!
 //! A block trace recorded with elision (`wpp cc`'s default in `trace-blocks` before blocks
-//! were recorded as paths, below) leaves out the events of blocks the CFG implies: block `b` is not recorded when every predecessor `p` of
-//! `b` has `b` as its only successor and nothing between `p`'s event and the end of `p` can
+//! were recorded as paths, below) leaves out the events of blocks the CFG implies: block `b`
+//! is not recorded when every predecessor `p` of `b` has `b` as its only successor and nothing between `p`'s event and the end of `p` can
 //! emit events or leave `p` another way (no call). Such a database names, per block `p`, the
 //! block `implied_next[p]` whose event follows `p`'s ([`Function::implied_next`]); readers put
 //! the events back (`file::TraceReader`), so no consumer ever sees an elided trace. The table

@@ -90,9 +90,9 @@ fn put_streams(
         if level < SMALLEST_LEVEL {
             put_stream(&mut out, raw, level, threads);
         } else if std::ptr::eq(raw, &raws[3]) {
-            put_refs(&mut out, raws, rules, classes, (level, threads));
+            put_refs(&mut out, raws, rules, classes, level, threads);
         } else if std::ptr::eq(raw, &raws[1]) {
-            put_smallest(&mut out, raw, model::encode_kinds(raw), (level, threads));
+            put_smallest(&mut out, raw, model::encode_kinds(raw), level, threads);
         } else {
             put_stream(&mut out, raw, level, threads);
         }
@@ -192,16 +192,23 @@ fn put_refs(
     raws: &[Vec<u8>; 4],
     rules: usize,
     classes: &[u64],
-    zstd: (i32, usize),
+    level: i32,
+    workers: usize,
 ) {
-    put_smallest(out, &raws[3], model_refs(raws, rules, classes), zstd);
+    put_smallest(
+        out,
+        &raws[3],
+        model_refs(raws, rules, classes),
+        level,
+        workers,
+    );
 }
 
 /// Appends `raw` as [`put_stream`] does or as `coded`, its [`MODEL`] coding, whichever is
 /// smaller (and `coded` only within [`MAX_RATIO`]).
-fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, zstd: (i32, usize)) {
+fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, level: i32, workers: usize) {
     let mut plain = Vec::new();
-    put_stream(&mut plain, raw, zstd.0, zstd.1);
+    put_stream(&mut plain, raw, level, workers);
     if let Some(coded) = coded {
         let mut modeled = vec![MODEL];
         write_varint(&mut modeled, raw.len() as u64);
