@@ -13,9 +13,11 @@ use wpp_trace::file::{
 use wpp_trace::{BlockId, Event, FunctionId, PathId, ProgramDb, ThreadId};
 
 fn arb_event() -> impl Strategy<Value = Event> {
-    let id32 = prop_oneof![0u32..16, any::<u32>(), Just(u32::MAX)];
+    // Ids of one, two and three varint bytes (the reader decodes those inline), and any.
+    let id32 = prop_oneof![0u32..16, 1u32 << 9..1 << 18, any::<u32>(), Just(u32::MAX)];
     let id64 = prop_oneof![
         0u64..16,
+        1u64 << 9..1 << 18,
         any::<u64>(),
         (1u64 << 61) - 2..(1u64 << 61) + 2,
         Just(u64::MAX)
@@ -91,6 +93,19 @@ fn read_until_error(reader: TraceReader) -> (Vec<Event>, Option<TraceError>) {
         }
     }
     (got, None)
+}
+
+/// The same through [`TraceReader::read_ahead`], batch by batch.
+fn read_ahead_until_error(reader: TraceReader) -> (Vec<Event>, Option<TraceError>) {
+    let mut ahead = reader.read_ahead();
+    let mut got = Vec::new();
+    loop {
+        match ahead.next_batch() {
+            Ok(Some(run)) => got.extend_from_slice(run),
+            Ok(None) => return (got, None),
+            Err(e) => return (got, Some(e)),
+        }
+    }
 }
 
 /// `events` with every id brought inside what `db` declares (readers refuse the rest): ids
@@ -204,12 +219,19 @@ proptest! {
             Err(e) => (Vec::new(), Some(e)),
         };
         let whole = read(bytes.clone());
-        let stream = match TraceReader::from_reader(Cursor::new(bytes)) {
+        let stream = match TraceReader::from_reader(Cursor::new(bytes.clone())) {
             Ok(r) => read_until_error(r),
             Err(e) => (Vec::new(), Some(e)),
         };
+        let ahead = match TraceReader::from_bytes(bytes.clone()) {
+            Ok(r) => read_ahead_until_error(r),
+            Err(e) => (Vec::new(), Some(e)),
+        };
         prop_assert_eq!(&whole.0, &stream.0);
-        prop_assert_eq!(whole.1.map(|e| e.to_string()), stream.1.map(|e| e.to_string()));
+        prop_assert_eq!(&whole.0, &ahead.0);
+        let shown = |e: &Option<TraceError>| e.as_ref().map(|e| e.to_string());
+        prop_assert_eq!(shown(&whole.1), shown(&stream.1));
+        prop_assert_eq!(shown(&whole.1), shown(&ahead.1));
         let _ = read(garbage);
     }
 }
@@ -286,7 +308,7 @@ fn truncation_at_every_byte(events: &[Event], bytes: &[u8], ends: &[(u64, usize)
             other => panic!("cut {cut}: expected a truncation, got {other:?}"),
         }
         // A stream reader agrees, and `allow_truncated` turns the error into an ordinary end.
-        let mut stream = TraceReader::from_reader(Cursor::new(prefix))
+        let mut stream = TraceReader::from_reader(Cursor::new(prefix.clone()))
             .unwrap()
             .allow_truncated(true);
         let mut stream_events = Vec::new();
@@ -295,9 +317,47 @@ fn truncation_at_every_byte(events: &[Event], bytes: &[u8], ends: &[(u64, usize)
             .unwrap();
         assert_eq!(stream_events, events[..valid_events], "cut {cut}");
         assert_eq!(stream.truncation().map(|t| t.offset), Some(valid_end));
+        // So does one decoding on a thread of its own.
+        let mut ahead = TraceReader::from_reader(Cursor::new(prefix))
+            .unwrap()
+            .allow_truncated(true)
+            .read_ahead();
+        let mut ahead_events = Vec::new();
+        while let Some(run) = ahead.next_batch().unwrap() {
+            ahead_events.extend_from_slice(run);
+        }
+        assert_eq!(ahead_events, events[..valid_events], "cut {cut}");
+        assert_eq!(ahead.truncation(), stream.truncation(), "cut {cut}");
     }
     let (got, err) = read_until_error(TraceReader::from_bytes(bytes.to_vec()).unwrap());
     assert_eq!((got, err.map(|e| e.to_string())), (events.to_vec(), None));
+}
+
+/// Reading ahead on another thread hands out the events of a trace of many batches, plain and
+/// compressed, in order, and the error after the last whole chunk of a damaged one.
+#[test]
+fn reading_ahead_gives_the_same_events_and_errors() {
+    let events = repeated_events(50, 4000);
+    for level in [0, 1] {
+        let (bytes, _) = chunks_at_level(&events, 4096, level);
+        let (got, err) = read_ahead_until_error(TraceReader::from_bytes(bytes.clone()).unwrap());
+        assert_eq!(
+            (got.len(), err.map(|e| e.to_string())),
+            (events.len(), None)
+        );
+        assert_eq!(got, events);
+        let mut bad = bytes.clone();
+        let middle = bad.len() / 2;
+        bad[middle] ^= 0x40;
+        let plain = read_until_error(TraceReader::from_bytes(bad.clone()).unwrap());
+        let ahead = read_ahead_until_error(TraceReader::from_bytes(bad).unwrap());
+        assert!(plain.1.is_some());
+        assert_eq!(ahead.0, plain.0);
+        assert_eq!(
+            ahead.1.map(|e| e.to_string()),
+            plain.1.map(|e| e.to_string())
+        );
+    }
 }
 
 #[test]

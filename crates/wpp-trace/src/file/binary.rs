@@ -1080,7 +1080,7 @@ impl BinaryDecoder {
 /// Decodes `n` events starting at `pos` in `payload` (whose byte 0 is at file offset `base`),
 /// appending them to `out`. Returns the position after the last event.
 ///
-/// The loop is the reader's hot path: one- and two-byte varints and the five plain tags with
+/// The loop is the reader's hot path: varints of up to three bytes and the five plain tags with
 /// ids inside `limits` are decoded inline; longer varints, escaped paths, ids to check and
 /// every error go through [`decode_cold`].
 #[inline]
@@ -1100,10 +1100,15 @@ fn decode_batch(
                 pos += 1;
                 u64::from(b0)
             }
-            Some(&b0) => match payload.get(pos + 1) {
-                Some(&b1) if b1 < 0x80 => {
+            Some(&b0) => match (payload.get(pos + 1), payload.get(pos + 2)) {
+                (Some(&b1), _) if b1 < 0x80 => {
                     pos += 2;
                     u64::from(b0 & 0x7f) | u64::from(b1) << 7
+                }
+                // Three bytes: an eCF's check sites and the larger path ids.
+                (Some(&b1), Some(&b2)) if b2 < 0x80 => {
+                    pos += 3;
+                    u64::from(b0 & 0x7f) | u64::from(b1 & 0x7f) << 7 | u64::from(b2) << 14
                 }
                 // All ones: tag 7 sends the event to the careful path.
                 _ => u64::MAX,

@@ -27,6 +27,7 @@
 //! Traces hold several threads' events interleaved; [`threads`] splits them into per-thread
 //! streams, which is what compressors and equality are defined on.
 
+mod ahead;
 pub mod binary;
 mod bounds;
 mod restore;
@@ -39,6 +40,7 @@ use crate::wire::WireError;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
+pub use ahead::ReadAhead;
 pub use binary::{encode_event, TraceWriter};
 pub use restore::Restore;
 pub use text::TextWriter;

@@ -193,31 +193,21 @@ fn input(file: &Path) -> anyhow::Result<Input> {
 
 /// The events of a trace, one by one; a read error ends them and is kept for the caller.
 struct TraceEvents {
-    reader: wpp_trace::TraceReader,
-    batch: Vec<Event>,
-    next: usize,
+    reader: wpp_trace::file::ReadAhead,
     error: Option<wpp_trace::TraceError>,
 }
 
 impl Iterator for TraceEvents {
     type Item = Event;
+    #[inline]
     fn next(&mut self) -> Option<Event> {
-        while self.next == self.batch.len() {
-            match self.reader.next_batch() {
-                Ok(Some(b)) => {
-                    self.batch.clear();
-                    self.batch.extend_from_slice(b);
-                    self.next = 0;
-                }
-                Ok(None) => return None,
-                Err(e) => {
-                    self.error = Some(e);
-                    return None;
-                }
+        match self.reader.next()? {
+            Ok(e) => Some(e),
+            Err(e) => {
+                self.error = Some(e);
+                None
             }
         }
-        self.next += 1;
-        Some(self.batch[self.next - 1])
     }
 }
 
@@ -234,9 +224,8 @@ fn ecf_recover(
     match *source {
         Ecf::Trace(reader) => {
             let mut events = TraceEvents {
-                reader: reader.allow_truncated(true),
-                batch: Vec::new(),
-                next: 0,
+                // Decoding on the other core: it is half of the recovery's work.
+                reader: reader.allow_truncated(true).read_ahead(),
                 error: None,
             };
             let stream = events.by_ref().inspect(|&e| inspect(e));

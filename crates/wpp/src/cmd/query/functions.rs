@@ -130,7 +130,8 @@ fn from_wpp(path: &Path) -> anyhow::Result<Vec<Row>> {
 
 /// Counts of a trace, streaming it with one call stack per thread.
 fn from_trace(path: &Path) -> anyhow::Result<Vec<Row>> {
-    let mut reader = input::open_trace(path, "functions")?;
+    // Decoding (paths into blocks, in the default recording) on the other core.
+    let mut reader = input::open_trace(path, "functions")?.read_ahead();
     let mut out = rows(reader.program());
     // The running thread's stack; the others' are parked until their thread runs again.
     let mut parked: std::collections::HashMap<u32, Vec<u32>> = Default::default();
