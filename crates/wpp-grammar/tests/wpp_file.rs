@@ -988,10 +988,61 @@ fn high_entropy_streams_are_context_coded_and_read_back() {
     check(&back.grammar).unwrap();
     // The rewriting helpers change nothing when given the same payload.
     assert_eq!(with_rule_payload(&bytes, payload), bytes);
-    // Only asked for: the default level keeps every stream fast to read.
+    // Only asked for: the default level keeps every stream fast to read (`KINDS` packed).
     let bytes = file.to_bytes().unwrap();
     let payload = &bytes[rule_payload_range(&bytes)];
-    assert!(rule_streams(payload).iter().all(|s| s.0 < 2));
+    let codecs: Vec<u8> = rule_streams(payload).iter().map(|s| s.0).collect();
+    assert_eq!(codecs, [1, 3, 1, 1]);
+}
+
+// ---- codec 3: `KINDS` packed four to a byte ----
+
+/// A codec 3 `KINDS` stream of `raw` kinds whose packed bytes are `packed`.
+fn packed_kinds(raw: u64, packed: &[u8]) -> Vec<u8> {
+    let frame = zstd::bulk::compress(packed, 3).unwrap();
+    let mut out = vec![3];
+    write_varint(&mut out, raw);
+    write_varint(&mut out, frame.len() as u64);
+    out.extend_from_slice(&frame);
+    out
+}
+
+#[test]
+fn codec_3_kinds_read_back_and_are_checked_before_allocating() {
+    let streams = |kinds: Vec<u8>| {
+        let refs = stored(&[]);
+        [stored(&[2]), kinds, stored(&varints(&[0, 1])), refs]
+    };
+    // Two terminals: kind 1 in bits 0-1 and 2-3.
+    let file = crafted_v2(&rule_v2(1, 2, streams(packed_kinds(2, &[0b0101]))), 0);
+    assert_eq!(
+        expand_all(&WppFile::from_bytes(&file).unwrap()),
+        vec![vec![0, 1]]
+    );
+    for (kinds, what) in [
+        (packed_kinds(1 << 40, &[0b0101]), "declares"),
+        (
+            packed_kinds(2, &[0b01_0101]),
+            "bits set after the last packed kind",
+        ),
+        (packed_kinds(2, &[0b0101, 0]), "zstd"),
+        (
+            packed_kinds(2, &[]),
+            "unpacks to 0 bytes, not the 1 of 2 packed kinds",
+        ),
+        (packed_kinds(1, &[0b01]), "has 1 bytes for 2 symbols"),
+    ] {
+        let e = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, streams(kinds)), 0)).unwrap_err();
+        assert_eq!(stream_error(&e).map(|s| s.0), Some("KINDS"), "{what}: {e}");
+        assert!(e.to_string().contains(what), "{what}: {e}");
+    }
+    // Codec 3 is for `KINDS` only.
+    for i in [0, 2, 3] {
+        let mut s = streams(stored(&[TERM, TERM]));
+        s[i] = packed_kinds(2, &[0b0101]);
+        let e = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, s), 0)).unwrap_err();
+        assert!(e.to_string().contains("unknown codec 3"), "{e}");
+    }
 }
 
 /// A stream of a `RULE` payload: its codec and where its stored bytes are.

@@ -18,6 +18,10 @@ const ZSTD: u8 = 1;
 /// `REFS` only: the rule ids coded by [`model`]'s context-mixing coder, with the other three
 /// streams as context.
 const MODEL: u8 = 2;
+/// `KINDS` only: the kinds packed four to a byte (two bits each, the first in the low bits),
+/// then one zstd frame. A quarter of the bytes for zstd to search: at level 19, 3.5–5× faster
+/// than the byte per kind, and 7–12 % smaller (BENCHMARKS.md).
+const PACKED: u8 = 3;
 /// The level at which the writer also tries [`MODEL`]: zstd's highest, asked for explicitly
 /// (`wpp compress --smallest`), because a [`MODEL`] stream is some hundred times slower to
 /// read than zstd (seconds per MB of rules) and every query of the file reads it.
@@ -87,12 +91,15 @@ fn put_streams(
 ) -> Vec<Vec<u8>> {
     let put = |raw: &Vec<u8>| {
         let mut out = Vec::new();
-        if level < SMALLEST_LEVEL {
+        let smallest = level >= SMALLEST_LEVEL;
+        if std::ptr::eq(raw, &raws[1]) {
+            put_kinds(&mut out, raw, level, threads);
+            if smallest {
+                out = smallest_of(out, raw.len(), model::encode_kinds(raw));
+            }
+        } else if smallest && std::ptr::eq(raw, &raws[3]) {
             put_stream(&mut out, raw, level, threads);
-        } else if std::ptr::eq(raw, &raws[3]) {
-            put_refs(&mut out, raws, rules, classes, level, threads);
-        } else if std::ptr::eq(raw, &raws[1]) {
-            put_smallest(&mut out, raw, model::encode_kinds(raw), level, threads);
+            out = smallest_of(out, raw.len(), model_refs(raws, rules, classes));
         } else {
             put_stream(&mut out, raw, level, threads);
         }
@@ -185,41 +192,39 @@ pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usi
     out.extend_from_slice(raw);
 }
 
-/// Appends `REFS` (`raws[3]`) as [`put_stream`] does or [`MODEL`]-coded, whichever is
-/// smaller.
-fn put_refs(
-    out: &mut Vec<u8>,
-    raws: &[Vec<u8>; 4],
-    rules: usize,
-    classes: &[u64],
-    level: i32,
-    workers: usize,
-) {
-    put_smallest(
-        out,
-        &raws[3],
-        model_refs(raws, rules, classes),
-        level,
-        workers,
-    );
-}
-
-/// Appends `raw` as [`put_stream`] does or as `coded`, its [`MODEL`] coding, whichever is
-/// smaller (and `coded` only within [`MAX_RATIO`]).
-fn put_smallest(out: &mut Vec<u8>, raw: &[u8], coded: Option<Vec<u8>>, level: i32, workers: usize) {
-    let mut plain = Vec::new();
-    put_stream(&mut plain, raw, level, workers);
-    if let Some(coded) = coded {
-        let mut modeled = vec![MODEL];
-        write_varint(&mut modeled, raw.len() as u64);
-        write_varint(&mut modeled, coded.len() as u64);
-        modeled.extend_from_slice(&coded);
-        if modeled.len() < plain.len() && raw.len() <= MAX_RATIO * coded.len() {
-            out.extend_from_slice(&modeled);
-            return;
+/// Appends `KINDS` as [`PACKED`], or stored when it is short or zstd does not make it smaller.
+fn put_kinds(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
+    if raw.len() > 32 {
+        let packed: Vec<u8> = raw
+            .chunks(4)
+            .map(|k| k.iter().rev().fold(0, |byte, &kind| byte << 2 | kind))
+            .collect();
+        if let Ok(z) = zstd_compress(&packed, level, workers) {
+            if z.len() < raw.len() && packed.len() <= MAX_RATIO * z.len() {
+                out.push(PACKED);
+                write_varint(out, raw.len() as u64);
+                write_varint(out, z.len() as u64);
+                out.extend_from_slice(&z);
+                return;
+            }
         }
     }
-    out.extend_from_slice(&plain);
+    put_stream(out, raw, level, workers);
+}
+
+/// `plain`, a stream as the other codecs write it, or `coded`, the [`MODEL`] coding of its
+/// `raw` bytes, whichever is smaller (and `coded` only within [`MAX_RATIO`]).
+fn smallest_of(plain: Vec<u8>, raw: usize, coded: Option<Vec<u8>>) -> Vec<u8> {
+    if let Some(coded) = coded {
+        let mut modeled = vec![MODEL];
+        write_varint(&mut modeled, raw as u64);
+        write_varint(&mut modeled, coded.len() as u64);
+        modeled.extend_from_slice(&coded);
+        if modeled.len() < plain.len() && raw <= MAX_RATIO * coded.len() {
+            return modeled;
+        }
+    }
+    plain
 }
 
 /// `REFS` coded by the model; `None` when there are no references.
@@ -256,6 +261,19 @@ pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize, classes: &[u64]) -> 
         .ok()?;
         Some(e.finish())
     })
+}
+
+/// The `raw` kinds of a [`PACKED`] stream's bytes; the bits after the last must be zero.
+fn unpack_kinds(bytes: &[u8], raw: usize) -> Result<Vec<u8>, String> {
+    let mut kinds: Vec<u8> = bytes
+        .iter()
+        .flat_map(|&b| [b & 3, b >> 2 & 3, b >> 4 & 3, b >> 6])
+        .collect();
+    if kinds[raw..].iter().any(|&k| k != 0) {
+        return Err("bits set after the last packed kind".into());
+    }
+    kinds.truncate(raw);
+    Ok(kinds)
 }
 
 /// Decodes a [`MODEL`]-coded `KINDS` of `raw` bytes (bounded by the caller).
@@ -587,6 +605,46 @@ fn read_stream_of<'a>(
             Ok(Stream {
                 name,
                 data: Cow::Owned(out),
+                offset,
+                compressed: true,
+                pending: None,
+            })
+        }
+        PACKED if modeled == Modeled::Kinds => {
+            let raw_offset = r.offset();
+            let raw = r.varint("stream raw length")?;
+            let len = r.count(1, "stream length")?;
+            let offset = r.offset();
+            let data = r.bytes(len, "stream bytes")?;
+            let cap = limit.min((4 * MAX_RATIO * len) as u64);
+            if raw > cap {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset: raw_offset,
+                    message: format!(
+                        "declares {raw} kinds, more than {cap} (4 × {MAX_RATIO} × the {len} \
+                         stored bytes, and what the counts allow)"
+                    ),
+                });
+            }
+            let stream = |message: String| WppError::Stream {
+                stream: name,
+                offset,
+                message,
+            };
+            // `raw` is at most 4 × MAX_RATIO times bytes in the file: the capacity is bounded.
+            let packed = raw.div_ceil(4) as usize;
+            let bytes =
+                zstd::bulk::decompress(data, packed).map_err(|e| stream(format!("zstd: {e}")))?;
+            if bytes.len() != packed {
+                return Err(stream(format!(
+                    "unpacks to {} bytes, not the {packed} of {raw} packed kinds",
+                    bytes.len()
+                )));
+            }
+            Ok(Stream {
+                name,
+                data: Cow::Owned(unpack_kinds(&bytes, raw as usize).map_err(stream)?),
                 offset,
                 compressed: true,
                 pending: None,
