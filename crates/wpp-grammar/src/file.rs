@@ -56,6 +56,7 @@
 //!        | 1:u8 raw_length length zstd:[u8; length]            one zstd frame
 //!        | 2:u8 raw_length length coded:[u8; length]           context-mixing coder (KINDS, REFS)
 //!        | 3:u8 raw_length length zstd:[u8; length]            KINDS packed, one zstd frame
+//!        | 4:u8 raw_length stream stream stream stream         REFS by plane (codec 0 or 1 each)
 //! ```
 //!
 //! Codec 3 (since this build) is `KINDS` only: `raw_length` kinds packed four to a byte, two
@@ -63,6 +64,12 @@
 //! compressed as one zstd frame; the bits after the last kind are zero. The writer uses it for
 //! every `KINDS` longer than 32 bytes: zstd at level 19 searches a quarter of the bytes, 3.5–5×
 //! faster, and the stream comes out 7–12 % smaller.
+//!
+//! Codec 4 (since this build) is `REFS` only: its four byte planes, each a stream of codec 0
+//! or 1 of its own, whose raw lengths add up to `raw_length`. The writer uses it for every
+//! `REFS` longer than 32 bytes and compresses a plane at zstd's fastest level when that
+//! cannot shrink it by 3 % (the low bytes of wide distances, nearly uniform: searching them
+//! at level 19 was a third of the stream's time for nothing).
 //!
 //! Codec 2 (since this build; files without it read as before) is an adaptive binary
 //! arithmetic coder with context mixing (`file/model.rs` documents the models). For `KINDS`,

@@ -992,7 +992,72 @@ fn high_entropy_streams_are_context_coded_and_read_back() {
     let bytes = file.to_bytes().unwrap();
     let payload = &bytes[rule_payload_range(&bytes)];
     let codecs: Vec<u8> = rule_streams(payload).iter().map(|s| s.0).collect();
-    assert_eq!(codecs, [1, 3, 1, 1]);
+    assert_eq!(codecs, [1, 3, 1, 4]);
+}
+
+// ---- codec 4: `REFS` by plane ----
+
+#[test]
+fn codec_4_planes_add_up_to_the_references_and_are_bounded() {
+    // R1 → R0 R0, R0 → t0 t1: one reference (distance 0) in plane 0, three empty planes.
+    let planes = |raw: u64, pieces: [Vec<u8>; 4]| {
+        let mut out = vec![4];
+        write_varint(&mut out, raw);
+        pieces.iter().for_each(|p| out.extend_from_slice(p));
+        out
+    };
+    let file = |refs: Vec<u8>| {
+        let lens = stored(&[2, 2]);
+        let kinds = stored(&[0, TERM, TERM, 2]);
+        crafted_v2(
+            &rule_v2(2, 4, [lens, kinds, stored(&varints(&[0, 1])), refs]),
+            1,
+        )
+    };
+    let empty = || stored(&[]);
+    let ok = planes(1, [stored(&[0]), empty(), empty(), empty()]);
+    assert_eq!(
+        expand_all(&WppFile::from_bytes(&file(ok)).unwrap()),
+        vec![vec![0, 1, 0, 1]]
+    );
+    for (refs, what) in [
+        (
+            planes(1 << 40, [stored(&[0]), empty(), empty(), empty()]),
+            "declares",
+        ),
+        (
+            planes(1, [stored(&[0]), stored(&[0]), empty(), empty()]),
+            "more than the counts allow (0)",
+        ),
+        (
+            planes(2, [stored(&[0]), empty(), empty(), empty()]),
+            "its planes hold 1 bytes, not 2",
+        ),
+        (
+            planes(1, [stored(&[0]), empty(), empty(), vec![9]]),
+            "unknown codec 9",
+        ),
+    ] {
+        let e = WppFile::from_bytes(&file(refs)).unwrap_err();
+        assert_eq!(stream_error(&e).map(|s| s.0), Some("REFS"), "{what}: {e}");
+        assert!(e.to_string().contains(what), "{what}: {e}");
+    }
+    // Codec 4 is for `REFS` only.
+    let e = WppFile::from_bytes(&crafted_v2(
+        &rule_v2(
+            1,
+            2,
+            [
+                stored(&[2]),
+                planes(2, [stored(&[1, 1]), empty(), empty(), empty()]),
+                stored(&varints(&[0, 1])),
+                stored(&[]),
+            ],
+        ),
+        0,
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("unknown codec 4"), "{e}");
 }
 
 // ---- codec 3: `KINDS` packed four to a byte ----

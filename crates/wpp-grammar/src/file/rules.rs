@@ -22,6 +22,10 @@ const MODEL: u8 = 2;
 /// then one zstd frame. A quarter of the bytes for zstd to search: at level 19, 3.5–5× faster
 /// than the byte per kind, and 7–12 % smaller (BENCHMARKS.md).
 const PACKED: u8 = 3;
+/// `REFS` only: its byte planes, each a stream of its own (codec [`STORED`] or [`ZSTD`]), so
+/// that the low bytes of wide distances, nearly uniform, are not searched at the writer's level
+/// for nothing (a third of `REFS`, and of its time at level 19, on high-entropy traces).
+const PLANES: u8 = 4;
 /// The level at which the writer also tries [`MODEL`]: zstd's highest, asked for explicitly
 /// (`wpp compress --smallest`), because a [`MODEL`] stream is some hundred times slower to
 /// read than zstd (seconds per MB of rules) and every query of the file reads it.
@@ -73,7 +77,8 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize, classes: &[u64]) -
     write_varint(&mut out, g.num_symbols() as u64);
     let refs = streams.refs.concat();
     let raws = [streams.lens, streams.kinds, streams.terms, refs];
-    for stream in put_streams(&raws, g.num_rules(), classes, level, threads) {
+    let streams = put_streams(&raws, &streams.refs, g.num_rules(), classes, level, threads);
+    for stream in streams {
         out.extend_from_slice(&stream);
     }
     out
@@ -84,6 +89,7 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize, classes: &[u64]) -
 /// `wpp compress` otherwise).
 fn put_streams(
     raws: &[Vec<u8>; 4],
+    planes: &[Vec<u8>; 4],
     rules: usize,
     classes: &[u64],
     level: i32,
@@ -97,9 +103,11 @@ fn put_streams(
             if smallest {
                 out = smallest_of(out, raw.len(), model::encode_kinds(raw));
             }
-        } else if smallest && std::ptr::eq(raw, &raws[3]) {
-            put_stream(&mut out, raw, level, threads);
-            out = smallest_of(out, raw.len(), model_refs(raws, rules, classes));
+        } else if std::ptr::eq(raw, &raws[3]) {
+            put_planes(&mut out, planes, level, threads);
+            if smallest {
+                out = smallest_of(out, raw.len(), model_refs(raws, rules, classes));
+            }
         } else {
             put_stream(&mut out, raw, level, threads);
         }
@@ -210,6 +218,25 @@ fn put_kinds(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
         }
     }
     put_stream(out, raw, level, workers);
+}
+
+/// Appends `REFS`, whose byte planes are `planes`, as [`PLANES`] (stored when short). A
+/// plane that zstd's fastest level cannot shrink by 3 % is left to that level (or stored).
+fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usize) {
+    let raw: usize = planes.iter().map(Vec::len).sum();
+    if raw <= 32 {
+        return put_stream(out, &planes.concat(), level, workers);
+    }
+    out.push(PLANES);
+    write_varint(out, raw as u64);
+    for plane in planes {
+        let quick = zstd_compress(plane, 1, workers).map_or(plane.len(), |z| z.len());
+        let level = match quick * 100 > plane.len() * 97 {
+            true => level.min(1),
+            false => level,
+        };
+        put_stream(out, plane, level, workers);
+    }
 }
 
 /// `plain`, a stream as the other codecs write it, or `coded`, the [`MODEL`] coding of its
@@ -605,6 +632,40 @@ fn read_stream_of<'a>(
             Ok(Stream {
                 name,
                 data: Cow::Owned(out),
+                offset,
+                compressed: true,
+                pending: None,
+            })
+        }
+        PLANES if modeled == Modeled::Refs => {
+            let raw_offset = r.offset();
+            let raw = r.varint("stream raw length")?;
+            if raw > limit {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset: raw_offset,
+                    message: format!(
+                        "declares {raw} raw bytes, more than the counts allow ({limit})"
+                    ),
+                });
+            }
+            // Each plane's allocation is bounded by its own stored bytes (`read_stream`).
+            let mut data = Vec::new();
+            let offset = r.offset();
+            for _ in 0..4 {
+                let plane = read_stream(r, name, raw - data.len() as u64)?;
+                data.extend_from_slice(&plane.data);
+            }
+            if data.len() as u64 != raw {
+                return Err(WppError::Stream {
+                    stream: name,
+                    offset,
+                    message: format!("its planes hold {} bytes, not {raw}", data.len()),
+                });
+            }
+            Ok(Stream {
+                name,
+                data: Cow::Owned(data),
                 offset,
                 compressed: true,
                 pending: None,
