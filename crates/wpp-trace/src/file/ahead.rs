@@ -1,7 +1,8 @@
 //! Reading on another core: a thread decodes a trace's next batches (decompression, varints,
 //! restoring elided blocks and paths, the bounds check) while the caller works on the current
 //! one. A reader whose own work per event is about the decoder's (the recovery of an eCF's
-//! dependences) then runs at up to twice the speed on two cores.
+//! dependences) then runs at up to twice the speed on two cores. [`Ahead`] does the same for
+//! any iterator (the runs of an address trace).
 
 use super::{TraceError, TraceReader, Truncation};
 use crate::{Event, ProgramDb};
@@ -21,19 +22,76 @@ enum Message {
     Failed(TraceError),
 }
 
+/// Items made on a thread of its own, at most [`IN_FLIGHT`] ahead of their reader, then
+/// what the thread returned. A panic on the thread is resumed on the reader's.
+pub struct Ahead<T, R = ()> {
+    items: Receiver<T>,
+    worker: Option<JoinHandle<R>>,
+    done: Option<R>,
+}
+
+impl<T: Send + 'static, R: Send + 'static> Ahead<T, R> {
+    /// Runs `work` on a new thread; it sends its items, and stops when a send fails (the
+    /// reader is gone).
+    pub fn spawn(work: impl FnOnce(&SyncSender<T>) -> R + Send + 'static) -> Self {
+        let (send, items) = sync_channel(IN_FLIGHT);
+        let worker = std::thread::Builder::new()
+            .name("wpp-read-ahead".into())
+            .spawn(move || work(&send))
+            .expect("a thread can be started");
+        Ahead {
+            items,
+            worker: Some(worker),
+            done: None,
+        }
+    }
+
+    /// What the thread returned, once every item was read.
+    pub fn done(&self) -> Option<&R> {
+        self.done.as_ref()
+    }
+}
+
+impl<T: Send + 'static> Ahead<T> {
+    /// `iter`'s items, made on a thread of their own.
+    pub fn new(iter: impl Iterator<Item = T> + Send + 'static) -> Self {
+        Self::spawn(move |send| {
+            for item in iter {
+                if send.send(item).is_err() {
+                    return;
+                }
+            }
+        })
+    }
+}
+
+impl<T, R> Iterator for Ahead<T, R> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        if let Ok(item) = self.items.recv() {
+            return Some(item);
+        }
+        if let Some(worker) = self.worker.take() {
+            match worker.join() {
+                Ok(done) => self.done = Some(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        None
+    }
+}
+
 /// A [`TraceReader`] decoding on a thread of its own; see the module docs. Made by
 /// [`TraceReader::read_ahead`].
 pub struct ReadAhead {
     program: ProgramDb,
-    messages: Receiver<Message>,
+    messages: Ahead<Message, TraceReader>,
     /// Emptied batches go back to the decoding thread (no allocation per batch).
     spent: SyncSender<Vec<Event>>,
     current: Vec<Event>,
     /// The next event of `current` the iterator hands out.
     pos: usize,
-    decoder: Option<JoinHandle<TraceReader>>,
-    /// Where the trace was found truncated (known at the end).
-    truncation: Option<Truncation>,
 }
 
 impl TraceReader {
@@ -41,20 +99,13 @@ impl TraceReader {
     /// their order are the same.
     pub fn read_ahead(self) -> ReadAhead {
         let program = self.program.clone();
-        let (send, messages) = sync_channel(IN_FLIGHT);
         let (spent, recycled) = sync_channel(IN_FLIGHT + 2);
-        let decoder = std::thread::Builder::new()
-            .name("wpp-read-ahead".into())
-            .spawn(move || decode(self, &send, &recycled))
-            .expect("a thread can be started");
         ReadAhead {
             program,
-            messages,
+            messages: Ahead::spawn(move |send| decode(self, send, &recycled)),
             spent,
             current: Vec::new(),
             pos: 0,
-            decoder: Some(decoder),
-            truncation: None,
         }
     }
 }
@@ -107,29 +158,21 @@ impl ReadAhead {
         done.clear();
         // The decoding thread may be gone (at the end): the batch is then dropped.
         let _ = self.spent.try_send(done);
-        match self.messages.recv() {
-            Ok(Message::Events(events)) => {
+        match self.messages.next() {
+            Some(Message::Events(events)) => {
                 self.current = events;
                 self.pos = self.current.len();
                 Ok(Some(&self.current))
             }
-            Ok(Message::Failed(e)) => Err(e),
-            Err(_) => {
-                if let Some(decoder) = self.decoder.take() {
-                    match decoder.join() {
-                        Ok(reader) => self.truncation = reader.truncation(),
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    }
-                }
-                Ok(None)
-            }
+            Some(Message::Failed(e)) => Err(e),
+            None => Ok(None),
         }
     }
 
     /// Where the trace was found truncated, once [`next_batch`](Self::next_batch) returned
     /// `None` (with [`TraceReader::allow_truncated`]).
     pub fn truncation(&self) -> Option<Truncation> {
-        self.truncation
+        self.messages.done().and_then(TraceReader::truncation)
     }
 }
 
@@ -149,5 +192,39 @@ impl Iterator for ReadAhead {
         }
         self.pos += 1;
         Some(Ok(self.current[self.pos - 1]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_come_in_order_then_what_the_thread_returned() {
+        let mut ahead = Ahead::spawn(|send| {
+            (0..1000).for_each(|i| send.send(i).unwrap());
+            "returned"
+        });
+        assert_eq!(ahead.done(), None);
+        let items: Vec<u32> = ahead.by_ref().collect();
+        assert_eq!(items, (0..1000).collect::<Vec<_>>());
+        assert_eq!(ahead.done(), Some(&"returned"));
+        assert_eq!(ahead.next(), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "the decoder failed")]
+    fn a_panic_on_the_thread_is_resumed_on_the_reader_s() {
+        let items = (0..3).map(|i| match i {
+            2 => panic!("the decoder failed"),
+            i => i,
+        });
+        Ahead::new(items).for_each(drop);
+    }
+
+    #[test]
+    fn a_reader_that_stops_early_stops_the_thread() {
+        let first: Vec<u64> = Ahead::new(0u64..).take(3).collect();
+        assert_eq!(first, [0, 1, 2]);
     }
 }

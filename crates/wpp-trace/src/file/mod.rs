@@ -40,7 +40,7 @@ use crate::wire::WireError;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
-pub use ahead::ReadAhead;
+pub use ahead::{Ahead, ReadAhead};
 pub use binary::{encode_event, TraceWriter};
 pub use restore::Restore;
 pub use text::TextWriter;

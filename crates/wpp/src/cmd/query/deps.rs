@@ -13,6 +13,7 @@ use wpp_deps::chain::ChainIndex;
 use wpp_deps::ecf::{self, EcfDependence};
 use wpp_deps::{AccessKind, AtReader, Dependence, Instance, MemoryDb, Writer};
 use wpp_grammar::expand::Expander;
+use wpp_trace::file::Ahead;
 use wpp_trace::Event;
 
 /// Subcommands of `wpp deps`.
@@ -392,7 +393,7 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
         Input::At(r) => {
             // Threads are named where there are several.
             let threads = r.threads() > 1;
-            wpp_deps::recover(&db, r, |d: &Dependence| {
+            wpp_deps::recover(&db, Ahead::new(*r), |d: &Dependence| {
                 print(DepOut {
                     load: end(&db, d.load),
                     store: match d.store {
@@ -523,7 +524,8 @@ fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
     };
     let db = r.db().clone();
     let mut left = prefix.unwrap_or(u64::MAX);
-    let runs = r.map(|run| {
+    // Decoding (inflate, varints) on the other core: half of the recovery's work.
+    let runs = Ahead::new(*r).map(|run| {
         run.map(|mut run| {
             let keep = left.min(run.accesses.len() as u64);
             run.accesses.truncate(keep as usize);
@@ -564,7 +566,7 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     let db = input.db().clone();
     let ids = loads(&db, load)?;
     let index = match input {
-        Input::At(r) => ChainIndex::build(&db, r)?,
+        Input::At(r) => ChainIndex::build(&db, Ahead::new(*r))?,
         Input::Ecf(_, source) => match *source {
             // A `.wpp`: only the dependences of the loads the chains reach, from its rules.
             Ecf::Wpp(wpp) => match wpp.grammar.starts().first() {
