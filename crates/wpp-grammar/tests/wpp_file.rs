@@ -1091,10 +1091,7 @@ fn codec_3_kinds_read_back_and_are_checked_before_allocating() {
             "bits set after the last packed kind",
         ),
         (packed_kinds(2, &[0b0101, 0]), "zstd"),
-        (
-            packed_kinds(2, &[]),
-            "unpacks to 0 bytes, not the 1 of 2 packed kinds",
-        ),
+        (packed_kinds(2, &[]), "decompresses to 0 bytes, not 1"),
         (packed_kinds(1, &[0b01]), "has 1 bytes for 2 symbols"),
     ] {
         let e = WppFile::from_bytes(&crafted_v2(&rule_v2(1, 2, streams(kinds)), 0)).unwrap_err();

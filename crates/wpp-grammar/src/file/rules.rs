@@ -519,6 +519,16 @@ pub(super) struct Stream<'a> {
 }
 
 impl<'a> Stream<'a> {
+    fn new(name: &'static str, data: Cow<'a, [u8]>, offset: u64, compressed: bool) -> Self {
+        Stream {
+            name,
+            data,
+            offset,
+            compressed,
+            pending: None,
+        }
+    }
+
     /// A reader whose offsets are exact for a stored stream; for a compressed one, see
     /// [`Stream::fix`].
     fn reader(&self) -> Reader<'_> {
@@ -569,8 +579,8 @@ enum Modeled {
     Refs,
 }
 
-/// [`read_stream`], also accepting a [`MODEL`]-coded stream if `modeled` (left for the caller
-/// to decode: [`Stream::pending`]).
+/// [`read_stream`], also accepting the codecs of `modeled`'s stream: [`MODEL`] (left for the
+/// caller to decode: [`Stream::pending`]), [`PACKED`] kinds, [`PLANES`] of references.
 fn read_stream_of<'a>(
     r: &mut Reader<'a>,
     name: &'static str,
@@ -591,150 +601,30 @@ fn read_stream_of<'a>(
                     message: format!("{len} bytes, more than the counts allow ({limit})"),
                 });
             }
-            Ok(Stream {
-                name,
-                data: Cow::Borrowed(data),
-                offset,
-                compressed: false,
-                pending: None,
-            })
+            Ok(Stream::new(name, Cow::Borrowed(data), offset, false))
         }
         ZSTD => {
-            let raw_offset = r.offset();
-            let raw = r.varint("stream raw length")?;
-            let len = r.count(1, "stream length")?;
-            let offset = r.offset();
-            let data = r.bytes(len, "stream bytes")?;
-            let cap = limit.min((MAX_RATIO * len) as u64);
-            if raw > cap {
-                return Err(WppError::Stream {
-                    stream: name,
-                    offset: raw_offset,
-                    message: format!(
-                        "declares {raw} raw bytes, more than {cap} ({MAX_RATIO} × the {len} \
-                         stored bytes, and what the counts allow)"
-                    ),
-                });
-            }
+            let (raw, data, offset) = coded(r, name, limit, MAX_RATIO)?;
             // `raw` is at most MAX_RATIO times bytes in the file: the capacity is bounded.
-            let out = zstd::bulk::decompress(data, raw as usize).map_err(|e| WppError::Stream {
-                stream: name,
-                offset,
-                message: format!("zstd: {e}"),
-            })?;
-            if out.len() as u64 != raw {
-                return Err(WppError::Stream {
-                    stream: name,
-                    offset,
-                    message: format!("decompresses to {} bytes, not {raw}", out.len()),
-                });
-            }
-            Ok(Stream {
-                name,
-                data: Cow::Owned(out),
-                offset,
-                compressed: true,
-                pending: None,
-            })
+            let out = unzstd(name, data, offset, raw as usize)?;
+            Ok(Stream::new(name, Cow::Owned(out), offset, true))
         }
-        PLANES if modeled == Modeled::Refs => {
-            let raw_offset = r.offset();
-            let raw = r.varint("stream raw length")?;
-            if raw > limit {
-                return Err(WppError::Stream {
-                    stream: name,
-                    offset: raw_offset,
-                    message: format!(
-                        "declares {raw} raw bytes, more than the counts allow ({limit})"
-                    ),
-                });
-            }
-            // Each plane's allocation is bounded by its own stored bytes (`read_stream`).
-            let mut data = Vec::new();
-            let offset = r.offset();
-            for _ in 0..4 {
-                let plane = read_stream(r, name, raw - data.len() as u64)?;
-                data.extend_from_slice(&plane.data);
-            }
-            if data.len() as u64 != raw {
-                return Err(WppError::Stream {
-                    stream: name,
-                    offset,
-                    message: format!("its planes hold {} bytes, not {raw}", data.len()),
-                });
-            }
-            Ok(Stream {
-                name,
-                data: Cow::Owned(data),
-                offset,
-                compressed: true,
-                pending: None,
-            })
-        }
+        PLANES if modeled == Modeled::Refs => read_planes(r, name, limit),
         PACKED if modeled == Modeled::Kinds => {
-            let raw_offset = r.offset();
-            let raw = r.varint("stream raw length")?;
-            let len = r.count(1, "stream length")?;
-            let offset = r.offset();
-            let data = r.bytes(len, "stream bytes")?;
-            let cap = limit.min((4 * MAX_RATIO * len) as u64);
-            if raw > cap {
-                return Err(WppError::Stream {
+            let (raw, data, offset) = coded(r, name, limit, 4 * MAX_RATIO)?;
+            let packed = unzstd(name, data, offset, raw.div_ceil(4) as usize)?;
+            let kinds =
+                unpack_kinds(&packed, raw as usize).map_err(|message| WppError::Stream {
                     stream: name,
-                    offset: raw_offset,
-                    message: format!(
-                        "declares {raw} kinds, more than {cap} (4 × {MAX_RATIO} × the {len} \
-                         stored bytes, and what the counts allow)"
-                    ),
-                });
-            }
-            let stream = |message: String| WppError::Stream {
-                stream: name,
-                offset,
-                message,
-            };
-            // `raw` is at most 4 × MAX_RATIO times bytes in the file: the capacity is bounded.
-            let packed = raw.div_ceil(4) as usize;
-            let bytes =
-                zstd::bulk::decompress(data, packed).map_err(|e| stream(format!("zstd: {e}")))?;
-            if bytes.len() != packed {
-                return Err(stream(format!(
-                    "unpacks to {} bytes, not the {packed} of {raw} packed kinds",
-                    bytes.len()
-                )));
-            }
-            Ok(Stream {
-                name,
-                data: Cow::Owned(unpack_kinds(&bytes, raw as usize).map_err(stream)?),
-                offset,
-                compressed: true,
-                pending: None,
-            })
+                    offset,
+                    message,
+                })?;
+            Ok(Stream::new(name, Cow::Owned(kinds), offset, true))
         }
         MODEL if modeled != Modeled::No => {
-            let raw_offset = r.offset();
-            let raw = r.varint("stream raw length")?;
-            let len = r.count(1, "stream length")?;
-            let offset = r.offset();
-            let data = r.bytes(len, "stream bytes")?;
-            let cap = limit.min((MAX_RATIO * len) as u64);
-            if raw > cap {
-                return Err(WppError::Stream {
-                    stream: name,
-                    offset: raw_offset,
-                    message: format!(
-                        "declares {raw} raw bytes, more than {cap} ({MAX_RATIO} × the {len} \
-                         stored bytes, and what the counts allow)"
-                    ),
-                });
-            }
-            let mut stream = Stream {
-                name,
-                data: Cow::Borrowed(data),
-                offset,
-                compressed: true,
-                pending: Some(raw),
-            };
+            let (raw, data, offset) = coded(r, name, limit, MAX_RATIO)?;
+            let mut stream = Stream::new(name, Cow::Borrowed(data), offset, true);
+            stream.pending = Some(raw);
             if modeled == Modeled::Kinds {
                 stream.data = Cow::Owned(unmodel_kinds(&stream, raw)?);
                 stream.pending = None;
@@ -747,6 +637,81 @@ fn read_stream_of<'a>(
             message: format!("unknown codec {codec}"),
         }),
     }
+}
+
+/// A coded stream's raw length, its stored bytes and their offset, after checking that the
+/// raw length is at most `limit` and `ratio` times the stored bytes.
+fn coded<'a>(
+    r: &mut Reader<'a>,
+    name: &'static str,
+    limit: u64,
+    ratio: usize,
+) -> Result<(u64, &'a [u8], u64), WppError> {
+    let raw_offset = r.offset();
+    let raw = r.varint("stream raw length")?;
+    let len = r.count(1, "stream length")?;
+    let offset = r.offset();
+    let data = r.bytes(len, "stream bytes")?;
+    let cap = limit.min((ratio * len) as u64);
+    if raw > cap {
+        return Err(WppError::Stream {
+            stream: name,
+            offset: raw_offset,
+            message: format!(
+                "declares {raw} raw bytes, more than {cap} ({ratio} × the {len} stored bytes, \
+                 and what the counts allow)"
+            ),
+        });
+    }
+    Ok((raw, data, offset))
+}
+
+/// The zstd frame `data` of stream `name`, which must decompress to exactly `raw` bytes.
+fn unzstd(name: &'static str, data: &[u8], offset: u64, raw: usize) -> Result<Vec<u8>, WppError> {
+    let error = |message| WppError::Stream {
+        stream: name,
+        offset,
+        message,
+    };
+    let out = zstd::bulk::decompress(data, raw).map_err(|e| error(format!("zstd: {e}")))?;
+    match out.len() == raw {
+        true => Ok(out),
+        false => Err(error(format!(
+            "decompresses to {} bytes, not {raw}",
+            out.len()
+        ))),
+    }
+}
+
+/// A [`PLANES`] stream (after its codec byte): the raw length, then four streams.
+fn read_planes<'a>(
+    r: &mut Reader<'a>,
+    name: &'static str,
+    limit: u64,
+) -> Result<Stream<'a>, WppError> {
+    let raw_offset = r.offset();
+    let raw = r.varint("stream raw length")?;
+    let error = |offset, message| WppError::Stream {
+        stream: name,
+        offset,
+        message,
+    };
+    if raw > limit {
+        let message = format!("declares {raw} raw bytes, more than the counts allow ({limit})");
+        return Err(error(raw_offset, message));
+    }
+    // Each plane's allocation is bounded by its own stored bytes (`read_stream`).
+    let mut data = Vec::new();
+    let offset = r.offset();
+    for _ in 0..4 {
+        let plane = read_stream(r, name, raw - data.len() as u64)?;
+        data.extend_from_slice(&plane.data);
+    }
+    if data.len() as u64 != raw {
+        let message = format!("its planes hold {} bytes, not {raw}", data.len());
+        return Err(error(offset, message));
+    }
+    Ok(Stream::new(name, Cow::Owned(data), offset, true))
 }
 
 /// Decodes and validates the section; see the module documentation for what is checked.
