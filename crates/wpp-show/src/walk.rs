@@ -14,7 +14,8 @@ use rustc_hash::FxHashMap;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
 use wpp_paths::trace::PathDecoder;
-use wpp_trace::{Event, FunctionId, PathId, ProgramDb, ThreadId, TraceReader};
+use wpp_trace::file::ReadAhead;
+use wpp_trace::{Event, FunctionId, PathId, ProgramDb, ThreadId};
 
 use crate::source::SourceMap;
 use crate::ShowError;
@@ -346,8 +347,8 @@ impl<'a> Walker<'a> {
 pub enum Recording {
     /// A grammar, expanded thread by thread (each start rule preceded by its `Thread` event).
     Wpp(Box<WppFile>),
-    /// A trace, in file order.
-    Trace(Box<TraceReader>),
+    /// A trace, in file order, decoded on a thread of its own.
+    Trace(Box<ReadAhead>),
 }
 
 impl Recording {
@@ -360,39 +361,34 @@ impl Recording {
     }
 
     /// Calls `f` on every event in replay order, streaming (a grammar is expanded rule by rule,
-    /// never materialized). `f` returns `Ok(false)` to stop early.
+    /// never materialized). `f` returns `Ok(false)` to stop early, and the replay stops there.
     pub fn replay(
         &mut self,
         mut f: impl FnMut(Event) -> Result<bool, ShowError>,
     ) -> Result<(), ShowError> {
-        let mut result = Ok(true);
         match self {
             Recording::Wpp(w) => {
                 let events = w.alphabet.events();
                 for start in w.grammar.starts() {
-                    result = f(Event::Thread(start.thread));
-                    if !matches!(result, Ok(true)) {
-                        break;
-                    }
-                    Expander::new(&w.grammar, start.rule).for_each(|t| {
-                        if matches!(result, Ok(true)) {
-                            result = f(events[t.index()]);
+                    let expanded = Expander::new(&w.grammar, start.rule).map(|t| events[t.index()]);
+                    for e in std::iter::once(Event::Thread(start.thread)).chain(expanded) {
+                        if !f(e)? {
+                            return Ok(());
                         }
-                    });
+                    }
                 }
             }
             Recording::Trace(t) => {
-                t.for_each_batch(|batch| {
+                while let Some(batch) = t.next_batch()? {
                     for &e in batch {
-                        if !matches!(result, Ok(true)) {
-                            return;
+                        if !f(e)? {
+                            return Ok(());
                         }
-                        result = f(e);
                     }
-                })?;
+                }
             }
         }
-        result.map(|_| ())
+        Ok(())
     }
 
     /// Walks the whole recording into a [`Run`]: a grammar by its rules

@@ -114,7 +114,9 @@ fn folded_map(lines: &[String]) -> BTreeMap<String, u64> {
 fn walk_trace(db: &ProgramDb, events: &[Event]) -> (ProgramDb, wpp_show::SourceMap, wpp_show::Run) {
     let bytes = wpp_trace::file::to_binary(db, events).unwrap();
     let reader = wpp_trace::TraceReader::from_bytes(bytes).unwrap();
-    Recording::Trace(Box::new(reader)).walk().unwrap()
+    Recording::Trace(Box::new(reader.read_ahead()))
+        .walk()
+        .unwrap()
 }
 
 fn walk_wpp(db: &ProgramDb, events: &[Event]) -> (ProgramDb, wpp_show::SourceMap, wpp_show::Run) {

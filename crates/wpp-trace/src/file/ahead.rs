@@ -4,7 +4,7 @@
 //! dependences) then runs at up to twice the speed on two cores. [`Ahead`] does the same for
 //! any iterator (the runs of an address trace).
 
-use super::{TraceError, TraceReader, Truncation};
+use super::{Format, TraceError, TraceReader, Truncation};
 use crate::{Event, ProgramDb};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -86,6 +86,7 @@ impl<T, R> Iterator for Ahead<T, R> {
 /// [`TraceReader::read_ahead`].
 pub struct ReadAhead {
     program: ProgramDb,
+    format: Format,
     messages: Ahead<Message, TraceReader>,
     /// Emptied batches go back to the decoding thread (no allocation per batch).
     spent: SyncSender<Vec<Event>>,
@@ -102,6 +103,7 @@ impl TraceReader {
         let (spent, recycled) = sync_channel(IN_FLIGHT + 2);
         ReadAhead {
             program,
+            format: self.format,
             messages: Ahead::spawn(move |send| decode(self, send, &recycled)),
             spent,
             current: Vec::new(),
@@ -150,6 +152,11 @@ impl ReadAhead {
     /// The recording's program database.
     pub fn program(&self) -> &ProgramDb {
         &self.program
+    }
+
+    /// The format of the file.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// The next run of events, or `None` at the end; as [`TraceReader::next_batch`].

@@ -32,7 +32,9 @@ pub fn open_recording(path: &Path, command: &str) -> anyhow::Result<Recording> {
     let kinds = [Kind::Wpp, Kind::Trace, Kind::TextTrace];
     Ok(match crate::input::expect(path, &kinds, command)? {
         Kind::Wpp => Recording::Wpp(Box::new(crate::input::read_wpp(path, command)?)),
-        _ => Recording::Trace(Box::new(crate::input::open_trace(path, command)?)),
+        _ => Recording::Trace(Box::new(
+            crate::input::open_trace(path, command)?.read_ahead(),
+        )),
     })
 }
 
