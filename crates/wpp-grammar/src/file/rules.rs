@@ -184,20 +184,31 @@ fn zstd_compress(raw: &[u8], level: i32, workers: usize) -> std::io::Result<Vec<
 /// Appends `raw` as a stream, zstd-compressed at `level` (on up to `workers` threads) unless
 /// that does not make it smaller.
 pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
-    if raw.len() > 32 {
-        if let Ok(z) = zstd_compress(raw, level, workers) {
-            if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() {
-                out.push(ZSTD);
-                write_varint(out, raw.len() as u64);
-                write_varint(out, z.len() as u64);
-                out.extend_from_slice(&z);
-                return;
-            }
+    let z = (raw.len() > 32).then(|| zstd_compress(raw, level, workers));
+    put_zstd_or_stored(out, raw, z);
+}
+
+/// Appends `raw` as the zstd stream `z` if it is smaller than `raw` and within
+/// [`MAX_RATIO`], else stored.
+fn put_zstd_or_stored(out: &mut Vec<u8>, raw: &[u8], z: Option<std::io::Result<Vec<u8>>>) {
+    match z {
+        Some(Ok(z)) if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() => {
+            put_coded(out, ZSTD, raw.len(), &z)
+        }
+        _ => {
+            out.push(STORED);
+            write_varint(out, raw.len() as u64);
+            out.extend_from_slice(raw);
         }
     }
-    out.push(STORED);
-    write_varint(out, raw.len() as u64);
-    out.extend_from_slice(raw);
+}
+
+/// Appends a stream of `codec` that declares `raw` raw bytes (or kinds) and stores `coded`.
+fn put_coded(out: &mut Vec<u8>, codec: u8, raw: usize, coded: &[u8]) {
+    out.push(codec);
+    write_varint(out, raw as u64);
+    write_varint(out, coded.len() as u64);
+    out.extend_from_slice(coded);
 }
 
 /// Appends `KINDS` as [`PACKED`], or stored when it is short or zstd does not make it smaller.
@@ -209,11 +220,7 @@ fn put_kinds(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
             .collect();
         if let Ok(z) = zstd_compress(&packed, level, workers) {
             if z.len() < raw.len() && packed.len() <= MAX_RATIO * z.len() {
-                out.push(PACKED);
-                write_varint(out, raw.len() as u64);
-                write_varint(out, z.len() as u64);
-                out.extend_from_slice(&z);
-                return;
+                return put_coded(out, PACKED, raw.len(), &z);
             }
         }
     }
@@ -221,7 +228,8 @@ fn put_kinds(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
 }
 
 /// Appends `REFS`, whose byte planes are `planes`, as [`PLANES`] (stored when short). A
-/// plane that zstd's fastest level cannot shrink by 3 % is left to that level (or stored).
+/// plane that zstd's fastest level cannot shrink by 3 % keeps that level's frame (or is
+/// stored); the others are compressed at `level`.
 fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usize) {
     let raw: usize = planes.iter().map(Vec::len).sum();
     if raw <= 32 {
@@ -230,12 +238,12 @@ fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usi
     out.push(PLANES);
     write_varint(out, raw as u64);
     for plane in planes {
-        let quick = zstd_compress(plane, 1, workers).map_or(plane.len(), |z| z.len());
-        let level = match quick * 100 > plane.len() * 97 {
-            true => level.min(1),
-            false => level,
-        };
-        put_stream(out, plane, level, workers);
+        let quick = (plane.len() > 32).then(|| zstd_compress(plane, 1, workers));
+        let incompressible = matches!(&quick, Some(Ok(z)) if z.len() * 100 > plane.len() * 97);
+        match incompressible && level >= 1 {
+            true => put_zstd_or_stored(out, plane, quick),
+            false => put_stream(out, plane, level, workers),
+        }
     }
 }
 
@@ -243,10 +251,8 @@ fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usi
 /// `raw` bytes, whichever is smaller (and `coded` only within [`MAX_RATIO`]).
 fn smallest_of(plain: Vec<u8>, raw: usize, coded: Option<Vec<u8>>) -> Vec<u8> {
     if let Some(coded) = coded {
-        let mut modeled = vec![MODEL];
-        write_varint(&mut modeled, raw as u64);
-        write_varint(&mut modeled, coded.len() as u64);
-        modeled.extend_from_slice(&coded);
+        let mut modeled = Vec::new();
+        put_coded(&mut modeled, MODEL, raw, &coded);
         if modeled.len() < plain.len() && raw <= MAX_RATIO * coded.len() {
             return modeled;
         }
