@@ -231,7 +231,17 @@ mod tests {
 
     #[test]
     fn a_reader_that_stops_early_stops_the_thread() {
-        let first: Vec<u64> = Ahead::new(0u64..).take(3).collect();
+        let (ended, end) = std::sync::mpsc::channel();
+        let ahead = Ahead::spawn(move |send| {
+            let mut i = 0u64;
+            while send.send(i).is_ok() {
+                i += 1;
+            }
+            ended.send(()).unwrap();
+        });
+        let first: Vec<u64> = ahead.take(3).collect();
         assert_eq!(first, [0, 1, 2]);
+        // The reader is dropped: the thread's next send fails and it ends (else this waits).
+        end.recv().unwrap();
     }
 }
