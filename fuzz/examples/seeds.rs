@@ -90,6 +90,28 @@ fn traces() -> Vec<(ProgramDb, Vec<Event>)> {
     out
 }
 
+/// `events` compressed by `algorithm` into a `.wpp` (with an extra section), if it can be.
+fn wpp_file(db: &ProgramDb, events: &[Event], algorithm: Algorithm) -> Option<WppFile> {
+    let mut alphabet = Alphabet::new();
+    let per_thread = wpp_trace::split_threads(events);
+    let streams: Vec<Vec<wpp_trace::Terminal>> = per_thread
+        .values()
+        .map(|s| s.iter().map(|&e| alphabet.intern(e).unwrap()).collect())
+        .collect();
+    let refs: Vec<&[wpp_trace::Terminal]> = streams.iter().map(Vec::as_slice).collect();
+    Some(WppFile {
+        program: db.clone(),
+        alphabet,
+        grammar: compress(algorithm, &refs).ok()?,
+        algorithm,
+        events: events.len() as u64,
+        extra: vec![wpp_grammar::file::Section {
+            tag: *b"XTRA",
+            data: vec![1, 2, 3],
+        }],
+    })
+}
+
 fn main() {
     let root = std::env::args()
         .nth(1)
@@ -173,37 +195,27 @@ fn main() {
     // wpp_file: each algorithm over a couple of traces, mode 0 and 1.
     let mut wpp = Out::new(&root, "wpp_file");
     for (db, events) in traces.iter().take(4) {
-        let mut alphabet = Alphabet::new();
-        let per_thread = wpp_trace::split_threads(events);
-        let streams: Vec<Vec<wpp_trace::Terminal>> = per_thread
-            .values()
-            .map(|s| s.iter().map(|&e| alphabet.intern(e).unwrap()).collect())
-            .collect();
-        let refs: Vec<&[wpp_trace::Terminal]> = streams.iter().map(Vec::as_slice).collect();
         for algorithm in [
             Algorithm::Sequitur,
             Algorithm::Sequitur1,
             Algorithm::Frequency,
         ] {
-            let Ok(grammar) = compress(algorithm, &refs) else {
+            let Some(file) = wpp_file(db, events, algorithm) else {
                 continue;
-            };
-            let file = WppFile {
-                program: db.clone(),
-                alphabet: alphabet.clone(),
-                grammar,
-                algorithm,
-                events: events.len() as u64,
-                extra: vec![wpp_grammar::file::Section {
-                    tag: *b"XTRA",
-                    data: vec![1, 2, 3],
-                }],
             };
             let b = file.to_bytes().unwrap();
             wpp.put_mode(0, &b);
             wpp.put_mode(1, &b);
         }
     }
+    // More than 256 rules: `REFS` in two planes, the top one packed as digits (codec 5).
+    let p = SynthProgram::generate(5);
+    let mut db = p.program().clone();
+    db.functions.truncate(4);
+    let events = declared(p.events(TraceKind::Blocks, 30_000), 4);
+    let file = wpp_file(&db, &events, Algorithm::Sequitur).unwrap();
+    assert!(file.grammar.num_rules() > 256, "{}", file.grammar.num_rules());
+    wpp.put_mode(1, &file.to_bytes().unwrap());
 
     // Deep grammars: R0 → t0 t1, R(i+1) → Ri Ri (2^13 terminals); and the same shape over an
     // empty R0, which the reader must reject (it made expansion hang).

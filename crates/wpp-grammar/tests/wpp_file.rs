@@ -1060,6 +1060,117 @@ fn codec_4_planes_add_up_to_the_references_and_are_bounded() {
     assert!(e.to_string().contains("unknown codec 4"), "{e}");
 }
 
+// ---- codec 5: a plane of `REFS` as digits ----
+
+/// A codec 5 plane of `raw` values below `base` whose packed bytes are `packed`.
+fn digits_plane(base: u8, raw: u64, packed: &[u8]) -> Vec<u8> {
+    let frame = zstd::bulk::compress(packed, 3).unwrap();
+    let mut out = vec![5, base];
+    write_varint(&mut out, raw);
+    write_varint(&mut out, frame.len() as u64);
+    out.extend_from_slice(&frame);
+    out
+}
+
+/// The codecs of a `RULE` payload's streams, with those of `REFS`'s planes after `REFS`'s own.
+fn codecs_with_planes(payload: &[u8]) -> Vec<u8> {
+    let mut r = wpp_trace::wire::Reader::new(payload, 0);
+    r.varint("rules").unwrap();
+    r.varint("symbols").unwrap();
+    fn stream(r: &mut wpp_trace::wire::Reader<'_>, codecs: &mut Vec<u8>) {
+        let codec = r.u8("codec").unwrap();
+        codecs.push(codec);
+        if codec == 5 {
+            r.u8("base").unwrap();
+        }
+        if codec != 0 {
+            r.varint("raw").unwrap();
+        }
+        if codec == 4 {
+            return (0..4).for_each(|_| stream(r, codecs));
+        }
+        let len = r.varint("len").unwrap() as usize;
+        r.bytes(len, "data").unwrap();
+    }
+    let mut codecs = Vec::new();
+    (0..4).for_each(|_| stream(&mut r, &mut codecs));
+    codecs
+}
+
+#[test]
+fn codec_5_packs_a_plane_of_few_values_and_reads_it_back() {
+    // 40,000 events: 257 to 4096 rules, so two planes of which the top holds values below 16.
+    let file = high_entropy(40_000, 3);
+    assert!(
+        (257..=4096).contains(&file.grammar.num_rules()),
+        "{}",
+        file.grammar.num_rules()
+    );
+    let bytes = file.to_bytes().unwrap();
+    let codecs = codecs_with_planes(&bytes[rule_payload_range(&bytes)]);
+    assert_eq!(codecs[3..], [4, 0, 5, 0, 0], "{codecs:?}");
+    assert_eq!(WppFile::from_bytes(&bytes).unwrap(), file);
+}
+
+#[test]
+fn codec_5_planes_are_checked_before_allocating() {
+    // R1 → R0 R0, R0 → t0 t1: one reference (distance 0) in plane 0.
+    let file = |plane: Vec<u8>| {
+        let mut refs = vec![4, 1];
+        refs.extend_from_slice(&plane);
+        (0..3).for_each(|_| refs.extend_from_slice(&stored(&[])));
+        let lens = stored(&[2, 2]);
+        let kinds = stored(&[0, TERM, TERM, 2]);
+        crafted_v2(
+            &rule_v2(2, 4, [lens, kinds, stored(&varints(&[0, 1])), refs]),
+            1,
+        )
+    };
+    for base in [2, 5, 16] {
+        let ok = WppFile::from_bytes(&file(digits_plane(base, 1, &[0]))).unwrap();
+        assert_eq!(expand_all(&ok), vec![vec![0, 1, 0, 1]]);
+    }
+    for (plane, what) in [
+        (digits_plane(1, 1, &[0]), "digit base 1, not in 2..=16"),
+        (digits_plane(17, 1, &[0]), "digit base 17"),
+        (digits_plane(5, 1 << 40, &[0]), "declares"),
+        (
+            digits_plane(5, 2, &[0]),
+            "declares 2 raw bytes, more than 1 (",
+        ),
+        (
+            digits_plane(5, 1, &[125]),
+            "packed byte 0 is 125, not below 125",
+        ),
+        (
+            digits_plane(5, 1, &[5]),
+            "digits set after the last packed value",
+        ),
+        (digits_plane(5, 1, &[0, 0]), "zstd"),
+        (digits_plane(5, 1, &[]), "decompresses to 0 bytes, not 1"),
+    ] {
+        let e = WppFile::from_bytes(&file(plane)).unwrap_err();
+        assert_eq!(stream_error(&e).map(|s| s.0), Some("REFS"), "{what}: {e}");
+        assert!(e.to_string().contains(what), "{what}: {e}");
+    }
+    // Codec 5 is for planes only.
+    let e = WppFile::from_bytes(&crafted_v2(
+        &rule_v2(
+            1,
+            2,
+            [
+                digits_plane(4, 2, &[0b1010]),
+                stored(&[TERM, TERM]),
+                stored(&varints(&[0, 1])),
+                stored(&[]),
+            ],
+        ),
+        0,
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("unknown codec 5"), "{e}");
+}
+
 // ---- codec 3: `KINDS` packed four to a byte ----
 
 /// A codec 3 `KINDS` stream of `raw` kinds whose packed bytes are `packed`.
@@ -1088,7 +1199,7 @@ fn codec_3_kinds_read_back_and_are_checked_before_allocating() {
         (packed_kinds(1 << 40, &[0b0101]), "declares"),
         (
             packed_kinds(2, &[0b01_0101]),
-            "bits set after the last packed kind",
+            "digits set after the last packed value",
         ),
         (packed_kinds(2, &[0b0101, 0]), "zstd"),
         (packed_kinds(2, &[]), "decompresses to 0 bytes, not 1"),

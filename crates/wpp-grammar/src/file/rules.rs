@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use wpp_trace::wire::{write_varint, Reader, WireError};
 use wpp_trace::Terminal;
 
+use super::digits;
 use super::model::{self, CallStack, Context, Effect, Model, OTHER};
 use super::{DecodedRules, WppError, RULE};
 use crate::grammar::{Grammar, RuleId};
@@ -22,10 +23,15 @@ const MODEL: u8 = 2;
 /// then one zstd frame. A quarter of the bytes for zstd to search: at level 19, 3.5–5× faster
 /// than the byte per kind, and 7–12 % smaller (BENCHMARKS.md).
 const PACKED: u8 = 3;
-/// `REFS` only: its byte planes, each a stream of its own (codec [`STORED`] or [`ZSTD`]), so
-/// that the low bytes of wide distances, nearly uniform, are not searched at the writer's level
-/// for nothing (a third of `REFS`, and of its time at level 19, on high-entropy traces).
+/// `REFS` only: its byte planes, each a stream of its own (codec [`STORED`], [`ZSTD`] or
+/// [`DIGITS`]), so that the low bytes of wide distances, nearly uniform, are not searched at
+/// the writer's level for nothing (a third of `REFS`, and of its time at level 19, on
+/// high-entropy traces).
 const PLANES: u8 = 4;
+/// A plane of [`PLANES`] only: its bytes, all below a base of at most 16, packed as digits
+/// ([`digits`]), then one zstd frame. The top plane holds few values (the top byte of wide
+/// distances); packed, level 19 searches a third to an eighth of the bytes.
+const DIGITS: u8 = 5;
 /// The level at which the writer also tries [`MODEL`]: zstd's highest, asked for explicitly
 /// (`wpp compress --smallest`), because a [`MODEL`] stream is some hundred times slower to
 /// read than zstd (seconds per MB of rules) and every query of the file reads it.
@@ -193,7 +199,7 @@ pub(super) fn put_stream(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usi
 fn put_zstd_or_stored(out: &mut Vec<u8>, raw: &[u8], z: Option<std::io::Result<Vec<u8>>>) {
     match z {
         Some(Ok(z)) if z.len() < raw.len() && raw.len() <= MAX_RATIO * z.len() => {
-            put_coded(out, ZSTD, raw.len(), &z)
+            put_coded(out, Some(ZSTD), raw.len(), &z)
         }
         _ => {
             out.push(STORED);
@@ -203,9 +209,10 @@ fn put_zstd_or_stored(out: &mut Vec<u8>, raw: &[u8], z: Option<std::io::Result<V
     }
 }
 
-/// Appends a stream of `codec` that declares `raw` raw bytes (or kinds) and stores `coded`.
-fn put_coded(out: &mut Vec<u8>, codec: u8, raw: usize, coded: &[u8]) {
-    out.push(codec);
+/// Appends a stream of `codec` (`None`: its header is already written) that declares `raw`
+/// raw bytes (or kinds) and stores `coded`.
+fn put_coded(out: &mut Vec<u8>, codec: Option<u8>, raw: usize, coded: &[u8]) {
+    out.extend(codec);
     write_varint(out, raw as u64);
     write_varint(out, coded.len() as u64);
     out.extend_from_slice(coded);
@@ -214,22 +221,17 @@ fn put_coded(out: &mut Vec<u8>, codec: u8, raw: usize, coded: &[u8]) {
 /// Appends `KINDS` as [`PACKED`], or stored when it is short or zstd does not make it smaller.
 fn put_kinds(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
     if raw.len() > 32 {
-        let packed: Vec<u8> = raw
-            .chunks(4)
-            .map(|k| k.iter().rev().fold(0, |byte, &kind| byte << 2 | kind))
-            .collect();
+        let packed = digits::pack(raw, 4);
         if let Ok(z) = zstd_compress(&packed, level, workers) {
             if z.len() < raw.len() && packed.len() <= MAX_RATIO * z.len() {
-                return put_coded(out, PACKED, raw.len(), &z);
+                return put_coded(out, Some(PACKED), raw.len(), &z);
             }
         }
     }
     put_stream(out, raw, level, workers);
 }
 
-/// Appends `REFS`, whose byte planes are `planes`, as [`PLANES`] (stored when short). A
-/// plane that zstd's fastest level cannot shrink by 3 % keeps that level's frame (or is
-/// stored); the others are compressed at `level`.
+/// Appends `REFS`, whose byte planes are `planes`, as [`PLANES`] (stored when short).
 fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usize) {
     let raw: usize = planes.iter().map(Vec::len).sum();
     if raw <= 32 {
@@ -238,12 +240,29 @@ fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usi
     out.push(PLANES);
     write_varint(out, raw as u64);
     for plane in planes {
-        let quick = (plane.len() > 32).then(|| zstd_compress(plane, 1, workers));
-        let incompressible = matches!(&quick, Some(Ok(z)) if z.len() * 100 > plane.len() * 97);
-        match incompressible && level >= 1 {
-            true => put_zstd_or_stored(out, plane, quick),
-            false => put_stream(out, plane, level, workers),
+        put_plane(out, plane, level, workers);
+    }
+}
+
+/// Appends a plane of `REFS`: as [`DIGITS`] when its values are few, else compressed at
+/// `level`, unless zstd's fastest level cannot shrink it by 3 % (then it keeps that level's
+/// frame, or is stored).
+fn put_plane(out: &mut Vec<u8>, plane: &[u8], level: i32, workers: usize) {
+    if let Some(base) = digits::base_of(plane).filter(|_| plane.len() > 32) {
+        let packed = digits::pack(plane, base);
+        let per = digits::per_byte(base);
+        if let Ok(z) = zstd_compress(&packed, level, workers) {
+            if z.len() < plane.len() && plane.len() <= per * MAX_RATIO * z.len() {
+                out.extend_from_slice(&[DIGITS, base]);
+                return put_coded(out, None, plane.len(), &z);
+            }
         }
+    }
+    let quick = (plane.len() > 32).then(|| zstd_compress(plane, 1, workers));
+    let incompressible = matches!(&quick, Some(Ok(z)) if z.len() * 100 > plane.len() * 97);
+    match incompressible && level >= 1 {
+        true => put_zstd_or_stored(out, plane, quick),
+        false => put_stream(out, plane, level, workers),
     }
 }
 
@@ -252,7 +271,7 @@ fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usi
 fn smallest_of(plain: Vec<u8>, raw: usize, coded: Option<Vec<u8>>) -> Vec<u8> {
     if let Some(coded) = coded {
         let mut modeled = Vec::new();
-        put_coded(&mut modeled, MODEL, raw, &coded);
+        put_coded(&mut modeled, Some(MODEL), raw, &coded);
         if modeled.len() < plain.len() && raw <= MAX_RATIO * coded.len() {
             return modeled;
         }
@@ -294,19 +313,6 @@ pub(super) fn model_refs(raws: &[Vec<u8>; 4], rules: usize, classes: &[u64]) -> 
         .ok()?;
         Some(e.finish())
     })
-}
-
-/// The `raw` kinds of a [`PACKED`] stream's bytes; the bits after the last must be zero.
-fn unpack_kinds(bytes: &[u8], raw: usize) -> Result<Vec<u8>, String> {
-    let mut kinds: Vec<u8> = bytes
-        .iter()
-        .flat_map(|&b| [b & 3, b >> 2 & 3, b >> 4 & 3, b >> 6])
-        .collect();
-    if kinds[raw..].iter().any(|&k| k != 0) {
-        return Err("bits set after the last packed kind".into());
-    }
-    kinds.truncate(raw);
-    Ok(kinds)
 }
 
 /// Decodes a [`MODEL`]-coded `KINDS` of `raw` bytes (bounded by the caller).
@@ -572,26 +578,28 @@ pub(super) fn read_stream<'a>(
     name: &'static str,
     limit: u64,
 ) -> Result<Stream<'a>, WppError> {
-    read_stream_of(r, name, limit, Modeled::No)
+    read_stream_of(r, name, limit, Role::Plain)
 }
 
-/// Which [`MODEL`] coding a stream may have.
+/// Which stream a stream is, and so which codecs besides [`STORED`] and [`ZSTD`] it may have.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Modeled {
-    No,
-    /// [`model::KindsModel`], decoded at once.
+enum Role {
+    Plain,
+    /// `KINDS`: [`PACKED`], or [`MODEL`] ([`model::KindsModel`], decoded at once).
     Kinds,
-    /// [`model::Model`], decoded once the other streams are ([`Stream::pending`]).
+    /// `REFS`: [`PLANES`], or [`MODEL`] ([`model::Model`], decoded once the other streams are:
+    /// [`Stream::pending`]).
     Refs,
+    /// A plane of [`PLANES`]: [`DIGITS`].
+    Plane,
 }
 
-/// [`read_stream`], also accepting the codecs of `modeled`'s stream: [`MODEL`] (left for the
-/// caller to decode: [`Stream::pending`]), [`PACKED`] kinds, [`PLANES`] of references.
+/// [`read_stream`], also accepting the codecs of `role`.
 fn read_stream_of<'a>(
     r: &mut Reader<'a>,
     name: &'static str,
     limit: u64,
-    modeled: Modeled,
+    role: Role,
 ) -> Result<Stream<'a>, WppError> {
     let codec_offset = r.offset();
     let codec = r.u8("stream codec")?;
@@ -615,23 +623,24 @@ fn read_stream_of<'a>(
             let out = unzstd(name, data, offset, raw as usize)?;
             Ok(Stream::new(name, Cow::Owned(out), offset, true))
         }
-        PLANES if modeled == Modeled::Refs => read_planes(r, name, limit),
-        PACKED if modeled == Modeled::Kinds => {
-            let (raw, data, offset) = coded(r, name, limit, 4 * MAX_RATIO)?;
-            let packed = unzstd(name, data, offset, raw.div_ceil(4) as usize)?;
-            let kinds =
-                unpack_kinds(&packed, raw as usize).map_err(|message| WppError::Stream {
+        PLANES if role == Role::Refs => read_planes(r, name, limit),
+        PACKED if role == Role::Kinds => read_digits(r, name, limit, 4),
+        DIGITS if role == Role::Plane => {
+            let base_offset = r.offset();
+            match r.u8("digit base")? {
+                base @ 2..=digits::MAX_BASE => read_digits(r, name, limit, base),
+                base => Err(WppError::Stream {
                     stream: name,
-                    offset,
-                    message,
-                })?;
-            Ok(Stream::new(name, Cow::Owned(kinds), offset, true))
+                    offset: base_offset,
+                    message: format!("digit base {base}, not in 2..={}", digits::MAX_BASE),
+                }),
+            }
         }
-        MODEL if modeled != Modeled::No => {
+        MODEL if role == Role::Kinds || role == Role::Refs => {
             let (raw, data, offset) = coded(r, name, limit, MAX_RATIO)?;
             let mut stream = Stream::new(name, Cow::Borrowed(data), offset, true);
             stream.pending = Some(raw);
-            if modeled == Modeled::Kinds {
+            if role == Role::Kinds {
                 stream.data = Cow::Owned(unmodel_kinds(&stream, raw)?);
                 stream.pending = None;
             }
@@ -689,6 +698,27 @@ fn unzstd(name: &'static str, data: &[u8], offset: u64, raw: usize) -> Result<Ve
     }
 }
 
+/// A stream of values packed as base-`base` [`digits`] and zstd-compressed ([`PACKED`],
+/// [`DIGITS`]), after its codec (and base).
+fn read_digits<'a>(
+    r: &mut Reader<'a>,
+    name: &'static str,
+    limit: u64,
+    base: u8,
+) -> Result<Stream<'a>, WppError> {
+    let per = digits::per_byte(base);
+    let (raw, data, offset) = coded(r, name, limit, per * MAX_RATIO)?;
+    // `raw` is at most `per` × MAX_RATIO times the bytes in the file: the capacity is bounded.
+    let packed = unzstd(name, data, offset, raw.div_ceil(per as u64) as usize)?;
+    let values =
+        digits::unpack(&packed, raw as usize, base).map_err(|message| WppError::Stream {
+            stream: name,
+            offset,
+            message,
+        })?;
+    Ok(Stream::new(name, Cow::Owned(values), offset, true))
+}
+
 /// A [`PLANES`] stream (after its codec byte): the raw length, then four streams.
 fn read_planes<'a>(
     r: &mut Reader<'a>,
@@ -710,7 +740,7 @@ fn read_planes<'a>(
     let mut data = Vec::new();
     let offset = r.offset();
     for _ in 0..4 {
-        let plane = read_stream(r, name, raw - data.len() as u64)?;
+        let plane = read_stream_of(r, name, raw - data.len() as u64, Role::Plane)?;
         data.extend_from_slice(&plane.data);
     }
     if data.len() as u64 != raw {
@@ -733,9 +763,9 @@ pub(super) fn decode(
     let rules = r.varint_max((1 << 31) - 1, "rule count")?;
     let symbols = r.varint_max(u64::from(u32::MAX), "symbol count")?;
     let lens = read_stream(r, NAMES[0], 5 * rules)?;
-    let kinds = read_stream_of(r, NAMES[1], symbols, Modeled::Kinds)?;
+    let kinds = read_stream_of(r, NAMES[1], symbols, Role::Kinds)?;
     let terms = read_stream(r, NAMES[2], 5 * symbols)?;
-    let mut refs = read_stream_of(r, NAMES[3], 4 * symbols, Modeled::Refs)?;
+    let mut refs = read_stream_of(r, NAMES[3], 4 * symbols, Role::Refs)?;
     super::finished(r, RULE)?;
     if (lens.data.len() as u64) < rules {
         return Err(lens.error(format!("too short for {rules} rules")));
