@@ -90,9 +90,11 @@ pub(super) fn encode(g: &Grammar, level: i32, threads: usize, classes: &[u64]) -
     out
 }
 
-/// Each of `raws` as [`put_stream`] writes it, stream `i` on thread `i % threads` (scoped
-/// threads; zstd at level 19 takes seconds per million symbols, the serial tail of a parallel
-/// `wpp compress` otherwise).
+/// The four streams as the writer stores them, `REFS` (whose byte planes are `planes`) by
+/// plane. The independent parts — each stream, each plane, and at [`SMALLEST_LEVEL`] the
+/// [`MODEL`] codings — are compressed on up to `threads` threads, each taking the next part
+/// when done: zstd at level 19 takes seconds per million symbols, the serial tail of a
+/// parallel `wpp compress`, and `KINDS` and `REFS`' upper planes take most of it.
 fn put_streams(
     raws: &[Vec<u8>; 4],
     planes: &[Vec<u8>; 4],
@@ -101,48 +103,104 @@ fn put_streams(
     level: i32,
     threads: usize,
 ) -> Vec<Vec<u8>> {
-    let put = |raw: &Vec<u8>| {
-        let mut out = Vec::new();
-        let smallest = level >= SMALLEST_LEVEL;
-        if std::ptr::eq(raw, &raws[1]) {
-            put_kinds(&mut out, raw, level, threads);
-            if smallest {
-                out = smallest_of(out, raw.len(), model::encode_kinds(raw));
-            }
-        } else if std::ptr::eq(raw, &raws[3]) {
-            put_planes(&mut out, planes, level, threads);
-            if smallest {
-                out = smallest_of(out, raw.len(), model_refs(raws, rules, classes));
-            }
-        } else {
-            put_stream(&mut out, raw, level, threads);
-        }
-        out
-    };
-    let threads = threads.clamp(1, raws.len());
-    if threads == 1 {
-        return raws.iter().map(put).collect();
+    let smallest = level >= SMALLEST_LEVEL;
+    let by_plane = raws[3].len() > 32;
+    // The slowest parts first: the models, then `KINDS` and the upper planes.
+    let mut parts = Vec::new();
+    if smallest {
+        parts.extend([Part::KindsModel, Part::RefsModel]);
     }
-    let mut done: Vec<Vec<u8>> = vec![Vec::new(); raws.len()];
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|j| {
-                let mine = raws.iter().enumerate().skip(j).step_by(threads);
-                scope.spawn(move || mine.map(|(i, raw)| (i, put(raw))).collect::<Vec<_>>())
-            })
-            .collect();
-        for (j, w) in workers.into_iter().enumerate() {
-            // A thread that died leaves its streams to be compressed here.
-            let parts = w.join().unwrap_or_else(|_| {
-                let mine = raws.iter().enumerate().skip(j).step_by(threads);
-                mine.map(|(i, raw)| (i, put(raw))).collect()
-            });
-            for (i, part) in parts {
-                done[i] = part;
-            }
+    parts.extend([Part::Kinds, Part::Plane(1), Part::Plane(2), Part::Plane(3)]);
+    parts.extend([Part::Plane(0), Part::Stream(0), Part::Stream(2)]);
+    parts.retain(|part| by_plane || !matches!(part, Part::Plane(_)));
+    if !by_plane {
+        parts.push(Part::Stream(3));
+    }
+    let coded = on_threads(parts.len(), threads, |i| {
+        let mut out = Vec::new();
+        match parts[i] {
+            Part::Stream(s) => put_stream(&mut out, &raws[s], level, threads),
+            Part::Kinds => put_kinds(&mut out, &raws[1], level, threads),
+            Part::Plane(k) => put_plane(&mut out, &planes[k], level, threads),
+            Part::KindsModel => return model::encode_kinds(&raws[1]),
+            Part::RefsModel => return model_refs(raws, rules, classes),
         }
+        Some(out)
     });
-    done
+    let mut coded: Vec<_> = coded.into_iter().map(Some).collect();
+    // Each part once, in the order the file needs them; only a model may be missing.
+    let mut part = |p: Part| {
+        let i = parts
+            .iter()
+            .position(|&q| q == p)
+            .expect("every part is coded");
+        coded[i].take().flatten()
+    };
+    let mut whole = |p: Part| part(p).expect("a stream is always coded");
+    let lens = whole(Part::Stream(0));
+    let mut kinds = whole(Part::Kinds);
+    let terms = whole(Part::Stream(2));
+    let mut refs = match by_plane {
+        // `REFS` as [`PLANES`]: its raw length, then each plane.
+        true => {
+            let mut out = vec![PLANES];
+            write_varint(&mut out, raws[3].len() as u64);
+            (0..4).for_each(|k| out.extend_from_slice(&whole(Part::Plane(k))));
+            out
+        }
+        false => whole(Part::Stream(3)),
+    };
+    if smallest {
+        kinds = smallest_of(kinds, raws[1].len(), part(Part::KindsModel));
+        refs = smallest_of(refs, raws[3].len(), part(Part::RefsModel));
+    }
+    vec![lens, kinds, terms, refs]
+}
+
+/// A part of the `RULE` section that [`put_streams`] compresses on its own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Stream `i` of the four, whole.
+    Stream(usize),
+    Kinds,
+    /// Plane `k` of `REFS`.
+    Plane(usize),
+    KindsModel,
+    RefsModel,
+}
+
+/// `job(i)` for every `i < jobs`, in that order, on up to `threads` scoped threads, each
+/// taking the next job when done (the same results on any number). A job whose thread
+/// panicked runs again on the calling thread.
+fn on_threads<T: Send>(jobs: usize, threads: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done: Vec<Mutex<Option<T>>> = (0..jobs).map(|_| Mutex::new(None)).collect();
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= jobs {
+            break;
+        }
+        let out = job(i);
+        *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads.clamp(1, jobs.max(1)))
+            .map(|_| scope.spawn(work))
+            .collect();
+        work();
+        helpers.into_iter().for_each(|h| drop(h.join()));
+    });
+    done.into_iter()
+        .enumerate()
+        .map(
+            |(i, d)| match d.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(out) => out,
+                None => job(i),
+            },
+        )
+        .collect()
 }
 
 /// The four raw streams (`LENS`, `KINDS`, `TERMS`, `REFS`) of `g`'s `RULE` section, before
@@ -229,19 +287,6 @@ fn put_kinds(out: &mut Vec<u8>, raw: &[u8], level: i32, workers: usize) {
         }
     }
     put_stream(out, raw, level, workers);
-}
-
-/// Appends `REFS`, whose byte planes are `planes`, as [`PLANES`] (stored when short).
-fn put_planes(out: &mut Vec<u8>, planes: &[Vec<u8>; 4], level: i32, workers: usize) {
-    let raw: usize = planes.iter().map(Vec::len).sum();
-    if raw <= 32 {
-        return put_stream(out, &planes.concat(), level, workers);
-    }
-    out.push(PLANES);
-    write_varint(out, raw as u64);
-    for plane in planes {
-        put_plane(out, plane, level, workers);
-    }
 }
 
 /// Appends a plane of `REFS`: as [`DIGITS`] when its values are few, else compressed at
@@ -1063,6 +1108,56 @@ mod tests {
                 one,
                 "{workers} workers"
             );
+        }
+    }
+
+    #[test]
+    fn jobs_on_threads_come_back_in_order_and_a_dead_helpers_job_runs_again() {
+        for threads in 0..5 {
+            assert_eq!(on_threads(7, threads, |i| i * i), [0, 1, 4, 9, 16, 25, 36]);
+        }
+        assert!(on_threads(0, 3, |i| i).is_empty());
+        let caller = std::thread::current().id();
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let out = on_threads(8, 2, |i| {
+            // The calling thread is slow, so that the helper takes jobs; its first one dies.
+            if std::thread::current().id() == caller {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            } else if !failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                panic!("a helper dies");
+            }
+            i + 1
+        });
+        assert!(failed.into_inner(), "the helper took a job");
+        assert_eq!(out, (1..=8).collect::<Vec<_>>());
+    }
+
+    /// The `RULE` section of a high-entropy grammar (two planes, the top one as digits) and
+    /// of a small one (`REFS` whole) is the same on any number of threads, at the default
+    /// level and the smallest.
+    #[test]
+    fn rule_sections_are_the_same_bytes_on_any_number_of_threads() {
+        let mut x = 7u64;
+        let trace: Vec<Terminal> = (0..30_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                Terminal((x % 6) as u32)
+            })
+            .collect();
+        for events in [trace.len(), 40] {
+            let g = compress(Algorithm::Sequitur, &[&trace[..events]]).unwrap();
+            for level in [19, SMALLEST_LEVEL] {
+                let one = encode(&g, level, 1, &[]);
+                for threads in [2, 3, 9] {
+                    assert_eq!(
+                        encode(&g, level, threads, &[]),
+                        one,
+                        "{events} {level} {threads}"
+                    );
+                }
+            }
         }
     }
 
