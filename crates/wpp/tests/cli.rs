@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use wpp_trace::file::{read_events, to_binary};
 use wpp_trace::{same_per_thread, BlockId, Event, TraceReader};
 
@@ -324,6 +324,28 @@ fn any_zstd_level_verifies() {
         "3",
     ]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
+}
+
+/// `--smallest` alone means the smallest grammar too: frequency, on one thread; what is given
+/// explicitly stays.
+#[test]
+fn smallest_defaults_to_one_frequency_grammar() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "20000"]);
+    let out = dir.path("s.wpp");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["compress", &trace, "-o", &out, "--smallest", "--json"];
+        args.extend_from_slice(extra);
+        let report: Value = serde_json::from_str(&ok(&args)).unwrap();
+        let run = &report["runs"][0];
+        (run["algorithm"].clone(), run["threads_used"].clone())
+    };
+    assert_eq!(run(&[]), (json!("frequency"), json!(1)));
+    assert_eq!(
+        run(&["--algorithm", "sequitur", "--threads", "2"]),
+        (json!("sequitur"), json!(2))
+    );
+    ok(&["verify", &out, &trace]);
 }
 
 /// A `.wpp` compresses again with any algorithm; the oracle is `verify` against the original

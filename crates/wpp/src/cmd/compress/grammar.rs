@@ -75,9 +75,10 @@ pub struct Args {
     /// Output `.wpp` file.
     #[arg(short, long)]
     output: PathBuf,
-    /// The compressor.
-    #[arg(long, value_enum, default_value = "sequitur")]
-    algorithm: Choice,
+    /// The compressor. Default: sequitur; with `--smallest`, frequency, whose grammars are
+    /// 2–20 % smaller on real traces (BENCHMARKS.md, "Beside the peers").
+    #[arg(long, value_enum)]
+    algorithm: Option<Choice>,
     /// Frequency only: compress in windows of this many events per thread (bounded memory)
     /// instead of the whole trace at once.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -88,7 +89,7 @@ pub struct Args {
     index: bool,
     /// Compression threads: the trace is cut into chunks compressed in parallel and joined
     /// into one grammar (1: the single-threaded compressor; `--window` runs on one thread).
-    /// Default: the available cores.
+    /// Default: the available cores; with `--smallest`, 1 (chunks cost 4–14 % in size).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     threads: Option<u64>,
     /// Events per chunk when compressing on several threads (a trace that fits in one chunk
@@ -108,7 +109,8 @@ pub struct Args {
     zstd_level: i32,
     /// The smallest file, for archives: zstd level 22 and a context-mixing coder of the rule
     /// streams wherever it is smaller (0.66–0.80 × `xz -9` of the trace on high-entropy
-    /// traces), but every query then spends seconds per MB of rules reading it.
+    /// traces), but every query then spends seconds per MB of rules reading it. Unless given,
+    /// the algorithm is frequency and the threads 1: the smallest grammar too.
     #[arg(long, conflicts_with = "zstd_level")]
     smallest: bool,
     /// Trace events per segment: the grammar is closed, written and freed every this many
@@ -174,7 +176,8 @@ struct Settings {
 impl Settings {
     fn new(args: &Args) -> Settings {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = args.threads.map_or(cores, |t| t as usize);
+        let default = if args.smallest { 1 } else { cores };
+        let threads = args.threads.map_or(default, |t| t as usize);
         Settings {
             window: args.window,
             parallelism: Parallelism {
@@ -380,9 +383,13 @@ fn algorithms(choice: Choice) -> Vec<Algorithm> {
 
 /// Runs `wpp compress`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let choice = args.algorithm.unwrap_or(match args.smallest {
+        true => Choice::Frequency,
+        false => Choice::Sequitur,
+    });
     if args.window.is_some()
         && matches!(
-            args.algorithm,
+            choice,
             Choice::Sequitur | Choice::Sequitur1 | Choice::Phrase
         )
     {
@@ -392,7 +399,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut rows: Vec<Row> = Vec::new();
     let mut best: Option<(usize, PathBuf)> = None;
     let mut truncation = None;
-    for algorithm in algorithms(args.algorithm) {
+    for algorithm in algorithms(choice) {
         let tmp = PathBuf::from(format!("{}.{algorithm}.tmp", args.output.display()));
         let run = compress_once(&args.input, &tmp, algorithm, &settings);
         let run = run.inspect_err(|_| {
