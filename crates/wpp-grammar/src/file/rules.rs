@@ -110,13 +110,18 @@ fn put_streams(
     if smallest {
         parts.extend([Part::KindsModel, Part::RefsModel]);
     }
-    parts.extend([Part::Kinds, Part::Plane(1), Part::Plane(2), Part::Plane(3)]);
-    parts.extend([Part::Plane(0), Part::Stream(0), Part::Stream(2)]);
-    parts.retain(|part| by_plane || !matches!(part, Part::Plane(_)));
-    if !by_plane {
-        parts.push(Part::Stream(3));
+    parts.push(Part::Kinds);
+    match by_plane {
+        true => parts.extend([
+            Part::Plane(1),
+            Part::Plane(2),
+            Part::Plane(3),
+            Part::Plane(0),
+        ]),
+        false => parts.push(Part::Stream(3)),
     }
-    let coded = on_threads(parts.len(), threads, |i| {
+    parts.extend([Part::Stream(0), Part::Stream(2)]);
+    let mut coded = on_threads(parts.len(), threads, |i| {
         let mut out = Vec::new();
         match parts[i] {
             Part::Stream(s) => put_stream(&mut out, &raws[s], level, threads),
@@ -127,14 +132,13 @@ fn put_streams(
         }
         Some(out)
     });
-    let mut coded: Vec<_> = coded.into_iter().map(Some).collect();
-    // Each part once, in the order the file needs them; only a model may be missing.
+    // Each part is taken once, in the order the file needs them; only a model may be missing.
     let mut part = |p: Part| {
         let i = parts
             .iter()
             .position(|&q| q == p)
             .expect("every part is coded");
-        coded[i].take().flatten()
+        coded[i].take()
     };
     let mut whole = |p: Part| part(p).expect("a stream is always coded");
     let lens = whole(Part::Stream(0));
@@ -1117,18 +1121,21 @@ mod tests {
             assert_eq!(on_threads(7, threads, |i| i * i), [0, 1, 4, 9, 16, 25, 36]);
         }
         assert!(on_threads(0, 3, |i| i).is_empty());
+        use std::sync::atomic::{AtomicBool, Ordering};
         let caller = std::thread::current().id();
-        let failed = std::sync::atomic::AtomicBool::new(false);
+        let failed = AtomicBool::new(false);
         let out = on_threads(8, 2, |i| {
-            // The calling thread is slow, so that the helper takes jobs; its first one dies.
-            if std::thread::current().id() == caller {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            } else if !failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            // The calling thread's first job waits until the helper has taken the next one
+            // and died in it, so that job is left for the calling thread to run again.
+            if std::thread::current().id() != caller {
+                failed.store(true, Ordering::SeqCst);
                 panic!("a helper dies");
+            }
+            while !failed.load(Ordering::SeqCst) {
+                std::thread::yield_now();
             }
             i + 1
         });
-        assert!(failed.into_inner(), "the helper took a job");
         assert_eq!(out, (1..=8).collect::<Vec<_>>());
     }
 
@@ -1148,6 +1155,14 @@ mod tests {
             .collect();
         for events in [trace.len(), 40] {
             let g = compress(Algorithm::Sequitur, &[&trace[..events]]).unwrap();
+            if events > 40 {
+                let refs = &raw_streams(&g)[3];
+                let rules = g.num_rules();
+                assert!(
+                    (257..4096).contains(&rules) && refs.len() > 64,
+                    "{rules}: two planes"
+                );
+            }
             for level in [19, SMALLEST_LEVEL] {
                 let one = encode(&g, level, 1, &[]);
                 for threads in [2, 3, 9] {
