@@ -75,8 +75,9 @@ pub struct Args {
     /// Output `.wpp` file.
     #[arg(short, long)]
     output: PathBuf,
-    /// The compressor. Default: sequitur; with `--smallest`, frequency, whose grammars are
-    /// 2–20 % smaller on real traces (BENCHMARKS.md, "Beside the peers").
+    /// The compressor. Default: sequitur; with `--smallest`, frequency, whose files are 5–16 %
+    /// smaller on one thread (high-entropy, zlib and bzip2 path traces; BENCHMARKS.md,
+    /// "Beside the peers").
     #[arg(long, value_enum)]
     algorithm: Option<Choice>,
     /// Frequency only: compress in windows of this many events per thread (bounded memory)
