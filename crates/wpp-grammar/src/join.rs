@@ -6,16 +6,22 @@
 //! the concatenation, in chunk order, of that thread's chunk start-rule bodies; every other rule
 //! is kept once however many chunks built it:
 //!
-//! * **Hash-consing.** Chunk rules are visited bottom-up, their bodies translated to joined ids
-//!   and looked up by content in a hash table; a body already present is the same rule (its
-//!   children were deduplicated first, so equal bodies mean equal expansions).
+//! * **One rule per short expansion.** Chunk rules are visited bottom-up, their bodies
+//!   translated to joined ids and looked up by their expansion's [`Fingerprint`]. A rule with
+//!   the same body as one already joined is that rule (its children were deduplicated first).
+//!   So is a rule of at most [`MAX_MERGED_LEN`] terminals that expands to the same terminals,
+//!   whatever its structure: chunks built apart give one string different rules (`(ab)c` in
+//!   one, `a(bc)` in the other), and in two-thread grammars of real path traces 15–30 % of the
+//!   rules were such duplicates. A fingerprint match is confirmed by comparing the expansions
+//!   ([`Joiner::same_expansion`]), so the join stays exact; the comparisons have a budget in
+//!   proportion to the symbols added (past it, only equal bodies merge), so a hostile input
+//!   cannot make joining slow. Of the rules of one expansion the first added is kept, so chunks
+//!   added in the same order give the same grammar (in chunk order, the earliest chunk's).
 //! * **Rule utility** (Larus §3.1) survives: a rule used twice in its chunk is used at least
-//!   twice in the join. Only two rules with equal bodies inside one chunk (phrase grammars can
-//!   hold one: a phrase whose body is also a digram rule) can merge and leave a child used once;
-//!   [`Joiner::finish`] splices such rules into their user.
+//!   twice in the join. A merged rule's body is dropped, which can leave a child of it used
+//!   once; [`Joiner::finish`] splices such rules into their user.
 //! * **Numbering** is depth-first post-order from the start rules, in thread order, as SEQUITUR
-//!   numbers its rules, so the `.wpp` writer stores each rule inline where it is first used and
-//!   the result does not depend on the order chunks were joined in.
+//!   numbers its rules, so the `.wpp` writer stores each rule inline where it is first used.
 //!
 //! * **Seams.** What repeats across chunks at the top level — a thread's start-rule pieces are
 //!   built apart, so a stretch repeated in two chunks is spelled out in both — can be found by
@@ -28,15 +34,16 @@
 //! as it reads any other.
 
 use hashbrown::HashTable;
-use rustc_hash::{FxHashSet, FxHasher};
-use std::hash::Hasher;
+use rustc_hash::FxHashSet;
+use std::cell::Cell;
 use wpp_trace::{Terminal, ThreadId};
 
 use crate::grammar::{Grammar, GrammarError, RuleId, StartRule};
 use crate::sequitur::{Sequitur, Variant};
 use crate::symbol::{Symbol, SymbolKind};
 
-/// Joins chunk grammars, added in any order with their chunk number, into one grammar.
+/// Joins chunk grammars, added with their chunk number, into one grammar. Any order of adding
+/// gives the same expansions; the same order gives the same grammar.
 ///
 /// ```
 /// use wpp_grammar::join::Joiner;
@@ -56,8 +63,12 @@ pub struct Joiner {
     /// Bodies of the distinct non-start rules, in joined ids (bottom-up).
     symbols: Vec<Symbol>,
     offsets: Vec<usize>,
-    /// Joined rule ids, hashed by body.
+    /// Joined rule ids, hashed by expansion.
     table: HashTable<u32>,
+    /// Per joined rule, its expansion's fingerprint.
+    prints: Vec<Fingerprint>,
+    /// Steps [`same_expansion`](Self::same_expansion) may still take.
+    budget: Cell<u64>,
     /// Start-rule bodies of every chunk, in joined ids.
     start_symbols: Vec<Symbol>,
     pieces: Vec<Piece>,
@@ -78,13 +89,68 @@ struct Piece {
     end: usize,
 }
 
-fn body_hash(body: &[Symbol]) -> u64 {
-    let mut h = FxHasher::default();
-    for s in body {
-        h.write_u32(s.to_bits());
-    }
-    h.finish()
+/// A string of terminals, fingerprinted: its polynomial hash modulo the Mersenne prime
+/// 2^61 − 1, the base raised to its length (so that fingerprints of concatenations compose),
+/// and its length. Equal strings have equal fingerprints; unequal ones rarely do, and
+/// [`Joiner::same_expansion`] tells those apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fingerprint {
+    hash: u64,
+    power: u64,
+    len: u64,
 }
+
+const MODULUS: u64 = (1 << 61) - 1;
+const BASE: u64 = 0x1F_3A5C_27B1;
+
+/// `a · b` modulo [`MODULUS`].
+fn mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    let folded = (p as u64 & MODULUS) + (p >> 61) as u64;
+    folded.min(folded.wrapping_sub(MODULUS))
+}
+
+impl Fingerprint {
+    const EMPTY: Fingerprint = Fingerprint {
+        hash: 0,
+        power: 1,
+        len: 0,
+    };
+
+    fn terminal(t: Terminal) -> Fingerprint {
+        Fingerprint {
+            hash: u64::from(t.0) + 1,
+            power: BASE,
+            len: 1,
+        }
+    }
+
+    /// The fingerprint of `self` followed by `next`.
+    fn then(self, next: Fingerprint) -> Fingerprint {
+        let hash = mul(self.hash, next.power) + next.hash;
+        Fingerprint {
+            hash: hash.min(hash.wrapping_sub(MODULUS)),
+            power: mul(self.power, next.power),
+            len: self.len.saturating_add(next.len),
+        }
+    }
+
+    /// The hash table's key.
+    fn key(self) -> u64 {
+        (self.hash ^ self.len.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+/// The longest expansion for which rules of different bodies merge. Merging the short ones
+/// made the `.wpp` of high-entropy path traces 1–4 % smaller (two threads; BENCHMARKS.md);
+/// merging every length made a Lua block trace's 6 % larger: references to the few long
+/// rules left then vary far more than the local rules' did, and zstd finds fewer repeats.
+pub const MAX_MERGED_LEN: u64 = 32;
+
+/// Comparison steps [`Joiner::same_expansion`] may take per symbol added, on top of
+/// [`BUDGET_BASE`]: duplicates of real traces take a few steps each.
+const BUDGET_PER_SYMBOL: u64 = 64;
+const BUDGET_BASE: u64 = 1 << 20;
 
 impl Joiner {
     /// Adds the grammar of chunk number `chunk` (chunks are concatenated in this order per
@@ -92,7 +158,10 @@ impl Joiner {
     pub fn add(&mut self, chunk: u64, g: &Grammar) {
         if self.offsets.is_empty() {
             self.offsets.push(0);
+            self.budget.set(BUDGET_BASE);
         }
+        let more = BUDGET_PER_SYMBOL.saturating_mul(g.num_symbols() as u64);
+        self.budget.set(self.budget.get().saturating_add(more));
         self.map.clear();
         self.map.resize(g.num_rules(), Symbol::from_bits(0));
         let mut start_of = vec![None; g.num_rules()];
@@ -125,22 +194,78 @@ impl Joiner {
         });
     }
 
-    /// The joined rule whose body is the body just translated, added if new.
+    /// The joined rule that expands as the body just translated does, added if new.
     fn intern(&mut self) -> RuleId {
-        let (symbols, offsets) = (&self.symbols, &self.offsets);
-        let stored = |id: u32| &symbols[offsets[id as usize]..offsets[id as usize + 1]];
-        let hash = body_hash(&self.body);
-        if let Some(&id) = self.table.find(hash, |&id| stored(id) == self.body) {
+        let print = self.fingerprint(&self.body);
+        let found = self.table.find(print.key(), |&id| {
+            let (symbols, offsets) = (&self.symbols, &self.offsets);
+            let stored = &symbols[offsets[id as usize]..offsets[id as usize + 1]];
+            self.prints[id as usize] == print
+                && (stored == self.body.as_slice()
+                    || print.len <= MAX_MERGED_LEN && self.same_expansion(stored, &self.body))
+        });
+        if let Some(&id) = found {
             return RuleId(id);
         }
         let id = (self.offsets.len() - 1) as u32;
         self.symbols.extend_from_slice(&self.body);
         self.offsets.push(self.symbols.len());
-        let (symbols, offsets) = (&self.symbols, &self.offsets);
-        self.table.insert_unique(hash, id, |&id| {
-            body_hash(&symbols[offsets[id as usize]..offsets[id as usize + 1]])
-        });
+        self.prints.push(print);
+        let prints = &self.prints;
+        self.table
+            .insert_unique(print.key(), id, |&id| prints[id as usize].key());
         RuleId(id)
+    }
+
+    /// The fingerprint of what `body`, in joined ids, expands to.
+    fn fingerprint(&self, body: &[Symbol]) -> Fingerprint {
+        body.iter()
+            .fold(Fingerprint::EMPTY, |print, &s| match s.kind() {
+                SymbolKind::Terminal(t) => print.then(Fingerprint::terminal(t)),
+                SymbolKind::Rule(r) => print.then(self.prints[r.index()]),
+            })
+    }
+
+    /// Whether bodies `a` and `b` (in joined ids, of equal fingerprints) expand to the same
+    /// terminals: both expansions are walked together, a rule entered only where the two
+    /// differ (the longer of the two symbols first, so that shared children line up), so
+    /// rules the two have in common at the same place cost one step. `false` once the
+    /// budget is spent.
+    fn same_expansion(&self, a: &[Symbol], b: &[Symbol]) -> bool {
+        let (mut x, mut y) = (vec![a], vec![b]);
+        let mut steps = 0u64;
+        let ok = loop {
+            for side in [&mut x, &mut y] {
+                while side.last().is_some_and(|s| s.is_empty()) {
+                    side.pop();
+                }
+            }
+            let (Some(sx), Some(sy)) = (x.last_mut(), y.last_mut()) else {
+                break x.is_empty() && y.is_empty();
+            };
+            steps += 1;
+            if steps > self.budget.get() {
+                break false;
+            }
+            let (p, q) = (sx[0], sy[0]);
+            if p == q {
+                *sx = &sx[1..];
+                *sy = &sy[1..];
+                continue;
+            }
+            let len = |r: RuleId| self.prints[r.index()].len;
+            let (side, r) = match (p.kind(), q.kind()) {
+                (SymbolKind::Rule(r), SymbolKind::Rule(s)) if len(s) > len(r) => (&mut y, s),
+                (SymbolKind::Rule(r), _) => (&mut x, r),
+                (_, SymbolKind::Rule(s)) => (&mut y, s),
+                _ => break false,
+            };
+            let top = side.last_mut().expect("a symbol was just read from it");
+            *top = &top[1..];
+            side.push(&self.symbols[self.offsets[r.index()]..self.offsets[r.index() + 1]]);
+        };
+        self.budget.set(self.budget.get().saturating_sub(steps));
+        ok
     }
 
     /// Number of distinct non-start rules so far.
@@ -409,5 +534,62 @@ impl Flat {
             })
             .collect();
         Grammar::new(num_terminals, bodies, starts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mul_is_multiplication_modulo_the_prime() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (a, b) = (x % MODULUS, x.rotate_left(29) % MODULUS);
+            let want = (u128::from(a) * u128::from(b) % u128::from(MODULUS)) as u64;
+            assert_eq!(mul(a, b), want, "{a} × {b}");
+        }
+        assert_eq!(mul(MODULUS - 1, MODULUS - 1), 1);
+    }
+
+    /// `(ab)c` and `a(bc)` from two chunks join as one rule; comparing expansions stops, saying
+    /// "different", once the budget is spent.
+    #[test]
+    fn expansions_are_compared_within_the_budget() {
+        let t = |x| Symbol::terminal(Terminal(x));
+        let r = |x| Symbol::rule(RuleId(x));
+        let chunk = |bodies: Vec<Vec<Symbol>>| {
+            let starts = vec![StartRule {
+                thread: ThreadId(0),
+                rule: RuleId(2),
+            }];
+            Grammar::new(4, bodies, starts).unwrap()
+        };
+        let mut j = Joiner::default();
+        j.add(
+            0,
+            &chunk(vec![vec![t(1), t(2)], vec![r(0), t(3)], vec![r(1), r(1)]]),
+        );
+        j.add(
+            1,
+            &chunk(vec![vec![t(2), t(3)], vec![t(1), r(0)], vec![r(1), r(1)]]),
+        );
+        // `ab`, `(ab)c` and `bc`; `a(bc)` is `(ab)c`.
+        assert_eq!(j.num_rules(), 3);
+        let g = j.finish(4, &[ThreadId(0)]).unwrap();
+        assert_eq!(g.num_rules(), 2, "`abc` and the start rule");
+        let mut j = Joiner::default();
+        j.add(
+            0,
+            &chunk(vec![vec![t(1), t(2)], vec![r(0), t(3)], vec![r(1), r(1)]]),
+        );
+        let abc = [t(1), t(2), t(3)];
+        assert!(j.same_expansion(&[r(0), t(3)], &abc));
+        j.budget.set(2);
+        assert!(!j.same_expansion(&[r(0), t(3)], &abc));
+        assert_eq!(j.budget.get(), 0);
     }
 }

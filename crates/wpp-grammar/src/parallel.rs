@@ -5,11 +5,14 @@
 //!
 //! The caller's thread interns events into terminals (so the alphabet is the single-threaded
 //! one), fills the current chunk and hands it to a worker when full; it joins finished chunk
-//! grammars between chunks. At most `2 × workers` chunks are queued or compressing, so memory is
-//! bounded by a few chunks (4 bytes per event each, plus their compressors' tables) and the
-//! joined grammar, not by the trace's length. A trace that fits in one chunk is compressed in
-//! that chunk alone and its grammar returned as it is: the single-threaded grammar.
+//! grammars between chunks, in chunk order, so the grammar does not depend on the number of
+//! workers or on which finished first. At most `2 × workers` chunks are queued, compressing or
+//! waiting to be joined, so memory is bounded by a few chunks (4 bytes per event each, plus
+//! their compressors' tables) and the joined grammar, not by the trace's length. A trace that
+//! fits in one chunk is compressed in that chunk alone and its grammar returned as it is: the
+//! single-threaded grammar.
 
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -107,7 +110,8 @@ pub fn compress_threads(
     p.finish(num_terminals, &threads)
 }
 
-type Outcome = (u64, Result<Grammar, TraceCompressError>);
+/// A compressed chunk: its number, its grammar, and its emptied terminal buffer for reuse.
+type Outcome = (u64, Result<Grammar, TraceCompressError>, Vec<Terminal>);
 
 /// The worker threads and the chunks in flight.
 pub(crate) struct Parallel {
@@ -118,11 +122,13 @@ pub(crate) struct Parallel {
     outcomes: Receiver<Outcome>,
     workers: Vec<JoinHandle<()>>,
     in_flight: usize,
+    /// Terminal buffers of compressed chunks, for the next chunks: a fresh one costs a page
+    /// fault and a zeroed page every 1,024 events.
+    spare: Vec<Vec<Terminal>>,
     joiner: Box<Joiner>,
-    /// The first chunk grammar to arrive, held back until a second one shows whether there is
-    /// anything to join.
-    first: Option<Box<(u64, Grammar)>>,
-    /// Chunk grammars added to the joiner.
+    /// Chunk grammars not joined yet, by number (see [`join`](Self::join)).
+    waiting: BTreeMap<u64, Grammar>,
+    /// Chunk grammars added to the joiner: chunks `0..joined`.
     joined: usize,
 }
 
@@ -154,8 +160,9 @@ impl Parallel {
             outcomes,
             workers: handles,
             in_flight: 0,
+            spare: Vec::new(),
             joiner,
-            first: None,
+            waiting: BTreeMap::new(),
             joined: 0,
         })
     }
@@ -190,12 +197,15 @@ impl Parallel {
             &mut self.chunk,
             Chunk {
                 number: number + 1,
-                terminals: Vec::with_capacity(self.chunk_events.min(DEFAULT_CHUNK_EVENTS)),
+                terminals: self.spare.pop().unwrap_or_else(|| {
+                    Vec::with_capacity(self.chunk_events.min(DEFAULT_CHUNK_EVENTS))
+                }),
                 ..Chunk::default()
             },
         );
         chunk.num_terminals = num_terminals;
-        while self.in_flight >= 2 * self.workers.len() {
+        // Grammars waiting for an earlier chunk count too: they hold memory as chunks do.
+        while self.in_flight + self.waiting.len() >= 2 * self.workers.len() {
             self.receive(true)?;
         }
         let jobs = self.jobs.as_ref().ok_or(TraceCompressError::WorkerLost)?;
@@ -219,24 +229,29 @@ impl Parallel {
             }
         };
         self.in_flight -= 1;
-        let (number, grammar) = outcome;
+        let (number, grammar, terminals) = outcome;
+        self.spare.push(terminals);
         self.join(number, grammar?);
         Ok(true)
     }
 
-    /// Joins chunk `number`'s grammar; the first to arrive is held back, as it may be the only
-    /// one.
+    /// Joins chunk `number`'s grammar in chunk order, holding back the ones that came early
+    /// (the join keeps the first rule of each expansion, so its order decides the grammar),
+    /// and chunk 0 until chunk 1 shows there is anything to join.
     fn join(&mut self, number: u64, g: Grammar) {
-        if self.joined == 0 && self.first.is_none() {
-            self.first = Some(Box::new((number, g)));
-            return;
-        }
-        if let Some(first) = self.first.take() {
-            self.joiner.add(first.0, &first.1);
+        self.waiting.insert(number, g);
+        loop {
+            let n = self.joined as u64;
+            let ready = match n {
+                0 => self.waiting.contains_key(&0) && self.waiting.contains_key(&1),
+                n => self.waiting.contains_key(&n),
+            };
+            let Some(g) = ready.then(|| self.waiting.remove(&n)).flatten() else {
+                return;
+            };
+            self.joiner.add(n, &g);
             self.joined += 1;
         }
-        self.joiner.add(number, &g);
-        self.joined += 1;
     }
 
     /// Compresses the last chunk, waits for every worker and returns the joined grammar over
@@ -256,8 +271,10 @@ impl Parallel {
         for w in self.workers.drain(..) {
             w.join().map_err(|_| TraceCompressError::WorkerLost)?;
         }
-        match self.first.take() {
-            Some(first) => Ok(first.1),
+        // Not next to the joined grammar, the compression's peak.
+        drop(std::mem::take(&mut self.spare));
+        match self.waiting.remove(&0) {
+            Some(alone) => Ok(alone),
             None => Ok(std::mem::take(&mut *self.joiner).finish(num_terminals, threads)?),
         }
     }
@@ -270,8 +287,9 @@ fn work(algorithm: Algorithm, queue: &Mutex<Receiver<Chunk>>, done: &Sender<Outc
         let Ok(Ok(chunk)) = next else { return };
         let compress = AssertUnwindSafe(|| chunk.compress(algorithm));
         let grammar = catch_unwind(compress).unwrap_or(Err(TraceCompressError::WorkerLost));
-        drop(chunk.terminals);
-        if done.send((chunk.number, grammar)).is_err() {
+        let mut terminals = chunk.terminals;
+        terminals.clear();
+        if done.send((chunk.number, grammar, terminals)).is_err() {
             return;
         }
     }

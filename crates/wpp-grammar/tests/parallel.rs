@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use wpp_grammar::check::check_rule_utility;
 use wpp_grammar::expand::Expander;
 use wpp_grammar::file::WppFile;
-use wpp_grammar::join::{Joiner, Seams};
+use wpp_grammar::join::{self, Joiner, Seams};
 use wpp_grammar::parallel::{self, Parallelism};
 use wpp_grammar::{Algorithm, Grammar, RuleId, StartRule, Symbol, TraceCompressor};
 use wpp_trace::synth::{SynthProgram, TraceKind};
@@ -48,6 +48,9 @@ fn assert_sound(events: &[Event], chunk: usize) {
         let wpp = compress(events, algorithm, 2, chunk);
         assert_eq!(expand(&wpp), want, "{what}");
         check_rule_utility(&wpp.grammar).unwrap_or_else(|v| panic!("{what}: {v}"));
+        if events.len() > chunk {
+            assert_short_expansions_unique(&wpp.grammar, &what);
+        }
         let back = WppFile::from_bytes(&wpp.to_bytes().unwrap()).unwrap();
         assert_eq!(back, wpp, "{what}");
         let serial = compress(events, algorithm, 1, chunk);
@@ -67,6 +70,22 @@ fn assert_sound(events: &[Event], chunk: usize) {
         assert_eq!(expand(&seams), want, "{what}, seams compressed");
         check_rule_utility(&seams.grammar).unwrap_or_else(|v| panic!("{what}, seams: {v}"));
         WppFile::from_bytes(&seams.to_bytes().unwrap()).unwrap();
+    }
+}
+
+/// Brute force over the joined grammar: no two rules other than start rules expand to the
+/// same terminals when the join merges rules of that length ([`join::MAX_MERGED_LEN`]).
+fn assert_short_expansions_unique(g: &Grammar, what: &str) {
+    let mut seen = std::collections::HashMap::new();
+    let starts: Vec<RuleId> = g.starts().iter().map(|s| s.rule).collect();
+    for r in g.rules().filter(|r| !starts.contains(r)) {
+        let terminals: Vec<u32> = Expander::new(g, r).map(|t| t.0).collect();
+        if terminals.len() as u64 > join::MAX_MERGED_LEN {
+            continue;
+        }
+        if let Some(other) = seen.insert(terminals.clone(), r) {
+            panic!("{what}: rules {other:?} and {r:?} both expand to {terminals:?}");
+        }
     }
 }
 
@@ -157,6 +176,37 @@ fn rules_shared_by_chunks_are_kept_once() {
             );
         }
     }
+}
+
+/// Chunks built apart give one string different rules; joined, they are one rule, and the
+/// children left used once are spliced into it.
+#[test]
+fn rules_with_one_expansion_merge_whatever_their_bodies() {
+    // Chunk 0: A → t1 t2, B → A t3 (= 1 2 3), start → B B. Chunk 1: C → t2 t3, D → t1 C
+    // (= 1 2 3 too), start → D t4 D.
+    let left = grammar(
+        vec![vec![t(1), t(2)], vec![r(0), t(3)], vec![r(1), r(1)]],
+        &[(0, 2)],
+    );
+    let right = grammar(
+        vec![vec![t(2), t(3)], vec![t(1), r(0)], vec![r(1), t(4), r(1)]],
+        &[(0, 2)],
+    );
+    let mut j = Joiner::default();
+    j.add(1, &right);
+    j.add(0, &left);
+    let g = j.finish(8, &[ThreadId(0)]).unwrap();
+    check_rule_utility(&g).unwrap();
+    let start = g.starts()[0].rule;
+    let expanded: Vec<u32> = Expander::new(&g, start).map(|t| t.0).collect();
+    assert_eq!(expanded, [1, 2, 3, 1, 2, 3, 1, 2, 3, 4, 1, 2, 3]);
+    // One rule for `1 2 3`, used four times; `1 2`, then used only in it, is spliced in.
+    let bodies: Vec<_> = g.rules().map(|r| g.body(r).to_vec()).collect();
+    let abc = Symbol::rule(RuleId(0));
+    assert_eq!(
+        bodies,
+        [vec![t(1), t(2), t(3)], vec![abc, abc, abc, t(4), abc]]
+    );
 }
 
 fn t(x: u32) -> Symbol {
