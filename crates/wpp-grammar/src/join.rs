@@ -555,37 +555,19 @@ mod tests {
         assert_eq!(mul(MODULUS - 1, MODULUS - 1), 1);
     }
 
-    /// `(ab)c` and `a(bc)` from two chunks join as one rule; comparing expansions stops, saying
-    /// "different", once the budget is spent.
+    /// Comparing expansions stops, saying "different", once the budget is spent (the merge
+    /// itself: `tests/parallel.rs`).
     #[test]
     fn expansions_are_compared_within_the_budget() {
         let t = |x| Symbol::terminal(Terminal(x));
         let r = |x| Symbol::rule(RuleId(x));
-        let chunk = |bodies: Vec<Vec<Symbol>>| {
-            let starts = vec![StartRule {
-                thread: ThreadId(0),
-                rule: RuleId(2),
-            }];
-            Grammar::new(4, bodies, starts).unwrap()
-        };
+        let starts = vec![StartRule {
+            thread: ThreadId(0),
+            rule: RuleId(2),
+        }];
+        let bodies = vec![vec![t(1), t(2)], vec![r(0), t(3)], vec![r(1), r(1)]];
         let mut j = Joiner::default();
-        j.add(
-            0,
-            &chunk(vec![vec![t(1), t(2)], vec![r(0), t(3)], vec![r(1), r(1)]]),
-        );
-        j.add(
-            1,
-            &chunk(vec![vec![t(2), t(3)], vec![t(1), r(0)], vec![r(1), r(1)]]),
-        );
-        // `ab`, `(ab)c` and `bc`; `a(bc)` is `(ab)c`.
-        assert_eq!(j.num_rules(), 3);
-        let g = j.finish(4, &[ThreadId(0)]).unwrap();
-        assert_eq!(g.num_rules(), 2, "`abc` and the start rule");
-        let mut j = Joiner::default();
-        j.add(
-            0,
-            &chunk(vec![vec![t(1), t(2)], vec![r(0), t(3)], vec![r(1), r(1)]]),
-        );
+        j.add(0, &Grammar::new(4, bodies, starts).unwrap());
         let abc = [t(1), t(2), t(3)];
         assert!(j.same_expansion(&[r(0), t(3)], &abc));
         j.budget.set(2);
