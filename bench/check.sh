@@ -54,8 +54,9 @@
 #     (Tallam–Gupta §5; the ewpp build's report is the filtering of the largest address trace);
 #   * "filter=addr", when addr and filter passed: each process's `--mode ewpp-filter` report,
 #     classified by the program as it ran, is byte for byte `wpp deps filter` of its address
-#     trace (Tallam–Gupta §3.1).
-# Both hold on sqlite too, whose allocator branches on heap addresses: the runtime never
+#     trace (Tallam–Gupta §3.1); not on sqlite, whose classes follow its builds' frame sizes
+#     (see not_built below).
+# ewpp=addr holds on sqlite too, whose allocator branches on heap addresses: the runtime never
 # allocates from the program's heap (wpp_rt::heap).
 # Builds and results: bench/build/check/ (WPP_CHECK_BUILD). Ends with the line
 # `N passed, M failed` (one check = one workload in one mode, one query check or one
@@ -122,9 +123,14 @@ declare -A PASSED # "WORKLOAD MODE" -> 1 for each passed check
 
 rm -rf "$B/status"
 
-# one_thread_only WORKLOAD VARIANT: the variant records single-threaded programs only and the
-# workload refers to pthread_create (sqlite's worker threads): neither built nor checked.
-one_thread_only() { [[ $1 == sqlite && ($2 == ewpp || $2 == ewpp-filter) ]]; }
+# not_built WORKLOAD VARIANT: sqlite in ewpp-filter, whose check "filter=addr" cannot hold on
+# it: the classes of Definitions 1-4 follow addresses, and 11 of sqlite's 19,281 pairs (stack
+# slots of functions called from several depths) write one address in the trace-addr build but
+# two in the ewpp-filter build, whose frames have other sizes. The run itself prints what native
+# prints (checked by hand, 2026-11-27); its build would add ~3.5 min of CPU to CI. sqlite is
+# built with SQLITE_THREADSAFE=0, so the ewpp mode takes it (ewpp's report is the address
+# trace's filtering, of the same layout).
+not_built() { [[ $1 == sqlite && $2 == ewpp-filter ]]; }
 
 # Variants other than ppp and ewpp (which need the bl run's profile, the addr run's report): all
 # workloads, longest builds first.
@@ -136,7 +142,7 @@ done
 BY_COST=()
 for w in sqlite lua bzip2 zlib; do [[ " ${WORKLOADS[*]} " == *" $w "* ]] && BY_COST+=("$w"); done
 for w in "${BY_COST[@]}"; do
-    for v in "${VARIANTS[@]}"; do one_thread_only "$w" "$v" || start_build "$v" "$w"; done
+    for v in "${VARIANTS[@]}"; do not_built "$w" "$v" || start_build "$v" "$w"; done
 done
 
 # check WORKLOAD MODE: run MODE, compare with native, check the output files; prints PASS/FAIL.
@@ -144,8 +150,8 @@ check() {
     local w=$1 m=$2 v d t0 t files nproc_expected ok f bytes cmp_out
     v=$(mode_variant "$m")
     d=$B/$m/results/$SIZE/$w
-    if one_thread_only "$w" "$v"; then
-        echo "SKIP  $w $m (refers to pthread_create; $m records single-threaded programs)"
+    if not_built "$w" "$v"; then
+        echo "SKIP  $w $m (not built: see not_built in bench/check.sh)"
         return 0
     fi
     if ! built_ok "$v" "$w"; then
@@ -271,7 +277,7 @@ for w in "${WORKLOADS[@]}"; do
             fi
         elif [[ $m == addr ]]; then
             # the largest address trace's report is ewpp's: build ewpp while the others run
-            if check "$w" addr && [[ " ${ORDER[*]} " == *" ewpp "* ]] && ! one_thread_only "$w" ewpp &&
+            if check "$w" addr && [[ " ${ORDER[*]} " == *" ewpp "* ]] && ! not_built "$w" ewpp &&
                 save_exercised "$B" "$SIZE" "$w"; then
                 start_build ewpp "$w"
             fi
@@ -279,7 +285,7 @@ for w in "${WORKLOADS[@]}"; do
             check "$w" "$m" || true
         fi
     done
-    if [[ " ${ORDER[*]} " == *" ewpp "* ]] && ! one_thread_only "$w" ewpp; then
+    if [[ " ${ORDER[*]} " == *" ewpp "* ]] && ! not_built "$w" ewpp; then
         if [[ -e $B/status/ewpp.$w ]] || [[ -n $(jobs -rp) ]]; then
             check "$w" ewpp || true
         else
