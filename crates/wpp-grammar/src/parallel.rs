@@ -242,11 +242,10 @@ impl Parallel {
         self.waiting.insert(number, g);
         loop {
             let n = self.joined as u64;
-            let ready = match n {
-                0 => self.waiting.contains_key(&0) && self.waiting.contains_key(&1),
-                n => self.waiting.contains_key(&n),
-            };
-            let Some(g) = ready.then(|| self.waiting.remove(&n)).flatten() else {
+            if n == 0 && !self.waiting.contains_key(&1) {
+                return;
+            }
+            let Some(g) = self.waiting.remove(&n) else {
                 return;
             };
             self.joiner.add(n, &g);
