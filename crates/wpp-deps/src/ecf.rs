@@ -47,6 +47,7 @@
 //! | `B` [`source`]`(d)` | the source store `d` (`C_d`, Figure 5 / Figure 17) |
 //! | `B` [`LAST`] | fixed cost (Figure 5's `C_d^T`): the writer is `d`'s latest instance |
 //! | or `B` [`AGAIN`] / `B` [`NEXT`] | predicted (beyond the paper): the writer is the instance of `d` the pair's previous dependence read, or the one after it |
+//! | or `B` [`OTHER`] … `B` [`LATEST_BACK`] | predicted from the stream (beyond the paper): the writer is the instance the loads of `u`'s function read of `d` before their latest one, or the one after or before it; or their latest, or the one after or before it |
 //! | or `B` [`LOWER`] / `B` [`HIGHER`], digits, `B` [`END`] | after missed predictions (beyond the paper): the writer is below the pair's previous instance `p` (`LOWER`) or above `p + 1`, at the distance whose binary digits after the leading 1 follow as `B0`/`B1` |
 //! | or `B` [`LOWER`] / `B` [`HIGHER`] … `B` [`END`] | for a pair's first dependence, the binary search (Figure 13) over `1..=len`: each comparison that misses is `B0` (the target is below `mid`) or `B1`, the hit is `E` |
 //! | `E` | the return |
@@ -71,9 +72,22 @@
 //! blocks. Recovery keeps the same per-pair state (the instance each pair read last), so it
 //! stays exact.
 //!
+//! Some loads read two places of one buffer in turn: bzip2's `mainGtU` compares two suffixes
+//! of its block byte by byte, in an unrolled loop whose every load is a pair of its own, so
+//! each pair's previous instance is from the previous comparison, anywhere in the block. But
+//! the function's loads together read the store's instances `i, j, i+1, j+1, …`: the writer is
+//! next to the instance the function read *before* its latest (`OTHER`, `OTHER_NEXT`,
+//! `OTHER_BACK`) or next to its latest (`LATEST`, …). So the check also keeps, per *stream*
+//! (a store and a function reading it), the two latest distinct instances read, and tries the
+//! six instances around them after the pair's two. On bzip2's largest process this took the
+//! predicted dependences from 19 % to 84 % and its SEQUITUR eWPP from 15.1 to 10.4 MB. The
+//! stream is per function, not per store, so that one load's dependences still follow from
+//! the checks of its function's loads alone ([`rules`]).
+//!
 //! Checks per dependence (Table IX): the search's comparisons (the `B0`/`B1` blocks plus the
-//! hit), 1 for `LAST` and `AGAIN`, 2 for `NEXT`, and for a distance 2 (the missed predictions)
-//! plus its blocks; against the linear scan from the buffer's tail (Figure 8).
+//! hit), 1 for `LAST`, `i + 1` for the `i`-th prediction (`AGAIN` 1, `NEXT` 2, … `LATEST_BACK`
+//! 8), and for a distance the eight missed predictions, the direction, its digits and the
+//! end; against the linear scan from the buffer's tail (Figure 8).
 
 use crate::at::{Access, Run};
 use crate::filter::{Class, FilterReport};
@@ -107,15 +121,50 @@ pub const NEXT: u32 = 7;
 /// difference, instance less rank, follows zigzag-encoded (`2d` for `d ≥ 0`, `−2d − 1` below)
 /// in binary, most significant bit first, as `LOWER` (0) / `HIGHER` (1) blocks ended by `END`.
 pub const SHIFT: u32 = 5;
+/// Predicted: the writer is the instance its stream (the source and the function of the
+/// load: [`Previous`]) read before its latest distinct one (a function that reads two places
+/// of one buffer in turn, as a comparison of two suffixes does).
+pub const OTHER: u32 = 8;
+/// Predicted: the instance after [`OTHER`]'s.
+pub const OTHER_NEXT: u32 = 9;
+/// Predicted: the instance before [`OTHER`]'s.
+pub const OTHER_BACK: u32 = 10;
+/// Predicted: the latest instance its stream read.
+pub const LATEST: u32 = 11;
+/// Predicted: the instance after [`LATEST`]'s.
+pub const LATEST_NEXT: u32 = 12;
+/// Predicted: the instance before [`LATEST`]'s.
+pub const LATEST_BACK: u32 = 13;
+/// The predictions a check tries, in this order, before giving a distance or searching.
+const PREDICTIONS: [u32; 8] = [
+    AGAIN,
+    NEXT,
+    OTHER,
+    OTHER_NEXT,
+    OTHER_BACK,
+    LATEST,
+    LATEST_NEXT,
+    LATEST_BACK,
+];
+/// The first block id that names an instruction: loads' call sites and stores as sources
+/// alternate from here.
+const NAMES: u32 = 14;
 
 /// The block naming load `u` as the call site.
 pub fn site(u: u32) -> BlockId {
-    BlockId(8 + 2 * u)
+    BlockId(NAMES + 2 * u)
 }
 
 /// The block naming store `d` as the source (`C_d`).
 pub fn source(d: u32) -> BlockId {
-    BlockId(9 + 2 * d)
+    BlockId(NAMES + 1 + 2 * d)
+}
+
+/// The instruction id block `b` names if it is `first + 2 * id` ([`site`], [`source`]).
+fn named(b: u32, first: u32) -> Option<u32> {
+    b.checked_sub(first)
+        .filter(|v| v.is_multiple_of(2))
+        .map(|v| v / 2)
 }
 
 /// The synthetic check routine's function id: one past the program's functions (and past
@@ -128,8 +177,8 @@ pub fn check_function(db: &MemoryDb) -> FunctionId {
 /// The version of an eWPP's memory table ([`attach`]): the memory database's layout and the
 /// encoding of the checks. 1: the paper's checks; 2: with the pair's predictions ([`AGAIN`],
 /// [`NEXT`]), whose eCFs version 1 would misread; 3: a distance from the prediction instead of
-/// a search when both miss.
-pub const TABLE_VERSION: u32 = 3;
+/// a search when both miss; 4: the stream's predictions ([`OTHER`] … [`LATEST_BACK`]).
+pub const TABLE_VERSION: u32 = 4;
 
 /// The check routine's name in an eWPP's program database.
 pub const CHECK_NAME: &str = "__wpp_check";
@@ -160,7 +209,7 @@ pub fn memory_db(program: &ProgramDb) -> Result<Option<MemoryDb>, String> {
         .map_err(|e| format!("cannot decode the memory table: {e}"))?;
     match db.version {
         TABLE_VERSION => db.version = crate::memdb::MEMORY_DB_VERSION,
-        1 | 2 => {
+        1..=3 => {
             return Err(
                 "an eWPP of an older wpp, whose checks are encoded differently: \
                  record it again"
@@ -246,7 +295,7 @@ pub struct CheckStats {
     pub linear: u64,
     /// The most comparisons one binary search took.
     pub max_binary: u64,
-    /// Of the dependences, those the pair's previous one predicted (`AGAIN`, `NEXT`).
+    /// Of the dependences, those a prediction found (`AGAIN` … `LATEST_BACK`).
     pub predicted: u64,
 }
 
@@ -328,30 +377,87 @@ pub struct Collector<'a> {
     previous: Previous,
 }
 
-/// Per (store, load) pair: the store instance its latest dependence read (`AGAIN`, `NEXT`),
-/// in a slot of its own. A load mostly depends on the store its previous instance depended on,
-/// so each load remembers its latest pair's slot, which spares most lookups in the map.
+/// What a check predicts from (the module docs' "Predictions"): per (store, load) pair, the
+/// store instance its latest dependence read (`AGAIN`, `NEXT`), in a slot of its own; per
+/// *stream* (a store and the function of the loads reading it), the two latest distinct
+/// instances those loads read (`OTHER`, `OTHER_NEXT`). A load mostly depends on the store its
+/// previous instance depended on, so each load remembers its latest pair's slot, which spares
+/// most lookups in the maps.
 #[derive(Default)]
 pub(crate) struct Previous {
     slots: FxHashMap<(u32, u32), u32>,
     /// Per load id (grown as loads come): its two latest pairs' store ids and slots, the
     /// latest first (a load that alternates between two stores finds both).
     latest: Vec<[(u32, u32); 2]>,
-    /// Per slot: the instance read (0: none yet; instances count from 1).
-    instances: Vec<u64>,
+    /// Per slot: the instance read (0: none yet; instances count from 1) and its stream.
+    instances: Vec<(u64, u32)>,
+    /// (store, function) → stream.
+    streams: FxHashMap<(u32, u32), u32>,
+    /// Per stream: its two latest distinct instances read, the latest first (0: none).
+    reads: Vec<[u64; 2]>,
+}
+
+/// The predictions of one check, from [`Previous::predict`].
+pub(crate) struct Prediction {
+    slot: usize,
+    /// The instance the pair read last.
+    pair: Option<u64>,
+    /// The instance the stream read before its latest one.
+    other: Option<u64>,
+    /// The stream's latest instance.
+    latest: Option<u64>,
+}
+
+impl Prediction {
+    /// The instances [`PREDICTIONS`] name, in their order (`None`: nothing to predict from).
+    fn instances(&self) -> [Option<u64>; PREDICTIONS.len()] {
+        let next = |n: Option<u64>| n.map(|n| n + 1);
+        let back = |n: Option<u64>| n.map(|n| n - 1).filter(|&n| n > 0);
+        let (p, o, l) = (self.pair, self.other, self.latest);
+        [p, next(p), o, next(o), back(o), l, next(l), back(l)]
+    }
+
+    /// The index in [`PREDICTIONS`] of the first prediction of instance `n`: the first
+    /// position of `Some(n)` in [`Self::instances`], found without building them (every check
+    /// asks).
+    #[inline]
+    fn find(&self, n: u64) -> Option<usize> {
+        let above = |base: Option<u64>| base.map(|b| n.wrapping_sub(b));
+        match above(self.pair) {
+            Some(0) => return Some(0),
+            Some(1) => return Some(1),
+            _ => {}
+        }
+        [(2, self.other), (5, self.latest)]
+            .into_iter()
+            .find_map(|(first, base)| match above(base)? {
+                0 => Some(first),
+                1 => Some(first + 1),
+                u64::MAX => Some(first + 2),
+                _ => None,
+            })
+    }
 }
 
 impl Previous {
-    /// The slot of pair (store `d`, load `u`), made on its first dependence.
+    /// The predictions for a dependence of load `u` on store `d`; `function` gives `u`'s
+    /// function, asked only for the pair's first dependence.
     #[inline]
-    fn slot(&mut self, d: u32, u: u32) -> usize {
-        match self.latest.get(u as usize) {
+    fn predict(&mut self, d: u32, u: u32, function: impl FnOnce() -> u32) -> Prediction {
+        let slot = match self.latest.get(u as usize) {
             Some(&[(store, slot), _]) if store == d => slot as usize,
-            _ => self.find(d, u),
+            _ => self.find(d, u, function),
+        };
+        let (n, stream) = self.instances[slot];
+        Prediction {
+            slot,
+            pair: Some(n).filter(|&n| n > 0),
+            other: Some(self.reads[stream as usize][1]).filter(|&n| n > 0),
+            latest: Some(self.reads[stream as usize][0]).filter(|&n| n > 0),
         }
     }
 
-    fn find(&mut self, d: u32, u: u32) -> usize {
+    fn find(&mut self, d: u32, u: u32, function: impl FnOnce() -> u32) -> usize {
         if self.latest.len() <= u as usize {
             self.latest.resize(u as usize + 1, [(u32::MAX, 0); 2]);
         }
@@ -362,7 +468,12 @@ impl Previous {
                 let new = self.instances.len() as u32;
                 let slot = *self.slots.entry((d, u)).or_insert(new);
                 if slot == new {
-                    self.instances.push(0);
+                    let stream = self.reads.len() as u32;
+                    let stream = *self.streams.entry((d, function())).or_insert(stream);
+                    if stream as usize == self.reads.len() {
+                        self.reads.push([0; 2]);
+                    }
+                    self.instances.push((0, stream));
                 }
                 slot
             }
@@ -371,14 +482,15 @@ impl Previous {
         slot as usize
     }
 
-    /// The instance the slot's pair read last.
-    fn get(&self, slot: usize) -> Option<u64> {
-        Some(self.instances[slot]).filter(|&n| n > 0)
-    }
-
-    /// The slot's pair read instance `n`.
-    fn set(&mut self, slot: usize, n: u64) {
-        self.instances[slot] = n;
+    /// The dependence `p` predicted read instance `n`.
+    #[inline]
+    fn read(&mut self, p: &Prediction, n: u64) {
+        let (read, stream) = &mut self.instances[p.slot];
+        *read = n;
+        let r = &mut self.reads[*stream as usize];
+        if r[0] != n {
+            *r = [n, r[0]];
+        }
     }
 }
 
@@ -513,14 +625,15 @@ impl<'a> Collector<'a> {
                 d.n
             )));
         }
-        let slot = self.previous.slot(d.id, u.id);
-        if slot == self.class_of_slot.len() {
+        let db = self.db;
+        let function = || db.instructions[u.id as usize].function;
+        let prediction = self.previous.predict(d.id, u.id, function);
+        if prediction.slot == self.class_of_slot.len() {
             let class = self.classes.get(&(d.id, u.id)).copied();
             self.class_of_slot.push(class);
         }
-        let class = self.class_of_slot[slot];
-        let previous = self.previous.get(slot);
-        self.previous.set(slot, d.n);
+        let class = self.class_of_slot[prediction.slot];
+        self.previous.read(&prediction, d.n);
         out.enter(self.check);
         out.block(site(u.id).0);
         if shift > 0 {
@@ -544,13 +657,12 @@ impl<'a> Collector<'a> {
             stats.linear += 1;
             stats.max_binary = stats.max_binary.max(1);
             out.block(LAST);
-        } else if let Some(p) = previous.filter(|&p| d.n == p || d.n == p + 1) {
-            let again = d.n == p;
+        } else if let Some(i) = prediction.find(d.n) {
             stats.predicted += 1;
-            stats.binary += if again { 1 } else { 2 };
+            stats.binary += i as u64 + 1;
             stats.linear += len - d.n + 1;
-            out.block(if again { AGAIN } else { NEXT });
-        } else if let Some(p) = previous {
+            out.block(PREDICTIONS[i]);
+        } else if let Some(p) = prediction.pair {
             let (direction, distance) = match d.n < p {
                 true => (LOWER, p - d.n),
                 false => (HIGHER, d.n - p - 1),
@@ -561,8 +673,8 @@ impl<'a> Collector<'a> {
                 .rev()
                 .for_each(|i| out.block(((distance >> i) & 1) as u32));
             out.block(END);
-            // The two predictions, the direction, the digits and the end.
-            let n = u64::from(digits) + 4;
+            // The predictions, the direction, the digits and the end.
+            let n = (PREDICTIONS.len() + 2) as u64 + u64::from(digits);
             stats.binary += n;
             stats.max_binary = stats.max_binary.max(n);
             stats.linear += len - d.n + 1;
@@ -786,7 +898,7 @@ pub struct EcfDependence {
 pub enum Found {
     /// Fixed cost: the source's latest instance (`LAST`).
     Last,
-    /// The pair's previous dependence predicted it (`AGAIN`, `NEXT`).
+    /// A prediction found it (`AGAIN` … `LATEST_BACK`: the pair's or the stream's).
     Predicted,
     /// The binary search.
     Searched,
@@ -929,8 +1041,7 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
     /// pair was exercised, and the source store `d`.
     fn head(&mut self, db: &MemoryDb) -> Result<Head, EcfError> {
         let s = self.block()?;
-        let u = (s >= 8 && s % 2 == 0)
-            .then(|| (s - 8) / 2)
+        let u = named(s, NAMES)
             .filter(|&u| db.get(u).is_some_and(|i| i.kind == AccessKind::Load))
             .ok_or_else(|| malformed(self.t, "the check's first block names no load"))?;
         let mut c = self.block()?;
@@ -951,8 +1062,7 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         if unexpected {
             c = self.block()?;
         }
-        let d = (c >= 9 && c % 2 == 1)
-            .then(|| (c - 9) / 2)
+        let d = named(c, NAMES + 1)
             .filter(|&d| db.get(d).is_some_and(|i| i.kind == AccessKind::Store))
             .ok_or_else(|| malformed(self.t, "the check names no source store"))?;
         Ok(Head {
@@ -983,12 +1093,12 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         }
     }
 
-    /// The writer from its distance to the pair's previous instance `p` (after both
+    /// The writer from its distance to the pair's previous instance `p` (after the
     /// predictions missed; `direction` read already): the instance found and the comparisons
     /// in all (the module docs' "Predictions").
     fn distance(&mut self, direction: u32, p: u64, len: u64) -> Result<(u64, u32), EcfError> {
         // The missed predictions, the direction, the digits that follow and the end.
-        let (mut distance, mut comparisons) = (1u64, 4);
+        let (mut distance, mut comparisons) = (1u64, PREDICTIONS.len() as u32 + 2);
         loop {
             match self.block()? {
                 END => break,
@@ -1025,17 +1135,21 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
         } = self.head(db)?;
         let ui = &db.instructions[u as usize];
         let len = runs(d);
-        let slot = previous.slot(d, u);
-        let p = previous.get(slot);
+        let prediction = previous.predict(d, u, || ui.function);
         let first = self.block()?;
-        let (n, comparisons) = match (first, p) {
-            (AGAIN, Some(p)) => (p, 1),
-            (NEXT, Some(p)) if p < len => (p + 1, 2),
-            (LAST, _) if len > 0 => (len, 1),
-            (LOWER | HIGHER, Some(p)) => self.distance(first, p, len)?,
-            (first, _) => self.search(first, len)?,
+        let predicted = PREDICTIONS.iter().position(|&b| b == first);
+        let (n, comparisons) = match (first, predicted, prediction.pair) {
+            (_, Some(i), _) => {
+                let n = prediction.instances()[i]
+                    .filter(|&n| n <= len)
+                    .ok_or_else(|| malformed(self.t, "a prediction with nothing to predict"))?;
+                (n, i as u32 + 1)
+            }
+            (LAST, _, _) if len > 0 => (len, 1),
+            (LOWER | HIGHER, _, Some(p)) => self.distance(first, p, len)?,
+            (first, _, _) => self.search(first, len)?,
         };
-        previous.set(slot, n);
+        previous.read(&prediction, n);
         self.t += 1;
         match self.events.next() {
             Some(Event::Leave) => {}
@@ -1066,10 +1180,30 @@ impl<I: Iterator<Item = Event>> Call<'_, I> {
             // Any other use of these blocks failed the search above.
             found: match first {
                 LAST => Found::Last,
-                AGAIN | NEXT => Found::Predicted,
+                _ if predicted.is_some() => Found::Predicted,
                 _ => Found::Searched,
             },
             linear: len - n + 1,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The collector's `find` is the recovery's `instances` read from the front.
+        #[test]
+        fn find_is_the_first_prediction_of_an_instance(
+            pair in proptest::option::of(1u64..6),
+            other in proptest::option::of(1u64..6),
+            latest in proptest::option::of(1u64..6),
+            n in 1u64..8,
+        ) {
+            let p = Prediction { slot: 0, pair, other, latest };
+            prop_assert_eq!(p.find(n), p.instances().iter().position(|&i| i == Some(n)));
+        }
     }
 }

@@ -186,18 +186,25 @@ proptest! {
 
 /// Function 0: a store in block 0, a load in block 1.
 fn store_then_load() -> MemoryDb {
-    let ins = |block, kind| MemInstr {
+    MemoryDb {
+        version: 1,
+        instructions: vec![
+            instruction(0, AccessKind::Store),
+            instruction(1, AccessKind::Load),
+        ],
+        ..Default::default()
+    }
+}
+
+/// A memory instruction of function 0 in block `block`.
+fn instruction(block: u32, kind: AccessKind) -> MemInstr {
+    MemInstr {
         function: 0,
         block,
         line: 1,
         column: 0,
         kind,
         what: String::new(),
-    };
-    MemoryDb {
-        version: 1,
-        instructions: vec![ins(0, AccessKind::Store), ins(1, AccessKind::Load)],
-        ..Default::default()
     }
 }
 
@@ -634,6 +641,73 @@ fn predicted_instances_by_hand() {
     assert_eq!(pairs, at_truth(&db, &at));
 }
 
+/// Two suffixes of one buffer compared byte by byte, as bzip2's `mainGtU` does: store 0 fills
+/// 32 bytes (instances 1–32); then each comparison reads byte `i` (load 1), byte `j` (load 3),
+/// byte `i + 1` (load 2) and byte `j + 1` (load 4), all in function 0, at new `i` and `j`
+/// each time. Loads 2 and 4 each read one place per comparison, so their pairs' previous
+/// instances predict nothing; but the function's loads read store 0 at `i, j, i + 1`: load 2
+/// reads the instance after the one the stream read before its latest (`OTHER_NEXT`), from its
+/// first check on, and so does load 4. Recovery gives the AT's instances, from the eCF and from the grammar.
+#[test]
+fn stream_predictions_by_hand() {
+    let db = MemoryDb {
+        version: 1,
+        instructions: std::iter::once(instruction(0, AccessKind::Store))
+            .chain((1..=4).map(|b| instruction(b, AccessKind::Load)))
+            .collect(),
+        ..Default::default()
+    };
+    let mut ev = vec![Event::Enter(FunctionId(0))];
+    let mut at = Vec::new();
+    let mut access = |id: u32, addr: u64| {
+        ev.push(Event::Block(BlockId(id)));
+        at.push(Access { id, addr, size: 1 });
+    };
+    (0..32).for_each(|k| access(0, k));
+    for (i, j) in [(3, 20), (9, 14), (25, 1), (17, 6)] {
+        [(1, i), (3, j), (2, i + 1), (4, j + 1)]
+            .into_iter()
+            .for_each(|(id, addr)| access(id, addr));
+    }
+    ev.push(Event::Leave);
+    let mut report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
+    report
+        .pairs
+        .iter_mut()
+        .for_each(|p| p.class = wpp_deps::filter::Class::AnyInstance);
+    let built = ecf::build(
+        &db,
+        &ev,
+        [Ok::<_, std::convert::Infallible>(at.clone())],
+        &report,
+    )
+    .unwrap();
+    let after = |load: u32| -> Vec<u32> {
+        built
+            .events
+            .windows(3)
+            .filter(|w| w[0] == Event::Block(ecf::site(load)))
+            .map(|w| match w[2] {
+                Event::Block(b) => b.0,
+                e => panic!("{e:?} after the source"),
+            })
+            .collect()
+    };
+    for load in [2, 4] {
+        assert_eq!(after(load), [ecf::OTHER_NEXT; 4], "load {load}");
+    }
+    let mut got = Vec::new();
+    ecf::recover(&db, &built.events, |d| got.push((d.load, d.store))).unwrap();
+    assert_eq!(got.iter().copied().collect::<Pairs>(), at_truth(&db, &at));
+    for algorithm in Algorithm::ALL {
+        let (from_rules, err, _) = rule_recovery(&db, &built.events, &[2], algorithm);
+        assert_eq!(err, None);
+        let want: Vec<_> = got.iter().filter(|(u, _)| u.id == 2).copied().collect();
+        let got: Vec<_> = from_rules.iter().map(|d| (d.load, d.store)).collect();
+        assert_eq!(got, want, "{algorithm:?}");
+    }
+}
+
 /// The eCF of store 0 writing bytes `0..stored` in order (instances 1, 2, …), then load 1
 /// reading the bytes `reads`, the pair classified any-instance; with its AT.
 fn one_pair_ecf(stored: u64, reads: &[u64]) -> (MemoryDb, Vec<Access>, ecf::Ecf) {
@@ -671,7 +745,7 @@ fn one_pair_ecf_in(
     (db, at, built)
 }
 
-/// When both predictions miss, the check gives the distance from the previous instance `p`:
+/// When the predictions miss, the check gives the distance from the previous instance `p`:
 /// its direction, then its binary digits after the leading 1. Store 0 wrote 16 bytes; the load
 /// reads instance 1 (a search: the pair's first), 13 (above `p + 1 = 2` by 11 = 0b1011) and 4
 /// (below 13 by 9 = 0b1001). Recovery gives the AT's instances.
@@ -699,7 +773,8 @@ fn distances_by_hand() {
         vec![lo, lo, lo, hi, end],
     ];
     assert_eq!(checks, want);
-    assert_eq!(built.stats.binary, 4 + (4 + 3) + (4 + 3));
+    // The search's 4; for each distance, the 8 predictions, its direction, digits and end.
+    assert_eq!(built.stats.binary, 4 + (10 + 3) + (10 + 3));
     let mut got = Vec::new();
     ecf::recover(&db, &built.events, |d| got.push(d)).unwrap();
     let stores: Vec<u64> = got.iter().map(|d| d.store.n).collect();

@@ -3,12 +3,15 @@
 //!
 //! Recovering load `u`'s dependences needs, at each of `u`'s check calls, only what the events
 //! before the call decide: the frame the check was called from (its function, current block
-//! and that block execution's rank), and the executions so far of the source store's block
-//! (the search array's length, Figure 20). Those are the counts of a few blocks — the set `S`
-//! of the loads' blocks and their source stores' blocks — and a call stack. A rule that holds
-//! none of `u`'s calls changes them the same way every time it is used from the same stack,
-//! so only the rules that hold a call site of `u` are descended into, and only the calls
-//! themselves are read event by event. Every other rule is applied whole:
+//! and that block execution's rank), the executions so far of the source store's block (the
+//! search array's length, Figure 20), and the predictions, which follow from the earlier
+//! checks of the loads of `u`'s function (`super`'s "Predictions"). So the walk reads the calls
+//! of every load of the asked loads' functions ("the loads" below) and reports the asked
+//! ones'. Those are the counts of a few blocks — the set `S` of the loads' blocks and their
+//! source stores' blocks — and a call stack. A rule that holds none of the loads' calls
+//! changes them the same way every time it is used from the same stack, so only the rules that
+//! hold a call site of the loads are descended into, and only the calls themselves are read
+//! event by event. Every other rule is applied whole:
 //!
 //! * A rule that runs no block of `S`'s block ids and ends at its lowest depth (most rules:
 //!   balanced calls, or returns) only pops frames and sets the current block of the frame it
@@ -24,8 +27,8 @@
 //! second recovers.
 //!
 //! **When this holds.** Time and memory follow the grammar's size plus the expansion of the
-//! loads' check calls (and of the rules that hold them), not the trace: a load that ran 10^3
-//! times in a 10^9-event eWPP costs two walks of the grammar. It holds for eWPPs with one
+//! loads' check calls (and of the rules that hold them), not the trace: a function whose loads
+//! ran 10^3 times in a 10^9-event eWPP costs two walks of the grammar. It holds for eWPPs with one
 //! thread (what the collection records). A load that runs in most stretches of the trace has
 //! its calls in most rules, and then the walk reads about as much as a full recovery. The
 //! check calls of other loads inside rules applied whole are not parsed, so a damaged call
@@ -55,10 +58,22 @@ pub fn recover_loads(
     loads: &[u32],
     mut on_dep: impl FnMut(EcfDependence),
 ) -> Result<Vec<(u32, u64)>, EcfError> {
-    let loads: FxHashSet<u32> = loads
+    let is_load = |i: &crate::memdb::MemInstr| i.kind == AccessKind::Load;
+    let asked: FxHashSet<u32> = loads
         .iter()
         .copied()
-        .filter(|&u| db.get(u).is_some_and(|i| i.kind == AccessKind::Load))
+        .filter(|&u| db.get(u).is_some_and(is_load))
+        .collect();
+    // A check's stream predictions follow from the checks of its load's function's loads.
+    let functions: FxHashSet<u32> = asked
+        .iter()
+        .map(|&u| db.instructions[u as usize].function)
+        .collect();
+    let loads: FxHashSet<u32> = (0..db.instructions.len() as u32)
+        .filter(|&u| {
+            let i = &db.instructions[u as usize];
+            is_load(i) && functions.contains(&i.function)
+        })
         .collect();
     let mut blocks: Vec<u32> = loads.iter().copied().collect();
     let mut sources = FxHashSet::default();
@@ -71,17 +86,21 @@ pub fn recover_loads(
     });
     blocks.extend(sources);
     let mut second = Walker::new(db, grammar, alphabet, &loads, &blocks);
-    // The predictions of a load's checks depend only on its earlier checks, all read here.
+    // The predictions of a load's checks depend only on its function's earlier checks, all
+    // read here.
     let mut previous = Previous::default();
     let end = second.walk(start, |call, state, slots| {
         let runs = |d: u32| {
             let i = &db.instructions[d as usize];
             state.runs(slots, i.function, i.block)
         };
-        on_dep(call.dependence(db, runs, state.top(), &mut previous)?);
+        let dep = call.dependence(db, runs, state.top(), &mut previous)?;
+        if asked.contains(&dep.load.id) {
+            on_dep(dep);
+        }
         Ok(())
     })?;
-    let mut asked: Vec<u32> = loads.into_iter().collect();
+    let mut asked: Vec<u32> = asked.into_iter().collect();
     asked.sort_unstable();
     let instances = asked.into_iter().map(|u| {
         let i = &db.instructions[u as usize];

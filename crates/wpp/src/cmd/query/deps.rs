@@ -500,7 +500,7 @@ fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow
     println!("dependences          {}", s.dependences);
     println!("fixed-cost           {}", s.fixed_cost);
     println!(
-        "predicted            {} (the pair's previous instance or the next)",
+        "predicted            {} (near an instance the pair or its function's loads read last)",
         s.predicted
     );
     println!("not exercised        {}", s.unexpected);
