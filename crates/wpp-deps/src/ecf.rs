@@ -380,7 +380,7 @@ pub struct Collector<'a> {
 /// What a check predicts from (the module docs' "Predictions"): per (store, load) pair, the
 /// store instance its latest dependence read (`AGAIN`, `NEXT`), in a slot of its own; per
 /// *stream* (a store and the function of the loads reading it), the two latest distinct
-/// instances those loads read (`OTHER`, `OTHER_NEXT`). A load mostly depends on the store its
+/// instances those loads read (`OTHER` … `LATEST_BACK`). A load mostly depends on the store its
 /// previous instance depended on, so each load remembers its latest pair's slot, which spares
 /// most lookups in the maps.
 #[derive(Default)]

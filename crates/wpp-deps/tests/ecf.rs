@@ -670,18 +670,7 @@ fn stream_predictions_by_hand() {
             .for_each(|(id, addr)| access(id, addr));
     }
     ev.push(Event::Leave);
-    let mut report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
-    report
-        .pairs
-        .iter_mut()
-        .for_each(|p| p.class = wpp_deps::filter::Class::AnyInstance);
-    let built = ecf::build(
-        &db,
-        &ev,
-        [Ok::<_, std::convert::Infallible>(at.clone())],
-        &report,
-    )
-    .unwrap();
+    let (_, built) = any_instance_ecf(&db, &ev, &at);
     let after = |load: u32| -> Vec<u32> {
         built
             .events
@@ -697,8 +686,16 @@ fn stream_predictions_by_hand() {
         assert_eq!(after(load), [ecf::OTHER_NEXT; 4], "load {load}");
     }
     let mut got = Vec::new();
-    ecf::recover(&db, &built.events, |d| got.push((d.load, d.store))).unwrap();
+    let mut predicted = 0;
+    ecf::recover(&db, &built.events, |d| {
+        predicted += u64::from(d.found == ecf::Found::Predicted);
+        got.push((d.load, d.store))
+    })
+    .unwrap();
     assert_eq!(got.iter().copied().collect::<Pairs>(), at_truth(&db, &at));
+    // The count `wpp deps stats` prints is the predicted checks recovery reads back.
+    assert_eq!(built.stats.predicted, predicted);
+    assert!(predicted >= 8);
     for algorithm in Algorithm::ALL {
         let (from_rules, err, _) = rule_recovery(&db, &built.events, &[2], algorithm);
         assert_eq!(err, None);
@@ -732,17 +729,22 @@ fn one_pair_ecf_in(
         at.push(Access { id, addr, size: 1 });
     }
     ev.push(Event::Leave);
-    let mut report = classify(&db, [Ok::<_, std::convert::Infallible>(at.clone())]).unwrap();
-    assert_eq!(report.pairs.len(), 1);
-    report.pairs[0].class = wpp_deps::filter::Class::AnyInstance;
-    let built = ecf::build(
-        &db,
-        &ev,
-        [Ok::<_, std::convert::Infallible>(at.clone())],
-        &report,
-    )
-    .unwrap();
+    let (pairs, built) = any_instance_ecf(&db, &ev, &at);
+    assert_eq!(pairs, 1);
     (db, at, built)
+}
+
+/// The eCF of block trace `ev` and AT `at`, with every exercised pair classified
+/// any-instance (so every dependence is predicted or searched); and how many pairs there are.
+fn any_instance_ecf(db: &MemoryDb, ev: &[Event], at: &[Access]) -> (usize, ecf::Ecf) {
+    let at = || [Ok::<_, std::convert::Infallible>(at.to_vec())];
+    let mut report = classify(db, at()).unwrap();
+    report
+        .pairs
+        .iter_mut()
+        .for_each(|p| p.class = wpp_deps::filter::Class::AnyInstance);
+    let built = ecf::build(db, ev, at(), &report).unwrap();
+    (report.pairs.len(), built)
 }
 
 /// When the predictions miss, the check gives the distance from the previous instance `p`:

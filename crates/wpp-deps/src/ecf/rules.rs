@@ -28,9 +28,11 @@
 //!
 //! **When this holds.** Time and memory follow the grammar's size plus the expansion of the
 //! loads' check calls (and of the rules that hold them), not the trace: a function whose loads
-//! ran 10^3 times in a 10^9-event eWPP costs two walks of the grammar. It holds for eWPPs with one
-//! thread (what the collection records). A load that runs in most stretches of the trace has
-//! its calls in most rules, and then the walk reads about as much as a full recovery. The
+//! ran 10^3 times in a 10^9-event eWPP costs two walks of the grammar. It holds for eWPPs
+//! with one thread (what the collection records). A load whose function runs in most
+//! stretches of the trace has its function's calls in most rules, and then the walk reads
+//! about as much as a full recovery (the hottest loads of Lua and zlib: 1.5–1.8× what they
+//! cost before the stream predictions, still 2–3× less than the whole listing; BENCHMARKS.md). The
 //! check calls of other loads inside rules applied whole are not parsed, so a damaged call
 //! there is not reported as a full recovery ([`super::recover`]) reports it; the dependences
 //! of the loads asked for are the same.
