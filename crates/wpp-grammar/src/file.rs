@@ -100,7 +100,8 @@
 //! A zstd stream must decompress to exactly `raw_length` bytes, and `raw_length` may be at most
 //! `1024 × length` and at most what the counts allow (`LENS` 5 bytes per rule, `KINDS` one
 //! byte per symbol, `TERMS` 5 and `REFS` 4 bytes per symbol; `PROG`'s stream 64 MiB); the
-//! writer (zstd level 19 by default, any level reads the same) stores a stream as is when zstd
+//! writer (zstd level 19 by default, `wpp compress` 3 for large grammars: [`balanced_level`];
+//! any level reads the same) stores a stream as is when zstd
 //! would not make it smaller or would exceed the ratio, and always for streams of at most 32
 //! bytes. (The program database is a stream because its CFG table is a third of a small
 //! recording's `.wpp` stored, and zstd takes a third of that.)
@@ -529,6 +530,28 @@ pub enum WppError {
 /// The zstd level of the compressed streams that [`WppFile::to_bytes`] writes: slow, for the
 /// smallest files.
 pub const DEFAULT_ZSTD_LEVEL: i32 = 19;
+
+/// The level [`balanced_level`] gives large grammars: zstd's own default.
+pub const FAST_ZSTD_LEVEL: i32 = 3;
+
+/// A grammar of more than one symbol per this many trace events is large for
+/// [`balanced_level`].
+pub const BALANCED_EVENTS_PER_SYMBOL: u64 = 32;
+
+/// The zstd level for the streams of a grammar of `symbols` symbols over `events` trace events
+/// when the user names none (`wpp compress`): [`DEFAULT_ZSTD_LEVEL`] while the grammar is small
+/// beside its events, [`FAST_ZSTD_LEVEL`] once it has more than one symbol per
+/// [`BALANCED_EVENTS_PER_SYMBOL`] events. Level 19's time follows the grammar's symbols and the
+/// compressor's the events: on Lua's block trace or the synthetic traces (one symbol per
+/// 47–600 events) level 19 costs no measurable time and saves 4–5 % of the bytes, while on the
+/// high-entropy path traces (one per 5–20) it took a fifth of the time for 1–2 % of the bytes
+/// (BENCHMARKS.md, "The zstd level by the grammar's size").
+pub fn balanced_level(symbols: usize, events: u64) -> i32 {
+    match (symbols as u64).saturating_mul(BALANCED_EVENTS_PER_SYMBOL) <= events {
+        true => DEFAULT_ZSTD_LEVEL,
+        false => FAST_ZSTD_LEVEL,
+    }
+}
 
 impl WppFile {
     /// Encodes the file (layout [`VERSION`]).

@@ -10,7 +10,7 @@ use common::expand;
 
 use proptest::prelude::*;
 use wpp_grammar::check::check_rule_utility;
-use wpp_grammar::file::{segment_table, SegmentWriter, WppError, WppFile};
+use wpp_grammar::file::{balanced_level, segment_table, SegmentWriter, WppError, WppFile};
 use wpp_grammar::parallel::Parallelism;
 use wpp_grammar::segment::SegmentedCompressor;
 use wpp_grammar::{Algorithm, TraceCompressor};
@@ -30,6 +30,17 @@ fn segmented(
     chunk: Option<usize>,
 ) -> Vec<u8> {
     let w = SegmentWriter::new(Vec::new(), "test.wpp", LEVEL, 1);
+    written(events, algorithm, segment, chunk, w)
+}
+
+/// The file `events` compress to as [`segmented`] compresses them, written by `w`.
+fn written(
+    events: &[Event],
+    algorithm: Algorithm,
+    segment: u64,
+    chunk: Option<usize>,
+    w: SegmentWriter<Vec<u8>>,
+) -> Vec<u8> {
     let mut s = SegmentedCompressor::new(compressor(algorithm, chunk), segment, w);
     for batch in events.chunks(7) {
         s.push_batch(batch).unwrap();
@@ -130,17 +141,23 @@ proptest! {
     }
 }
 
+/// About `events` events of `threads` threads of `wpp synth`'s program 5.
+fn synthetic(kind: TraceKind, events: u64, threads: u32) -> Vec<Event> {
+    let mut trace = Vec::new();
+    let prog = SynthProgram::generate(5);
+    prog.run_threads(kind, events, threads, |e| {
+        trace.push(e);
+        Ok::<_, ()>(())
+    })
+    .unwrap();
+    trace
+}
+
 /// Longer synthetic traces: segments of 1 event, of many, of all but one; segment 0 is one
 /// segment however long.
 #[test]
 fn synthetic_traces_in_many_segments() {
-    let prog = SynthProgram::generate(5);
-    let mut events = Vec::new();
-    prog.run_threads(TraceKind::Paths, 3_000, 3, |e| {
-        events.push(e);
-        Ok::<_, ()>(())
-    })
-    .unwrap();
+    let events = synthetic(TraceKind::Paths, 3_000, 3);
     let n = events.len() as u64;
     for segment in [1, 500, n - 1, n] {
         assert_sound(&events, segment, None);
@@ -150,6 +167,58 @@ fn synthetic_traces_in_many_segments() {
     assert_eq!(bytes, whole.to_bytes_on(LEVEL, 1).unwrap());
     let table = segment_table(&segmented(&events, Algorithm::Phrase, 500, None)).unwrap();
     assert_eq!(table.len() as u64, n.div_ceil(500), "{table:?}");
+}
+
+/// Without a level, each grammar is written at level 19 while it has at most one symbol per 32
+/// events and at level 3 above that: a whole file, or each segment, is the one written at that
+/// level, which differs from the other level's.
+#[test]
+fn the_balanced_level_follows_the_grammars_size() {
+    let repetitive = synthetic(TraceKind::Blocks, 300_000, 1);
+    let mut x = 7u64;
+    let random: Vec<Event> = (0..repetitive.len())
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            Event::Block(BlockId((x >> 58) as u32))
+        })
+        .collect();
+    let write = |events: &[Event], segment: u64, level: Option<i32>| {
+        let w = match level {
+            Some(level) => SegmentWriter::new(Vec::new(), "test.wpp", level, 1),
+            None => SegmentWriter::balanced(Vec::new(), "test.wpp", 1),
+        };
+        written(events, Algorithm::Sequitur, segment, None, w)
+    };
+    for (events, level) in [(&repetitive, 19), (&random, 3)] {
+        let whole = unsegmented(events, Algorithm::Sequitur, None);
+        let (symbols, n) = (whole.grammar.num_symbols(), whole.events);
+        assert_eq!(
+            balanced_level(symbols, n),
+            level,
+            "{symbols} symbols, {n} events"
+        );
+        let balanced = write(events, 0, None);
+        assert_eq!(balanced, write(events, 0, Some(level)), "level {level}");
+        assert_ne!(
+            balanced,
+            write(events, 0, Some(22 - level)),
+            "level {level}"
+        );
+    }
+    // The repetitive trace, then the random one: a segment each.
+    let both = [&repetitive[..], &random[..]].concat();
+    let segms = |level| -> Vec<Vec<u8>> {
+        let bytes = write(&both, repetitive.len() as u64, level);
+        let all = sections(&bytes).into_iter();
+        all.filter(|(tag, _)| tag == b"SEGM")
+            .map(|(_, p)| p)
+            .collect()
+    };
+    let (balanced, slow, fast) = (segms(None), segms(Some(19)), segms(Some(3)));
+    assert_eq!(balanced.len(), 2);
+    assert_eq!((&balanced[0], &balanced[1]), (&slow[0], &fast[1]));
+    assert_ne!(balanced[0], fast[0]);
+    assert_ne!(balanced[1], slow[1]);
 }
 
 /// A segmented file's sections: (tag, payload), in order.

@@ -82,7 +82,8 @@ pub struct SegmentInfo {
 pub struct SegmentWriter<W: Write> {
     out: W,
     path: PathBuf,
-    level: i32,
+    /// zstd's level; `None`: [`super::balanced_level`] of each grammar written.
+    level: Option<i32>,
     threads: usize,
     segments: u64,
     seen: FxHashSet<ThreadId>,
@@ -109,9 +110,19 @@ impl<W: Write> SegmentWriter<W> {
     /// A writer to `out` (named `path` in errors), compressing streams at zstd `level` on up to
     /// `threads` threads, as [`WppFile::to_bytes_on`] does.
     pub fn new(out: W, path: impl Into<PathBuf>, level: i32, threads: usize) -> Self {
+        Self::with_level(out, path.into(), Some(level), threads)
+    }
+
+    /// A writer as [`new`](Self::new) makes, whose level is [`super::balanced_level`] of each
+    /// grammar it writes (`wpp compress` without `--zstd-level`).
+    pub fn balanced(out: W, path: impl Into<PathBuf>, threads: usize) -> Self {
+        Self::with_level(out, path.into(), None, threads)
+    }
+
+    fn with_level(out: W, path: PathBuf, level: Option<i32>, threads: usize) -> Self {
         SegmentWriter {
             out,
-            path: path.into(),
+            path,
             level,
             threads,
             segments: 0,
@@ -138,7 +149,8 @@ impl<W: Write> SegmentWriter<W> {
         let mut payload = Vec::new();
         write_varint(&mut payload, self.segments);
         write_varint(&mut payload, events);
-        let rules = rules::encode(g, self.level, self.threads, &[]);
+        let level = self.level_for(g, events);
+        let rules = rules::encode(g, level, self.threads, &[]);
         write_varint(&mut payload, rules.len() as u64);
         payload.extend_from_slice(&rules);
         drop(rules);
@@ -159,7 +171,8 @@ impl<W: Write> SegmentWriter<W> {
     pub fn finish(mut self, file: &WppFile, last_events: u64) -> Result<(W, Written), WppError> {
         file.check_writable()?;
         if self.segments == 0 {
-            let bytes = file.to_bytes_on(self.level, self.threads)?;
+            let level = self.level_for(&file.grammar, file.events);
+            let bytes = file.to_bytes_on(level, self.threads)?;
             self.write(&bytes)?;
             self.rules = file.grammar.num_rules() as u64;
             self.symbols = file.grammar.num_symbols() as u64;
@@ -174,7 +187,8 @@ impl<W: Write> SegmentWriter<W> {
                 META,
                 &file.encode_meta(threads, Some(self.segments)),
             );
-            let program = file.encode_program(SEGMENTED_VERSION, self.level)?;
+            let level = self.level.unwrap_or(super::DEFAULT_ZSTD_LEVEL);
+            let program = file.encode_program(SEGMENTED_VERSION, level)?;
             put_section(&mut out, PROG, &program);
             put_section(&mut out, ALPH, &encode_alphabet(&file.alphabet));
             file.put_tail(&mut out);
@@ -188,6 +202,12 @@ impl<W: Write> SegmentWriter<W> {
             bytes: self.bytes,
         };
         Ok((self.out, written))
+    }
+
+    /// The level for grammar `g` of `events` trace events.
+    fn level_for(&self, g: &Grammar, events: u64) -> i32 {
+        self.level
+            .unwrap_or_else(|| super::balanced_level(g.num_symbols(), events))
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), WppError> {

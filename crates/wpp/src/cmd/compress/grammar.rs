@@ -104,10 +104,11 @@ pub struct Args {
     #[arg(long)]
     compress_seams: bool,
     /// zstd level of the `.wpp`'s compressed streams (19: smallest; 3: many times faster to
-    /// write, a few percent larger; the recording runtime uses 3).
-    #[arg(long, default_value_t = wpp_grammar::file::DEFAULT_ZSTD_LEVEL,
-          value_parser = clap::value_parser!(i32).range(1..=22))]
-    zstd_level: i32,
+    /// write, a few percent larger; the recording runtime uses 3). Default: 19 for a grammar
+    /// of at most one symbol per 32 events, where it costs little time, else 3 (level 19 took
+    /// a fifth of the time on high-entropy traces for 1–2 % of the bytes; BENCHMARKS.md).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=22))]
+    zstd_level: Option<i32>,
     /// The smallest file, for archives: zstd level 22 and a context-mixing coder of the rule
     /// streams wherever it is smaller (0.66–0.80 × `xz -9` of the trace on high-entropy
     /// traces), but every query then spends seconds per MB of rules reading it. Unless given,
@@ -170,7 +171,8 @@ struct Settings {
     window: Option<u64>,
     parallelism: Parallelism,
     index: bool,
-    zstd_level: i32,
+    /// `None`: each grammar's [`wpp_grammar::file::balanced_level`].
+    zstd_level: Option<i32>,
     segment_events: u64,
 }
 
@@ -192,7 +194,7 @@ impl Settings {
             },
             index: args.index,
             zstd_level: match args.smallest {
-                true => wpp_grammar::file::SMALLEST_LEVEL,
+                true => Some(wpp_grammar::file::SMALLEST_LEVEL),
                 false => args.zstd_level,
             },
             segment_events: args.segment_events,
@@ -227,7 +229,10 @@ fn compress_once(
     let file = std::fs::File::create(output)
         .with_context(|| format!("cannot create {}", output.display()))?;
     let out = std::io::BufWriter::new(file);
-    let writer = SegmentWriter::new(out, output, zstd_level, workers);
+    let writer = match zstd_level {
+        Some(level) => SegmentWriter::new(out, output, level, workers),
+        None => SegmentWriter::balanced(out, output, workers),
+    };
     let mut c = SegmentedCompressor::new(c, segment_events, writer);
     let bar = event_counter(format!("compressing with {algorithm}"));
     let truncation = source.feed(input, &mut c, &bar).with_context(fail)?;
