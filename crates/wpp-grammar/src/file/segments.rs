@@ -82,7 +82,8 @@ pub struct SegmentInfo {
 pub struct SegmentWriter<W: Write> {
     out: W,
     path: PathBuf,
-    /// zstd's level; `None`: [`super::balanced_level`] of each grammar written.
+    /// zstd's level; `None`: [`super::balanced_level`] of each grammar written (and level 19
+    /// for a segmented file's program database, which is small).
     level: Option<i32>,
     threads: usize,
     segments: u64,
@@ -110,19 +111,20 @@ impl<W: Write> SegmentWriter<W> {
     /// A writer to `out` (named `path` in errors), compressing streams at zstd `level` on up to
     /// `threads` threads, as [`WppFile::to_bytes_on`] does.
     pub fn new(out: W, path: impl Into<PathBuf>, level: i32, threads: usize) -> Self {
-        Self::with_level(out, path.into(), Some(level), threads)
+        Self::with_level(out, path, Some(level), threads)
     }
 
-    /// A writer as [`new`](Self::new) makes, whose level is [`super::balanced_level`] of each
-    /// grammar it writes (`wpp compress` without `--zstd-level`).
-    pub fn balanced(out: W, path: impl Into<PathBuf>, threads: usize) -> Self {
-        Self::with_level(out, path.into(), None, threads)
-    }
-
-    fn with_level(out: W, path: PathBuf, level: Option<i32>, threads: usize) -> Self {
+    /// A writer as [`new`](Self::new) makes; with no `level`, each grammar it writes gets
+    /// [`super::balanced_level`] (`wpp compress` without `--zstd-level`).
+    pub fn with_level(
+        out: W,
+        path: impl Into<PathBuf>,
+        level: Option<i32>,
+        threads: usize,
+    ) -> Self {
         SegmentWriter {
             out,
-            path,
+            path: path.into(),
             level,
             threads,
             segments: 0,

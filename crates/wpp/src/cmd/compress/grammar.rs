@@ -229,10 +229,7 @@ fn compress_once(
     let file = std::fs::File::create(output)
         .with_context(|| format!("cannot create {}", output.display()))?;
     let out = std::io::BufWriter::new(file);
-    let writer = match zstd_level {
-        Some(level) => SegmentWriter::new(out, output, level, workers),
-        None => SegmentWriter::balanced(out, output, workers),
-    };
+    let writer = SegmentWriter::with_level(out, output, zstd_level, workers);
     let mut c = SegmentedCompressor::new(c, segment_events, writer);
     let bar = event_counter(format!("compressing with {algorithm}"));
     let truncation = source.feed(input, &mut c, &bar).with_context(fail)?;
