@@ -603,38 +603,42 @@ impl<'m> Builder<'m> {
         )
     }
 
-    /// `icmp uge a, b`.
-    pub fn icmp_uge(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+    fn icmp(
+        &self,
+        predicate: inkwell::llvm_sys::LLVMIntPredicate,
+        a: Value<'m>,
+        b: Value<'m>,
+    ) -> Value<'m> {
         // SAFETY: builder positioned; operands of the same integer type.
         Value(
-            unsafe {
-                c::LLVMBuildICmp(
-                    self.0,
-                    inkwell::llvm_sys::LLVMIntPredicate::LLVMIntUGE,
-                    a.0,
-                    b.0,
-                    c"".as_ptr(),
-                )
-            },
+            unsafe { c::LLVMBuildICmp(self.0, predicate, a.0, b.0, c"".as_ptr()) },
             PhantomData,
         )
     }
 
+    /// `icmp uge a, b`.
+    pub fn icmp_uge(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        self.icmp(inkwell::llvm_sys::LLVMIntPredicate::LLVMIntUGE, a, b)
+    }
+
     /// `icmp ne a, b`.
     pub fn icmp_ne(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
-        // SAFETY: builder positioned; operands of the same integer type.
-        Value(
-            unsafe {
-                c::LLVMBuildICmp(
-                    self.0,
-                    inkwell::llvm_sys::LLVMIntPredicate::LLVMIntNE,
-                    a.0,
-                    b.0,
-                    c"".as_ptr(),
-                )
-            },
-            PhantomData,
-        )
+        self.icmp(inkwell::llvm_sys::LLVMIntPredicate::LLVMIntNE, a, b)
+    }
+
+    /// `icmp eq a, b`.
+    pub fn icmp_eq(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        self.icmp(inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, a, b)
+    }
+
+    /// `icmp sge a, b`.
+    pub fn icmp_sge(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        self.icmp(inkwell::llvm_sys::LLVMIntPredicate::LLVMIntSGE, a, b)
+    }
+
+    /// `icmp sgt a, b`.
+    pub fn icmp_sgt(&self, a: Value<'m>, b: Value<'m>) -> Value<'m> {
+        self.icmp(inkwell::llvm_sys::LLVMIntPredicate::LLVMIntSGT, a, b)
     }
 
     /// `zext v to ty`.
@@ -863,6 +867,31 @@ impl<'m> Value<'m> {
             } else {
                 None
             }
+        }
+    }
+
+    /// The arguments of a call (its operands without the callee).
+    pub fn num_arguments(self) -> u32 {
+        // SAFETY: the value is a live call instruction.
+        unsafe { c::LLVMGetNumArgOperands(self.0) }
+    }
+
+    /// The bytes of a constant global's string initializer (`@.str = private constant
+    /// [N x i8] c"..."`), its terminating zero included.
+    pub fn const_string(self) -> Option<Vec<u8>> {
+        // SAFETY: the value is live; only a constant global's initializer is read, and only
+        // when it is a constant data array of bytes, whose `len` bytes LLVM owns.
+        unsafe {
+            if c::LLVMIsAGlobalVariable(self.0).is_null() || c::LLVMIsGlobalConstant(self.0) == 0 {
+                return None;
+            }
+            let init = c::LLVMGetInitializer(self.0);
+            if init.is_null() || c::LLVMIsConstantString(init) == 0 {
+                return None;
+            }
+            let mut len = 0;
+            let bytes = c::LLVMGetAsString(init, &mut len);
+            Some(std::slice::from_raw_parts(bytes.cast::<u8>(), len).to_vec())
         }
     }
 

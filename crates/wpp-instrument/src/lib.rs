@@ -59,6 +59,7 @@ pub mod ir;
 pub mod memory;
 pub mod paths;
 pub mod ppp;
+mod scanf;
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;

@@ -10,30 +10,43 @@
 //! | `store` | store | before it |
 //! | `atomicrmw` | load, store | before it |
 //! | `cmpxchg` | load; store | load before it; store after it, of size 0 when the exchange failed |
-//! | `llvm.memcpy`/`llvm.memmove`, `memcpy`/`memmove` (and `__*_chk`) | load of the source, store of the destination | before it |
-//! | `llvm.memset`, `memset` (and `__memset_chk`) | store | before it |
-//! | `malloc`, `calloc`, `realloc`, `aligned_alloc`, C++ `operator new` (`call`, not `invoke`), `mmap` | clobber of the new block | after it |
-//! | `read`, `fread` | clobber of the bytes read | after it |
+//! | `llvm.memcpy`/`llvm.memmove`, `memcpy`/`memmove`/`mempcpy` (and `__*_chk`) | load of the source, store of the destination | before it |
+//! | `llvm.memset`, `memset` (and `__memset_chk`), `bzero` | store | before it |
+//! | `malloc`, `calloc`, `realloc`, `reallocarray`, `aligned_alloc`, `memalign`, `valloc`, `posix_memalign`, C++ `operator new` (`call`, not `invoke`), `mmap`, `strdup` | clobber of the new block (`strdup`: its string) | after it |
+//! | `read`, `pread`, `recv`, `recvfrom`, `readlink`, `fread`, `fgets`, `getline`/`getdelim` (the line, the buffer's address and size) | clobber of the bytes read | after it |
+//! | `snprintf`, `sprintf`, `asprintf`, `strftime`, `strcpy`, `strncpy`, `getcwd`, `realpath`, `strtod`'s end pointer, `frexp`, `modf`, `sincos`, `strtok`'s terminating zero | clobber of what libc formatted or copied | after it |
+//! | `strcat`, `strncat` | clobber of what was appended, from the string's end before the call | after it (its length taken before) |
+//! | `qsort` | clobber of the array | after it |
+//! | `scanf`, `sscanf`, `fscanf` with a constant format | clobber of each argument a conversion assigned (its type's bytes, or a string and its zero), by the count the call returns | after it |
+//! | `time`, `gettimeofday`, `clock_gettime`, `stat`/`lstat`/`fstat`/`fstatat`, `pipe`, `wait`/`waitpid`, `gmtime_r`/`localtime_r` | clobber of the structure filled | after it |
 //! | `alloca` (constant size), `llvm.lifetime.start` of one | clobber of the object: its bytes are uninitialized, not a dead frame's | after it |
 //! | `llvm.va_start` | clobber of the `va_list` and of the register save area it points to (x86-64 SysV: 176 bytes), which the prologue wrote | after it |
 //! | `llvm.va_copy` | clobber of the destination `va_list` | after it |
 //!
-//! A clobber marks bytes as written outside the program, so a load of fresh heap memory (or
-//! of a reused block before the program writes it) is reported as external instead of
-//! depending on a store to a freed block. Writes by other uninstrumented code (libc functions
-//! not in the table, such as `strcpy` or `sprintf`, native libraries, the kernel through other
-//! system calls, inline assembly) are not seen: their bytes keep their previous last writer, so
-//! a load of such bytes is attributed to the program's previous store there. So are blocks
-//! from allocation calls made through `invoke` (C++ `new` inside a `try`) or by libraries
-//! (`strdup`): a load of their bytes before the program writes them can be attributed to a
-//! store into a freed block that occupied the same bytes. Masked and gather/scatter vector
-//! intrinsics and scalable vectors are not traced.
+//! A clobber marks bytes as written outside the program, so a load of what libc wrote, of
+//! fresh heap memory, or of a reused block before the program writes it is reported as
+//! external instead of depending on the program's store those bytes held before. A call's
+//! clobber covers what it wrote by its result: 0 bytes when `fgets`, `stat` or `pipe` failed,
+//! and a string's length is read only when the call succeeded (`strnlen` with a bound of 0
+//! otherwise). A function the module defines is traced itself, whatever its name.
+//!
+//! Writes by other uninstrumented code are not seen: their bytes keep their previous last
+//! writer, so a load of such bytes is attributed to the program's previous store there. That
+//! is `scanf` with a format built at run time, `vscanf`, `errno` (which libc sets only when a
+//! call fails), other libc functions, native libraries (the non-inline parts of libstdc++
+//! among them), the kernel through other system calls, inline assembly, and what libc writes
+//! *while* it calls back into the program (`qsort`'s comparator reads elements the sort
+//! moved: after `qsort` returns they are external, during it they name the stores that first
+//! wrote them). So are blocks from allocation calls made through `invoke` (C++ `new` inside a
+//! `try`) or by libraries. Masked and gather/scatter vector intrinsics and scalable vectors
+//! are not traced.
 //!
 //! Ids number the memory instructions in module order (function id, block layout order,
 //! instruction order), so they are stable for a given bitcode file.
 
 use crate::helpers::thread_local;
-use crate::ir::{Mod, Opcode, Type, Value};
+use crate::ir::{Builder, Mod, Opcode, Type, Value};
+use crate::scanf;
 use wpp_abi as abi;
 use wpp_deps::{AccessKind, MemInstr};
 
@@ -51,8 +64,8 @@ enum Size {
     Bytes(u64),
     /// An integer operand of the instruction (zero-extended).
     Operand(u32),
-    /// `calloc`: the product of operands 0 and 1.
-    Product,
+    /// The product of two operands (`calloc`'s 0 and 1, `qsort`'s 1 and 2).
+    Product(u32, u32),
     /// The call's result, when positive (`read`).
     Result,
     /// `fread`: the call's result times operand 1.
@@ -65,17 +78,50 @@ enum Size {
     ResultPlusOne,
     /// `strcpy`: the length of the string now at operand `.0`, plus its zero.
     StrlenPlusOne(u32),
+    /// The length of the string now at the access's address, plus its zero; read only when
+    /// the call's [`When`] holds (`fgets` may leave its buffer unterminated when it fails).
+    StringAt,
+}
+
+/// Where an access's address comes from.
+#[derive(Clone, Copy)]
+enum Ptr {
+    /// A pointer operand of the instruction.
+    Operand(u32),
+    /// The call's result.
+    Result,
+    /// The pointer stored at this byte offset of a pointer operand (`va_start`'s register save
+    /// area, `getline`'s buffer).
+    Stored(u32, u64),
+    /// The end of the string the call returned (`strtok`'s terminating zero).
+    ResultStringEnd,
+    /// Where the string at a pointer operand ended before the call (`strcat` appends there).
+    AppendedTo(u32),
+}
+
+/// When a call wrote what its access says, by its result; otherwise the access is of 0 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum When {
+    Always,
+    /// A pointer result is not null.
+    NonNull,
+    /// An integer result is 0 (system calls' success).
+    Zero,
+    /// An integer result is at least 0 (`getline`).
+    NonNegative,
+    /// An integer result is above 0 (`strftime`).
+    Positive,
+    /// An integer result is at least this (`scanf`: how many conversions assigned).
+    AtLeast(u32),
 }
 
 /// One access a probe records.
 struct Probe<'m> {
     inst: Value<'m>,
     id: u32,
-    /// The pointer: an operand, or the call's result.
-    ptr: Option<u32>,
-    /// Whether the address is the pointer stored at this byte offset of `ptr` instead.
-    deref: Option<u64>,
+    ptr: Ptr,
     size: Size,
+    when: When,
     /// After the instruction (it needs the result).
     after: bool,
 }
@@ -87,58 +133,208 @@ pub(crate) struct Sites<'m> {
     pub instructions: Vec<MemInstr>,
 }
 
-/// How a call touches memory, by callee name (intrinsics by their base name): per access,
-/// its kind, a description, the pointer operand (`None`: the call's result) and its size.
-fn call_accesses(name: &str) -> &'static [(AccessKind, &'static str, Option<u32>, Size)] {
-    use AccessKind::*;
+/// One access of a library call (see [`call_accesses`]).
+struct CallAccess {
+    kind: AccessKind,
+    what: &'static str,
+    ptr: Ptr,
+    size: Size,
+    when: When,
+}
+
+/// An access of a call that happens whatever the call returns.
+const fn access(kind: AccessKind, what: &'static str, ptr: Ptr, size: Size) -> CallAccess {
+    CallAccess {
+        kind,
+        what,
+        ptr,
+        size,
+        when: When::Always,
+    }
+}
+
+/// A write of a library call (a clobber: bytes written outside the program), made only when
+/// the call's result says `when`.
+const fn wrote(what: &'static str, ptr: Ptr, size: Size, when: When) -> CallAccess {
+    CallAccess {
+        kind: AccessKind::Clobber,
+        what,
+        ptr,
+        size,
+        when,
+    }
+}
+
+/// x86-64 glibc: `sizeof(struct stat)`, `sizeof(struct tm)`, `sizeof(struct timeval)` (and
+/// `struct timespec`), `sizeof(int[2])`.
+const STAT_BYTES: u64 = 144;
+const TM_BYTES: u64 = 56;
+const TIMEVAL_BYTES: u64 = 16;
+const PIPE_BYTES: u64 = 8;
+
+/// How a call touches memory, by callee name (intrinsics by their base name). Stores and
+/// loads are the program's (`memcpy` copies what the program asked for); clobbers are what
+/// libc writes on its own: new blocks, bytes read from files, results it formats.
+fn call_accesses(name: &str) -> Vec<CallAccess> {
+    use AccessKind::{Load, Store};
+    use Ptr::{AppendedTo, Operand as Arg, Result as Returned, ResultStringEnd, Stored};
     use Size::*;
+    use When::*;
     match name {
-        "llvm.memcpy" | "llvm.memcpy.inline" | "memcpy" | "__memcpy_chk" => &[
-            (Load, "memcpy src", Some(1), Operand(2)),
-            (Store, "memcpy dst", Some(0), Operand(2)),
-        ],
-        "llvm.memmove" | "memmove" | "__memmove_chk" => &[
-            (Load, "memmove src", Some(1), Operand(2)),
-            (Store, "memmove dst", Some(0), Operand(2)),
-        ],
-        "llvm.memset" | "llvm.memset.inline" | "memset" | "__memset_chk" => {
-            &[(Store, "memset", Some(0), Operand(2))]
+        "llvm.memcpy" | "llvm.memcpy.inline" | "memcpy" | "__memcpy_chk" | "mempcpy"
+        | "__mempcpy" | "__mempcpy_chk" => {
+            vec![
+                access(Load, "memcpy src", Arg(1), Operand(2)),
+                access(Store, "memcpy dst", Arg(0), Operand(2)),
+            ]
         }
-        "malloc" => &[(Clobber, "malloc", None, Operand(0))],
-        "calloc" => &[(Clobber, "calloc", None, Product)],
-        "realloc" => &[(Clobber, "realloc", None, Operand(1))],
-        "aligned_alloc" => &[(Clobber, "aligned_alloc", None, Operand(1))],
+        "llvm.memmove" | "memmove" | "__memmove_chk" => {
+            vec![
+                access(Load, "memmove src", Arg(1), Operand(2)),
+                access(Store, "memmove dst", Arg(0), Operand(2)),
+            ]
+        }
+        "llvm.memset" | "llvm.memset.inline" | "memset" | "__memset_chk" => {
+            vec![access(Store, "memset", Arg(0), Operand(2))]
+        }
+        "bzero" | "explicit_bzero" => vec![access(Store, "bzero", Arg(0), Operand(1))],
+        "malloc" => vec![wrote("malloc", Returned, Operand(0), Always)],
+        "calloc" => vec![wrote("calloc", Returned, Product(0, 1), Always)],
+        "realloc" => vec![wrote("realloc", Returned, Operand(1), Always)],
+        "reallocarray" => vec![wrote("reallocarray", Returned, Product(1, 2), Always)],
+        "aligned_alloc" | "memalign" => {
+            vec![wrote("aligned_alloc", Returned, Operand(1), Always)]
+        }
+        "valloc" | "pvalloc" => vec![wrote("valloc", Returned, Operand(0), Always)],
+        "posix_memalign" => {
+            vec![
+                wrote("posix_memalign", Stored(0, 0), Operand(2), Zero),
+                wrote("posix_memalign pointer", Arg(0), Bytes(8), Zero),
+            ]
+        }
         "_Znwm"
         | "_Znam"
         | "_ZnwmRKSt9nothrow_t"
         | "_ZnamRKSt9nothrow_t"
         | "_ZnwmSt11align_val_t"
-        | "_ZnamSt11align_val_t" => &[(Clobber, "operator new", None, Operand(0))],
-        "mmap" | "mmap64" => &[(Clobber, "mmap", None, Operand(1))],
-        "read" => &[(Clobber, "read", Some(1), Result)],
-        "fread" => &[(Clobber, "fread", Some(0), ResultTimes(1))],
-        // libc writes a program reads back: formatted numbers, copied strings, the end of a
-        // parsed number, the parts of a float.
+        | "_ZnamSt11align_val_t" => {
+            vec![wrote("operator new", Returned, Operand(0), Always)]
+        }
+        "mmap" | "mmap64" => vec![wrote("mmap", Returned, Operand(1), Always)],
+        "strdup" | "__strdup" | "strndup" | "__strndup" => {
+            vec![wrote("strdup", Returned, StringAt, NonNull)]
+        }
+        "read" | "pread" | "pread64" | "recv" | "recvfrom" | "readlink" => {
+            vec![wrote("read", Arg(1), Result, Always)]
+        }
+        "fread" | "fread_unlocked" => vec![wrote("fread", Arg(0), ResultTimes(1), Always)],
+        "fgets" | "fgets_unlocked" => vec![wrote("fgets", Arg(0), StringAt, NonNull)],
+        // The line and its zero; the buffer's address and size, which libc may have grown.
+        "getline" | "getdelim" | "__getdelim" => {
+            vec![
+                wrote("getline", Stored(0, 0), ResultPlusOne, NonNegative),
+                wrote("getline buffer", Arg(0), Bytes(8), Always),
+                wrote("getline size", Arg(1), Bytes(8), Always),
+            ]
+        }
+        "getcwd" | "realpath" => vec![wrote("getcwd", Returned, StringAt, NonNull)],
+        // libc writes a program reads back: formatted numbers and times, copied strings, the
+        // end of a parsed number, the parts of a float, a sorted array (written by libc's
+        // merge sort, not by the program's stores it moved), a token's terminating zero.
         "snprintf" | "vsnprintf" | "__snprintf_chk" | "__vsnprintf_chk" => {
-            &[(Clobber, "snprintf", Some(0), ResultPlusOneAtMost(1))]
+            vec![wrote("snprintf", Arg(0), ResultPlusOneAtMost(1), Always)]
         }
         "sprintf" | "vsprintf" | "__sprintf_chk" | "__vsprintf_chk" => {
-            &[(Clobber, "sprintf", Some(0), ResultPlusOne)]
+            vec![wrote("sprintf", Arg(0), ResultPlusOne, Always)]
         }
+        "strftime" => vec![wrote("strftime", Arg(0), ResultPlusOne, Positive)],
         "strcpy" | "stpcpy" | "__strcpy_chk" | "__stpcpy_chk" => {
-            &[(Clobber, "strcpy", Some(0), StrlenPlusOne(0))]
+            vec![wrote("strcpy", Arg(0), StrlenPlusOne(0), Always)]
         }
-        "strncpy" | "__strncpy_chk" => &[(Clobber, "strncpy", Some(0), Operand(2))],
+        "strcat" | "strncat" | "__strcat_chk" | "__strncat_chk" => {
+            vec![wrote("strcat", AppendedTo(0), StringAt, Always)]
+        }
+        "strncpy" | "__strncpy_chk" => vec![wrote("strncpy", Arg(0), Operand(2), Always)],
         "strtod" | "strtof" | "strtold" | "strtol" | "strtoul" | "strtoll" | "strtoull"
         | "__isoc23_strtol" | "__isoc23_strtoul" | "__isoc23_strtoll" | "__isoc23_strtoull" => {
-            &[(Clobber, "strtod endptr", Some(1), Bytes(8))]
+            vec![wrote("strtod endptr", Arg(1), Bytes(8), Always)]
         }
-        "frexp" | "frexpf" | "frexpl" => &[(Clobber, "frexp", Some(1), Bytes(4))],
-        "modf" => &[(Clobber, "modf", Some(1), Bytes(8))],
-        "modff" => &[(Clobber, "modff", Some(1), Bytes(4))],
-        "modfl" => &[(Clobber, "modfl", Some(1), Bytes(16))],
-        _ => &[],
+        "strtok" => vec![wrote("strtok", ResultStringEnd, Bytes(1), NonNull)],
+        "strtok_r" | "__strtok_r" => {
+            vec![
+                wrote("strtok", ResultStringEnd, Bytes(1), NonNull),
+                wrote("strtok_r saveptr", Arg(2), Bytes(8), Always),
+            ]
+        }
+        "qsort" => vec![wrote("qsort", Arg(0), Product(1, 2), Always)],
+        "frexp" | "frexpf" | "frexpl" => vec![wrote("frexp", Arg(1), Bytes(4), Always)],
+        "modf" => vec![wrote("modf", Arg(1), Bytes(8), Always)],
+        "modff" => vec![wrote("modff", Arg(1), Bytes(4), Always)],
+        "modfl" => vec![wrote("modfl", Arg(1), Bytes(16), Always)],
+        // System calls that fill a structure of the program's, on success.
+        "time" => vec![wrote("time", Arg(0), Bytes(8), Always)],
+        "gettimeofday" => vec![wrote("gettimeofday", Arg(0), Bytes(TIMEVAL_BYTES), Zero)],
+        "clock_gettime" => vec![wrote("clock_gettime", Arg(1), Bytes(TIMEVAL_BYTES), Zero)],
+        "stat" | "stat64" | "lstat" | "lstat64" | "fstat" | "fstat64" => {
+            vec![wrote("stat", Arg(1), Bytes(STAT_BYTES), Zero)]
+        }
+        "fstatat" | "fstatat64" | "__xstat" | "__lxstat" | "__fxstat" => {
+            vec![wrote("stat", Arg(2), Bytes(STAT_BYTES), Zero)]
+        }
+        "wait" => vec![wrote("wait", Arg(0), Bytes(4), Positive)],
+        "waitpid" => vec![wrote("waitpid", Arg(1), Bytes(4), Positive)],
+        "sincos" => vec![
+            wrote("sincos", Arg(1), Bytes(8), Always),
+            wrote("sincos", Arg(2), Bytes(8), Always),
+        ],
+        "sincosf" => vec![
+            wrote("sincosf", Arg(1), Bytes(4), Always),
+            wrote("sincosf", Arg(2), Bytes(4), Always),
+        ],
+        "asprintf" | "vasprintf" | "__asprintf_chk" | "__vasprintf_chk" => vec![
+            wrote("asprintf", Stored(0, 0), ResultPlusOne, NonNegative),
+            wrote("asprintf pointer", Arg(0), Bytes(8), NonNegative),
+        ],
+        "pipe" | "pipe2" => vec![wrote("pipe", Arg(0), Bytes(PIPE_BYTES), Zero)],
+        "localtime_r" | "gmtime_r" => {
+            vec![wrote("localtime_r", Arg(1), Bytes(TM_BYTES), NonNull)]
+        }
+        _ => vec![],
     }
+}
+
+/// The `scanf` family: the index of a call's first pointer argument.
+fn scanf_arguments(name: &str) -> Option<u32> {
+    let name = name
+        .strip_prefix("__isoc99_")
+        .or_else(|| name.strip_prefix("__isoc23_"))
+        .unwrap_or(name);
+    match name {
+        "sscanf" | "fscanf" => Some(2),
+        "scanf" => Some(1),
+        _ => None,
+    }
+}
+
+/// The writes of a `scanf` call whose format (the argument before `first`) is a constant:
+/// (argument, size, when), the `k`-th counted assignment when the result is above `k`.
+fn scanf_writes(call: Value<'_>, first: u32) -> Vec<(u32, Size, When)> {
+    let format = call.operand(first - 1).and_then(|f| f.const_string());
+    let Some(list) = format.as_deref().and_then(scanf::assignments) else {
+        return Vec::new();
+    };
+    let args = call.num_arguments();
+    (first..args)
+        .zip(list)
+        .filter_map(|(arg, a)| {
+            let size = match a.target {
+                scanf::Target::Bytes(n) => Size::Bytes(n),
+                scanf::Target::String => Size::StringAt,
+                scanf::Target::Unsized => return None,
+            };
+            Some((arg, size, When::AtLeast(a.counted? + 1)))
+        })
+        .collect()
 }
 
 /// A direct callee's name; for an intrinsic its base name without overload suffixes
@@ -164,7 +360,7 @@ impl<'m> Sites<'m> {
     pub fn collect(&mut self, m: Mod<'m>, fid: u32, blocks: &[crate::ir::Block<'m>]) {
         for (bi, b) in blocks.iter().enumerate() {
             for inst in b.instructions() {
-                let mut add_at = |kind, what: &str, ptr, deref, size, after| {
+                let mut add_at = |kind, what: &str, ptr, size, when, after| {
                     let id = self.instructions.len() as u32;
                     self.instructions.push(MemInstr {
                         function: fid,
@@ -178,8 +374,8 @@ impl<'m> Sites<'m> {
                         inst,
                         id,
                         ptr,
-                        deref,
                         size,
+                        when,
                         after,
                     });
                 };
@@ -190,9 +386,9 @@ impl<'m> Sites<'m> {
                             add_at(
                                 AccessKind::Load,
                                 "load",
-                                Some(0),
-                                None,
+                                Ptr::Operand(0),
                                 Size::Bytes(n),
+                                When::Always,
                                 false,
                             );
                         }
@@ -202,9 +398,9 @@ impl<'m> Sites<'m> {
                             add_at(
                                 AccessKind::Store,
                                 "store",
-                                Some(1),
-                                None,
+                                Ptr::Operand(1),
                                 Size::Bytes(n),
+                                When::Always,
                                 false,
                             );
                         }
@@ -214,17 +410,17 @@ impl<'m> Sites<'m> {
                             add_at(
                                 AccessKind::Load,
                                 "atomicrmw",
-                                Some(0),
-                                None,
+                                Ptr::Operand(0),
                                 Size::Bytes(n),
+                                When::Always,
                                 false,
                             );
                             add_at(
                                 AccessKind::Store,
                                 "atomicrmw",
-                                Some(0),
-                                None,
+                                Ptr::Operand(0),
                                 Size::Bytes(n),
+                                When::Always,
                                 false,
                             );
                         }
@@ -234,17 +430,17 @@ impl<'m> Sites<'m> {
                             add_at(
                                 AccessKind::Load,
                                 "cmpxchg",
-                                Some(0),
-                                None,
+                                Ptr::Operand(0),
                                 Size::Bytes(n),
+                                When::Always,
                                 false,
                             );
                             add_at(
                                 AccessKind::Store,
                                 "cmpxchg",
-                                Some(0),
-                                None,
+                                Ptr::Operand(0),
                                 Size::IfExchanged(n),
+                                When::Always,
                                 true,
                             );
                         }
@@ -257,9 +453,9 @@ impl<'m> Sites<'m> {
                             add_at(
                                 AccessKind::Clobber,
                                 "alloca",
-                                None,
-                                None,
+                                Ptr::Result,
                                 Size::Bytes(n),
+                                When::Always,
                                 true,
                             );
                         }
@@ -276,9 +472,9 @@ impl<'m> Sites<'m> {
                                 add_at(
                                     AccessKind::Clobber,
                                     "lifetime.start",
-                                    Some(0),
-                                    None,
+                                    Ptr::Operand(0),
                                     size,
+                                    When::Always,
                                     true,
                                 );
                             }
@@ -287,25 +483,53 @@ impl<'m> Sites<'m> {
                             // x86-64 SysV: the prologue's register save area, which `va_arg`
                             // reads, is written by no IR store; so is the `va_list` itself.
                             let list = Size::Bytes(VA_LIST_BYTES);
-                            add_at(AccessKind::Clobber, "va_start", Some(0), None, list, true);
+                            add_at(
+                                AccessKind::Clobber,
+                                "va_start",
+                                Ptr::Operand(0),
+                                list,
+                                When::Always,
+                                true,
+                            );
                             let saved = Size::Bytes(REG_SAVE_AREA_BYTES);
-                            let at = Some(REG_SAVE_AREA_OFFSET);
+                            let at = Ptr::Stored(0, REG_SAVE_AREA_OFFSET);
+                            let always = When::Always;
                             add_at(
                                 AccessKind::Clobber,
                                 "va_start registers",
-                                Some(0),
                                 at,
                                 saved,
+                                always,
                                 true,
                             );
                         }
                         if name == "llvm.va_copy" {
                             let list = Size::Bytes(VA_LIST_BYTES);
-                            add_at(AccessKind::Clobber, "va_copy", Some(0), None, list, true);
+                            add_at(
+                                AccessKind::Clobber,
+                                "va_copy",
+                                Ptr::Operand(0),
+                                list,
+                                When::Always,
+                                true,
+                            );
                         }
-                        for &(kind, what, ptr, size) in call_accesses(&name) {
-                            let after = kind == AccessKind::Clobber;
-                            add_at(kind, what, ptr, None, size, after);
+                        // A function the module defines is traced itself, whatever its name.
+                        let library = inst.called_function().is_some_and(|f| f.is_declaration());
+                        let accesses = if library {
+                            call_accesses(&name)
+                        } else {
+                            Vec::new()
+                        };
+                        for a in accesses {
+                            let after = a.kind == AccessKind::Clobber;
+                            add_at(a.kind, a.what, a.ptr, a.size, a.when, after);
+                        }
+                        if let Some(first) = scanf_arguments(&name).filter(|_| library) {
+                            for (arg, size, when) in scanf_writes(inst, first) {
+                                let ptr = Ptr::Operand(arg);
+                                add_at(AccessKind::Clobber, "scanf", ptr, size, when, true);
+                            }
                         }
                     }
                     _ => {}
@@ -323,20 +547,45 @@ impl<'m> Sites<'m> {
         // instruction and put the second before it.
         let nexts: Vec<_> = self.probes.iter().map(|p| p.inst.next()).collect();
         for (p, next) in self.probes.iter().zip(nexts) {
+            let operand = |i: u32| p.inst.operand(i).expect("pointer operand");
+            let string_ty = m.fn_type(i64t, &[m.ptr()]);
+            let strlen = |at| b.call(string_ty, m.declare("strlen", string_ty), &[at]);
+            let appended_at = match p.ptr {
+                Ptr::AppendedTo(i) => {
+                    b.before(p.inst);
+                    Some(b.gep(m.int(8), operand(i), &[strlen(operand(i))]))
+                }
+                _ => None,
+            };
             match (p.after, next) {
                 (true, Some(next)) => b.before(next),
                 (true, None) => continue, // a call is never a terminator
                 (false, _) => b.before(p.inst),
             }
-            let ptr = match p.ptr {
-                Some(i) => p.inst.operand(i).expect("pointer operand"),
-                None => p.inst,
+            let (i64t, max) = (i64t, m.const_int(i64t, u64::MAX));
+            let holds = holds(m, &b, p.when, p.inst);
+            // `strnlen` reads nothing when its bound is 0: what the call wrote is only read
+            // when its result says it wrote it.
+            let string_length = |at: Value<'m>| {
+                let strnlen_ty = m.fn_type(i64t, &[m.ptr(), i64t]);
+                let strnlen = m.declare("strnlen", strnlen_ty);
+                let bound = holds.map_or(max, |h| b.select(h, max, m.const_int(i64t, 0)));
+                b.call(strnlen_ty, strnlen, &[at, bound])
             };
-            let address = match p.deref {
-                None => b.ptr_to_i64(ptr, i64t),
-                Some(offset) => {
-                    let slot = b.gep(i64t, ptr, &[m.const_int(i64t, offset / 8)]);
-                    b.load(i64t, slot)
+            let (address, at) = match p.ptr {
+                Ptr::Operand(i) => (b.ptr_to_i64(operand(i), i64t), Some(operand(i))),
+                Ptr::Result => (b.ptr_to_i64(p.inst, i64t), Some(p.inst)),
+                Ptr::Stored(i, offset) => {
+                    let slot = b.gep(i64t, operand(i), &[m.const_int(i64t, offset / 8)]);
+                    (b.load(i64t, slot), None)
+                }
+                Ptr::ResultStringEnd => {
+                    let start = b.ptr_to_i64(p.inst, i64t);
+                    (b.add(start, string_length(p.inst)), None)
+                }
+                Ptr::AppendedTo(_) => {
+                    let at = appended_at.expect("the string's end, taken before the call");
+                    (b.ptr_to_i64(at, i64t), Some(at))
                 }
             };
             let op = |i: u32| b.to_i64(p.inst.operand(i).expect("size operand"), i64t, false);
@@ -348,19 +597,17 @@ impl<'m> Sites<'m> {
             let size = match p.size {
                 Size::Bytes(n) => m.const_int(i64t, n),
                 Size::Operand(i) => op(i),
-                Size::Product => b.mul(op(0), op(1)),
+                Size::Product(i, j) => b.mul(op(i), op(j)),
                 Size::Result => b.to_i64(b.positive_or_zero(p.inst), i64t, false),
                 Size::ResultPlusOne => result_plus_one(),
                 Size::ResultPlusOneAtMost(i) => {
                     let (written, n) = (result_plus_one(), op(i));
                     b.select(b.icmp_uge(written, n), n, written)
                 }
-                Size::StrlenPlusOne(i) => {
-                    let strlen_ty = m.fn_type(i64t, &[m.ptr()]);
-                    let strlen = m.declare("strlen", strlen_ty);
-                    let operand = p.inst.operand(i).expect("string operand");
-                    let len = b.call(strlen_ty, strlen, &[operand]);
-                    b.add(len, m.const_int(i64t, 1))
+                Size::StrlenPlusOne(i) => b.add(strlen(operand(i)), m.const_int(i64t, 1)),
+                Size::StringAt => {
+                    let at = at.expect("a string access names its pointer");
+                    b.add(string_length(at), m.const_int(i64t, 1))
                 }
                 Size::ResultTimes(i) => b.mul(b.to_i64(p.inst, i64t, false), op(i)),
                 Size::IfExchanged(n) => {
@@ -368,11 +615,27 @@ impl<'m> Sites<'m> {
                     b.select(ok, m.const_int(i64t, n), m.const_int(i64t, 0))
                 }
             };
+            let size = holds.map_or(size, |h| b.select(h, size, m.const_int(i64t, 0)));
             let args = [m.const_int(i64t, h.id_word(p.id)), address, size];
             b.call(h.access_ty, h.access, &args);
         }
         self.probes.len()
     }
+}
+
+/// The condition under which a call wrote what its access says (`None`: always).
+fn holds<'m>(m: Mod<'m>, b: &Builder<'m>, when: When, call: Value<'m>) -> Option<Value<'m>> {
+    let i64t = m.int(64);
+    let zero = m.const_int(i64t, 0);
+    let result = || b.to_i64(call, i64t, true);
+    Some(match when {
+        When::Always => return None,
+        When::NonNull => b.icmp_ne(b.ptr_to_i64(call, i64t), zero),
+        When::Zero => b.icmp_eq(result(), zero),
+        When::NonNegative => b.icmp_sge(result(), zero),
+        When::Positive => b.icmp_sgt(result(), zero),
+        When::AtLeast(n) => b.icmp_sge(result(), m.const_int(i64t, u64::from(n))),
+    })
 }
 
 /// The inline `access(id, address, size)` helper and the buffer it appends to.

@@ -193,6 +193,67 @@ fn hand_known_dependences() {
     );
 }
 
+/// libc's own writes, by hand (`deps_libc.c`): what `qsort`, `fgets`, `getline`, `time`,
+/// `clock_gettime`, `stat`, `pipe`, `gmtime_r`, `strftime`, `strdup`, `strtok`, `sscanf`,
+/// `asprintf` and `strcat` wrote reads as external, never as the program's store those bytes
+/// held before; where `fgets`, `stat` and `sscanf` fail and write nothing, and before the
+/// bytes `strcat` appends, the load reads the program's store. (Functions, not lines, name
+/// the loads: at -O1 a load may carry its branch's line.)
+#[test]
+fn libc_writes_read_as_external() {
+    let dir = Scratch::new();
+    let at = record("deps_libc.c", &["-O1", "-g"], &dir);
+    let (db, accesses) = read_at(&at);
+    let function = |id: u32| {
+        let location = db.location(id);
+        location.split(':').next().unwrap_or_default().to_string()
+    };
+    // Per function: its loads' writers, as (the writer's function, bytes).
+    let mut writers: BTreeMap<String, Vec<(Option<String>, u64)>> = BTreeMap::new();
+    recover(&db, [Ok::<_, std::convert::Infallible>(accesses)], |d| {
+        let store = match d.store {
+            Writer::Store(s) => Some(function(s.id)),
+            Writer::External => None,
+        };
+        let load = function(d.load.id);
+        writers.entry(load).or_default().push((store, d.bytes));
+    })
+    .unwrap();
+    let scenarios = [
+        "sorted",
+        "first_line",
+        "next_line",
+        "now",
+        "is_dir",
+        "piped",
+        "day",
+        "year_digit",
+        "duplicated",
+        "token_end",
+        "scanned",
+        "formatted",
+    ];
+    for name in scenarios {
+        let got = writers
+            .get(name)
+            .unwrap_or_else(|| panic!("{name}: no load"));
+        let external: Vec<_> = got.iter().map(|&(_, bytes)| (None, bytes)).collect();
+        assert_eq!(got, &external, "{name}");
+    }
+    let program = |name: &str, bytes| (Some(name.to_string()), bytes);
+    let failed = [
+        ("at_eof", vec![program("at_eof", 1)]),
+        ("missing", vec![program("missing", 8)]),
+        ("half_scanned", vec![(None, 4), program("half_scanned", 4)]),
+        ("appended", vec![(None, 1), (None, 1), program("poke", 1)]),
+    ];
+    for (name, want) in failed {
+        let mut got = writers.get(name).cloned().unwrap_or_default();
+        got.sort();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
 /// Threads, by hand (`threads_deps.c`): each worker's read of the value main stored for it
 /// depends on main's store, written by thread 0; main's reads of the results depend on the
 /// workers' stores, each by its own thread; a worker's loop reads its own stores. Threads are
@@ -455,8 +516,9 @@ fn at_truth(
 /// deep frames and `fork` (the parent's recording) included.
 #[test]
 fn collection_equals_address_trace_recovery() {
-    let programs: [(&str, &[&str], &[&str]); 8] = [
+    let programs: [(&str, &[&str], &[&str]); 9] = [
         ("deps.c", &["-O1", "-g"], &[]),
+        ("deps_libc.c", &["-O1", "-g"], &[]),
         ("deps_heap.c", &["-O1"], &[]),
         ("recursion.c", &["-O1"], &[]),
         ("longjmp.c", &["-O1"], &[]),
