@@ -11,6 +11,10 @@
 //! | `-r` (partial link) | linked natively; the inputs' bitcode is `llvm-link`ed into the output's section, so the object still carries all of it |
 //! | `-shared` | in every mode but `ewpp` and `ewpp-filter`, as an executable's link but with the library's own function ids, registered at load time with the process's one runtime and needing `libwpp_rt.so` ([`runtime::shared`]; see `wpp_abi`, *Shared libraries*); in other modes linked natively, uninstrumented. Its objects keep their bitcode for programs that link them statically |
 //!
+//! In the modes that trace memory (`trace-addr`, `ewpp-filter`, `ewpp`), C++ compilations
+//! instantiate libstdc++'s templates in the program ([`libstdcxx`]), so `std::string`'s and the
+//! streams' loads and stores are traced.
+//!
 //! Inputs without bitcode (assembly, objects from other compilers, system libraries) are linked
 //! as they are, uninstrumented; with `--wpp-verbose`/`WPP_VERBOSE` the report on stderr names
 //! them. `@file` response files are expanded as clang does; `-x LANG` applies to the inputs
@@ -31,6 +35,7 @@
 
 pub mod args;
 pub mod embed;
+pub mod libstdcxx;
 pub mod runtime;
 
 use crate::{instrument_module, read_bitcode, Mode, Options};
@@ -318,6 +323,20 @@ impl Driver {
         self.link_instrumented(compiler, &inv, &objects, tmp)
     }
 
+    /// For a C++ compilation in a mode that traces memory, `-include` of
+    /// [`libstdcxx::header`]: libstdc++'s templates instantiated in the program.
+    fn instantiation(&self, cxx: bool) -> Result<Vec<OsString>, DriverError> {
+        let traced = matches!(
+            self.options.mode,
+            Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter
+        );
+        if !(cxx && traced) {
+            return Ok(Vec::new());
+        }
+        let header = libstdcxx::header(self.runtime.as_deref().and_then(Path::parent))?;
+        Ok(vec!["-include".into(), header.into_os_string()])
+    }
+
     /// `-c`: clang with `-fembed-bitcode`, then the bitcode section renamed in each object.
     fn compile_only(
         &self,
@@ -332,6 +351,12 @@ impl Driver {
             .collect();
         a.extend(inv.line_tables().map(String::from));
         a.push("-fembed-bitcode".into());
+        let cxx = self.cxx || inv.has_cxx_source();
+        a.extend(
+            self.instantiation(cxx)?
+                .into_iter()
+                .map(|p| p.to_string_lossy().into()),
+        );
         self.run_tool(compiler, &a)?;
         let outputs: Vec<PathBuf> = match &inv.output {
             Some(o) if inv.sources.len() == 1 => vec![PathBuf::from(o)],
@@ -388,6 +413,7 @@ impl Driver {
             let mut a: Vec<OsString> = inv.common.iter().map(OsString::from).collect();
             a.extend(inv.line_tables().map(OsString::from));
             a.extend(inv.deps.iter().map(OsString::from));
+            a.extend(self.instantiation(self.cxx || is_cxx)?);
             a.extend(["-Qunused-arguments".into(), "-c".into()]);
             if bitcode_only {
                 a.push("-emit-llvm".into());

@@ -33,8 +33,8 @@
 //! Writes by other uninstrumented code are not seen: their bytes keep their previous last
 //! writer, so a load of such bytes is attributed to the program's previous store there. That
 //! is `scanf` with a format built at run time, `vscanf`, `errno` (which libc sets only when a
-//! call fails), other libc functions, native libraries (the non-inline parts of libstdc++
-//! among them), the kernel through other system calls, inline assembly, and what libc writes
+//! call fails), other libc functions, native libraries (libstdc++'s compiled parts among them;
+//! its templates the driver instantiates in the program, `driver::libstdcxx`), the kernel through other system calls, inline assembly, and what libc writes
 //! *while* it calls back into the program (`qsort`'s comparator reads elements the sort
 //! moved: after `qsort` returns they are external, during it they name the stores that first
 //! wrote them). So are blocks from allocation calls made through `invoke` (C++ `new` inside a

@@ -193,23 +193,15 @@ fn hand_known_dependences() {
     );
 }
 
-/// libc's own writes, by hand (`deps_libc.c`): what `qsort`, `fgets`, `getline`, `time`,
-/// `clock_gettime`, `stat`, `pipe`, `gmtime_r`, `strftime`, `strdup`, `strtok`, `sscanf`,
-/// `asprintf` and `strcat` wrote reads as external, never as the program's store those bytes
-/// held before; where `fgets`, `stat` and `sscanf` fail and write nothing, and before the
-/// bytes `strcat` appends, the load reads the program's store. (Functions, not lines, name
-/// the loads: at -O1 a load may carry its branch's line.)
-#[test]
-fn libc_writes_read_as_external() {
-    let dir = Scratch::new();
-    let at = record("deps_libc.c", &["-O1", "-g"], &dir);
-    let (db, accesses) = read_at(&at);
+/// Per function (by name), its loads' dependences in the order they ran, as (the writing
+/// store's function, `None`: external; bytes).
+fn writers_by_function(at: &Path) -> BTreeMap<String, Vec<(Option<String>, u64)>> {
+    let (db, accesses) = read_at(at);
     let function = |id: u32| {
         let location = db.location(id);
         location.split(':').next().unwrap_or_default().to_string()
     };
-    // Per function: its loads' writers, as (the writer's function, bytes).
-    let mut writers: BTreeMap<String, Vec<(Option<String>, u64)>> = BTreeMap::new();
+    let mut writers: BTreeMap<String, Vec<_>> = BTreeMap::new();
     recover(&db, [Ok::<_, std::convert::Infallible>(accesses)], |d| {
         let store = match d.store {
             Writer::Store(s) => Some(function(s.id)),
@@ -219,6 +211,19 @@ fn libc_writes_read_as_external() {
         writers.entry(load).or_default().push((store, d.bytes));
     })
     .unwrap();
+    writers
+}
+
+/// libc's own writes, by hand (`deps_libc.c`): what `qsort`, `fgets`, `getline`, `time`,
+/// `clock_gettime`, `stat`, `pipe`, `gmtime_r`, `strftime`, `strdup`, `strtok`, `sscanf`,
+/// `asprintf` and `strcat` wrote reads as external, never as the program's store those bytes
+/// held before; where `fgets`, `stat` and `sscanf` fail and write nothing, and before the
+/// bytes `strcat` appends, the load reads the program's store. (Functions, not lines, name
+/// the loads: at -O1 a load may carry its branch's line.)
+#[test]
+fn libc_writes_read_as_external() {
+    let dir = Scratch::new();
+    let writers = writers_by_function(&record("deps_libc.c", &["-O1", "-g"], &dir));
     let scenarios = [
         "sorted",
         "first_line",
@@ -251,6 +256,34 @@ fn libc_writes_read_as_external() {
         let mut got = writers.get(name).cloned().unwrap_or_default();
         got.sort();
         assert_eq!(got, want, "{name}");
+    }
+}
+
+/// C++ in `trace-addr` (`deps_string.cpp`): what `std::string::operator+=` wrote, the appended
+/// bytes and the new length, depends on stores in libstdc++'s own functions (`std::string`'s,
+/// `std::char_traits`'), which the driver instantiates in the program instead of leaving them
+/// to `libstdc++.so`.
+#[test]
+fn libstdcxx_templates_are_traced() {
+    let dir = Scratch::new();
+    let writers = writers_by_function(&record("deps_string.cpp", &["-O0", "-g"], &dir));
+    // Each reader's one load of the string (its others read its own spilled arguments, at
+    // -O0) depends on a function of namespace std.
+    let std = |f: &str| ["_ZNSt", "_ZNKSt", "_ZSt"].iter().any(|p| f.starts_with(p));
+    for reader in [
+        "_Z2atPKci",
+        "_Z6lengthPKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    ] {
+        let got = writers
+            .get(reader)
+            .unwrap_or_else(|| panic!("{reader}: no load"));
+        let string: Vec<_> = got
+            .iter()
+            .filter(|(w, _)| w.as_deref() != Some(reader))
+            .collect();
+        assert_eq!(string.len(), 1, "{reader}: {got:?}");
+        let writer = string[0].0.as_deref().unwrap_or("external");
+        assert!(std(writer), "{reader} <- {writer}");
     }
 }
 

@@ -52,13 +52,20 @@ fn cache_path(lib: &Path) -> PathBuf {
         "{}.packaged.o",
         lib.file_name().unwrap_or_default().to_string_lossy()
     );
-    let dir = lib.parent().unwrap_or(Path::new("."));
-    let probe = dir.join(format!(".wpp-probe-{}", std::process::id()));
-    if std::fs::write(&probe, b"").is_ok() {
+    cache_dir(lib.parent()).join(name)
+}
+
+/// `dir` when it is known and writable, else the temporary directory: where the driver keeps
+/// what it makes once for many builds.
+pub fn cache_dir(dir: Option<&Path>) -> PathBuf {
+    let writable = |d: &&Path| {
+        let probe = d.join(format!(".wpp-probe-{}", std::process::id()));
+        let ok = std::fs::write(&probe, b"").is_ok();
         let _ = std::fs::remove_file(&probe);
-        return dir.join(name);
-    }
-    std::env::temp_dir().join(name)
+        ok
+    };
+    dir.filter(writable)
+        .map_or_else(std::env::temp_dir, Path::to_path_buf)
 }
 
 /// Packages `lib` into `out` (through a temporary name, so concurrent builds never see a
