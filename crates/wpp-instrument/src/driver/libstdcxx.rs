@@ -16,7 +16,7 @@
 //! writable, else in the temporary directory), because build systems record it among a
 //! compilation's dependencies (`-MD`).
 
-use super::runtime::cache_dir;
+use super::runtime::{cache_dir, unique};
 use super::DriverError;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ pub fn header(dir: Option<&Path>) -> Result<PathBuf, DriverError> {
     if std::fs::read(&path).is_ok_and(|b| b == HEADER.as_bytes()) {
         return Ok(path);
     }
-    let tmp = dir.join(format!(".{NAME}.{}", std::process::id()));
+    let tmp = dir.join(format!(".{NAME}.{}.{}", std::process::id(), unique()));
     std::fs::write(&tmp, HEADER)
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(DriverError::Temp)?;

@@ -185,7 +185,8 @@ pub fn shared(packaged: &Path, clang: &Path) -> Result<PathBuf, DriverError> {
     result.map(|()| out)
 }
 
-fn unique() -> u64 {
+/// A number no other call in this process gets (with the pid: a temporary name of its own).
+pub(super) fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
