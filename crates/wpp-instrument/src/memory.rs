@@ -33,9 +33,10 @@
 //! Writes by other uninstrumented code are not seen: their bytes keep their previous last
 //! writer, so a load of such bytes is attributed to the program's previous store there. That
 //! is `scanf` with a format built at run time, `vscanf`, `errno` (which libc sets only when a
-//! call fails), other libc functions, native libraries (libstdc++'s compiled parts among them;
-//! its templates the driver instantiates in the program, `driver::libstdcxx`), the kernel through other system calls, inline assembly, and what libc writes
-//! *while* it calls back into the program (`qsort`'s comparator reads elements the sort
+//! call fails), other libc functions, native libraries (libstdc++'s compiled parts among
+//! them; its templates the driver instantiates in the program, `driver::libstdcxx`), the
+//! kernel through other system calls, inline assembly, and what libc writes *while* it calls
+//! back into the program (`qsort`'s comparator reads elements the sort
 //! moved: after `qsort` returns they are external, during it they name the stores that first
 //! wrote them). So are blocks from allocation calls made through `invoke` (C++ `new` inside a
 //! `try`) or by libraries. Masked and gather/scatter vector intrinsics and scalable vectors
@@ -100,7 +101,7 @@ enum Ptr {
 }
 
 /// When a call wrote what its access says, by its result; otherwise the access is of 0 bytes.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum When {
     Always,
     /// A pointer result is not null.
@@ -143,7 +144,7 @@ struct CallAccess {
 }
 
 /// An access of a call that happens whatever the call returns.
-const fn access(kind: AccessKind, what: &'static str, ptr: Ptr, size: Size) -> CallAccess {
+fn access(kind: AccessKind, what: &'static str, ptr: Ptr, size: Size) -> CallAccess {
     CallAccess {
         kind,
         what,
@@ -155,7 +156,7 @@ const fn access(kind: AccessKind, what: &'static str, ptr: Ptr, size: Size) -> C
 
 /// A write of a library call (a clobber: bytes written outside the program), made only when
 /// the call's result says `when`.
-const fn wrote(what: &'static str, ptr: Ptr, size: Size, when: When) -> CallAccess {
+fn wrote(what: &'static str, ptr: Ptr, size: Size, when: When) -> CallAccess {
     CallAccess {
         kind: AccessKind::Clobber,
         what,
@@ -493,13 +494,12 @@ impl<'m> Sites<'m> {
                             );
                             let saved = Size::Bytes(REG_SAVE_AREA_BYTES);
                             let at = Ptr::Stored(0, REG_SAVE_AREA_OFFSET);
-                            let always = When::Always;
                             add_at(
                                 AccessKind::Clobber,
                                 "va_start registers",
                                 at,
                                 saved,
-                                always,
+                                When::Always,
                                 true,
                             );
                         }
@@ -562,7 +562,7 @@ impl<'m> Sites<'m> {
                 (true, None) => continue, // a call is never a terminator
                 (false, _) => b.before(p.inst),
             }
-            let (i64t, max) = (i64t, m.const_int(i64t, u64::MAX));
+            let max = m.const_int(i64t, u64::MAX);
             let holds = holds(m, &b, p.when, p.inst);
             // `strnlen` reads nothing when its bound is 0: what the call wrote is only read
             // when its result says it wrote it.
