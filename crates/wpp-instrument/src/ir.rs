@@ -8,14 +8,16 @@
 
 use inkwell::llvm_sys::core as c;
 use inkwell::llvm_sys::debuginfo as di;
+use inkwell::llvm_sys::error as llvm_error;
 use inkwell::llvm_sys::prelude::{
     LLVMBasicBlockRef, LLVMBuilderRef, LLVMContextRef, LLVMMetadataRef, LLVMModuleRef, LLVMTypeRef,
     LLVMValueRef,
 };
+use inkwell::llvm_sys::transforms::pass_builder as pb;
 use inkwell::llvm_sys::{
     LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMLinkage, LLVMOpcode, LLVMTailCallKind,
 };
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 
 pub use inkwell::llvm_sys::LLVMOpcode as Opcode;
@@ -97,6 +99,26 @@ impl<'m> Mod<'m> {
         let n = cstr(name);
         // SAFETY: the module is live and `n` is a valid C string.
         opt_value(unsafe { c::LLVMGetNamedGlobal(self.m, n.as_ptr()) })
+    }
+
+    /// Runs passes over the module, written as `opt -passes=` writes them, for no particular
+    /// target; LLVM's message if it cannot.
+    pub fn run_passes(self, passes: &str) -> Result<(), String> {
+        let p = cstr(passes);
+        // SAFETY: the module is live and `p` a valid C string; the options are disposed here,
+        // and an error is consumed by reading its message, which is copied and then disposed.
+        unsafe {
+            let options = pb::LLVMCreatePassBuilderOptions();
+            let err = pb::LLVMRunPasses(self.m, p.as_ptr(), std::ptr::null_mut(), options);
+            pb::LLVMDisposePassBuilderOptions(options);
+            if err.is_null() {
+                return Ok(());
+            }
+            let message = llvm_error::LLVMGetErrorMessage(err);
+            let text = CStr::from_ptr(message).to_string_lossy().into_owned();
+            llvm_error::LLVMDisposeErrorMessage(message);
+            Err(text)
+        }
     }
 
     /// The named function, if any.

@@ -117,9 +117,34 @@ pub enum Error {
     /// The program database could not be encoded.
     #[error("cannot encode the program database: {0}")]
     Encode(String),
+    /// LLVM could not inline the probes' helpers.
+    #[error("cannot inline the probes: {0}")]
+    Inline(String),
     /// The `ewpp` report is not this program's.
     #[error("the --exercised report is of another program: its memory instructions differ from this build's (build the filtering run from the same sources with the same flags, in mode trace-addr)")]
     ForeignReport,
+}
+
+/// Whether `wpp cc`'s final compile runs LLVM's optimizer over the instrumented module, or
+/// only inlines the probes' helpers ([`inline_probes`]) and generates code.
+///
+/// The objects' bitcode was optimized when they were compiled (`-fembed-bitcode` keeps the
+/// optimized module), but a second `-O2` over the linked, instrumented module still pays in
+/// the counting and tracing modes: it optimizes the path registers' increments and inlines
+/// across the program's files (PPP 10–60 % slower without it). The address modes put a probe
+/// on every load and store, so their module is many times larger and that second run took half
+/// of the build, for 2–7 % of a run already 40–70× native (BENCHMARKS.md, "The instrumented
+/// module's compile").
+pub fn optimizes_after_instrumenting(mode: Mode) -> bool {
+    !matches!(mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter)
+}
+
+/// Inlines the probes' helpers (`alwaysinline`) into the program's functions: all an
+/// instrumented module needs before code generation.
+pub fn inline_probes(module: &Module<'_>) -> Result<(), Error> {
+    Mod::new(module)
+        .run_passes("always-inline")
+        .map_err(Error::Inline)
 }
 
 /// Options of one instrumentation run.
