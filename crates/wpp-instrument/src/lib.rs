@@ -131,10 +131,10 @@ pub enum Error {
 /// The objects' bitcode was optimized when they were compiled (`-fembed-bitcode` keeps the
 /// optimized module), but a second `-O2` over the linked, instrumented module still pays in
 /// the counting and tracing modes: it optimizes the path registers' increments and inlines
-/// across the program's files (PPP 10–60 % slower without it). The address modes put a probe
-/// on every load and store, so their module is many times larger and that second run took half
-/// of the build, for 2–7 % of a run already 40–70× native (BENCHMARKS.md, "The instrumented
-/// module's compile").
+/// across the program's files (without it, PPP ran 10–39 % slower and block traces up to
+/// 19 %). The address modes put a probe on every load and store, so their module is many
+/// times larger and that second run was half of the build, for 2–7 % of a run already 40–70×
+/// native (BENCHMARKS.md, "The instrumented module's compile").
 pub fn optimizes_after_instrumenting(mode: Mode) -> bool {
     !matches!(mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter)
 }
