@@ -353,6 +353,33 @@ fn threaded_programs_are_refused() {
     }
 }
 
+/// The address modes' final compile generates code only, so `wpp cc` inlines their probes'
+/// helpers itself: none is left in the module it hands to clang. The other modes leave them
+/// to clang's `-O2` (`wpp_instrument::optimizes_after_instrumenting`).
+#[test]
+fn address_modes_inline_their_probes_before_code_generation() {
+    let dir = Scratch::new();
+    for (mode, inlined) in [
+        (InstrumentMode::TraceAddr, true),
+        (InstrumentMode::EwppFilter, true),
+        (InstrumentMode::TraceBlocks, false),
+    ] {
+        let keep = dir.path(mode.name());
+        std::fs::create_dir_all(&keep).unwrap();
+        build_instrumented_keep(
+            "deps_libc.c",
+            &["-O1"],
+            mode,
+            &keep.join("prog"),
+            Some(&keep),
+        );
+        let ctx = inkwell::context::Context::create();
+        let module = wpp_instrument::read_bitcode(&ctx, &keep.join("instrumented.bc")).unwrap();
+        let helper = module.get_function("__wpp_emit");
+        assert_eq!(helper.is_none(), inlined, "{mode:?}");
+    }
+}
+
 /// Every test program behaves exactly as natively in `trace-addr` (output, exit status;
 /// `deps_heap.c`: heap layout), and leaves an address trace that reads to its end record and
 /// replays. Programs that leave through `longjmp`, exceptions, `exit` from deep frames,
