@@ -21,8 +21,9 @@
 #                 the workload's driver or build.sh, or built with other flags)
 #   -j N          builds at a time (default: nproc); runs are sequential
 #   --skip "W:V"  workload:variant pairs (`wpp cc --mode` names, trace-blocks-probes for
-#                 probes-raw) not built: their modes print SKIP, their cross-checks do not run
-#                 (CI skips sqlite's cheaper modes, checked on the other three workloads)
+#                 probes-raw) not built, nor ppp without bl, ewpp without trace-addr: their
+#                 modes print SKIP, their cross-checks do not run (CI skips sqlite's cheaper
+#                 modes, checked on the other three workloads)
 #   --query-events N  events of the blocks-raw trace the query check reads (default 500000;
 #                 0: no query check)
 #
@@ -135,8 +136,11 @@ rm -rf "$B/status"
 # prints (checked by hand, 2026-11-27); its build would add ~3.5 min of CPU to CI. sqlite is
 # built with SQLITE_THREADSAFE=0, so the ewpp mode takes it (ewpp's report is the address
 # trace's filtering, of the same layout).
-# Also the pairs of --skip.
-not_built() { [[ $1 == sqlite && $2 == ewpp-filter ]] || [[ " $SKIP " == *" $1:$2 "* ]]; }
+# Also the pairs of --skip, and ppp and ewpp when what they are built from (bl, trace-addr) is.
+not_built() {
+    [[ $1 == sqlite && $2 == ewpp-filter ]] || [[ " $SKIP " == *" $1:$2 "* ]] ||
+        { [[ $2 == ppp ]] && not_built "$1" bl; } || { [[ $2 == ewpp ]] && not_built "$1" trace-addr; }
+}
 
 # Variants other than ppp and ewpp (which need the bl run's profile, the addr run's report): all
 # workloads, longest builds first.
@@ -157,7 +161,7 @@ check() {
     v=$(mode_variant "$m")
     d=$B/$m/results/$SIZE/$w
     if not_built "$w" "$v"; then
-        echo "SKIP  $w $m (not built: see not_built in bench/check.sh)"
+        echo "SKIP  $w $m (not built: --skip, or not_built in bench/check.sh)"
         return 0
     fi
     if ! built_ok "$v" "$w"; then
