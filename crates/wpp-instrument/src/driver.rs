@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `-E`, `-S`, `-M`/`-MM` alone, `-emit-llvm`, `-fsyntax-only`, `--version`, `-###`, `-print-…`, no inputs | passed to clang-22 unchanged |
 //! | `-c` | clang-22 with the user's arguments and `-fembed-bitcode`: an ordinary **native object that carries its bitcode** in the `SHF_EXCLUDE` section [`embed::SECTION`] (gllvm's idea), so the system `ar`, `ranlib`, any `llvm-ar` and any linker handle it; instrumentation waits for the final link, when the whole program is known |
-//! | link of an executable | sources compiled as with `-c`; when the link has archives, a native link with the linker's `-t -t` trace learns which archive members it uses; the bitcode of every object and used member is `llvm-link`ed into one module, instrumented ([`crate::instrument_module`], so function ids are program-wide), compiled with the user's flags (`-O2` when the link line has no `-O`; in the address modes code generation only: [`crate::optimizes_after_instrumenting`]), and linked in place of those objects with the user's link flags and the packaged runtime ([`runtime`]) |
+//! | link of an executable | sources compiled as with `-c`; when the link has archives, a native link with the linker's `-t -t` trace learns which archive members it uses; the bitcode of every object and used member is `llvm-link`ed into one module, instrumented ([`crate::instrument_module`], so function ids are program-wide), compiled with the user's flags (`-O2` when the link line has no `-O`), after the passes [`crate::finish`] names for the mode (PPP: clang's `-O2` over it again; the other modes: code generation only), and linked in place of those objects with the user's link flags and the packaged runtime ([`runtime`]) |
 //! | `-r` (partial link) | linked natively; the inputs' bitcode is `llvm-link`ed into the output's section, so the object still carries all of it |
 //! | `-shared` | in every mode but `ewpp` and `ewpp-filter`, as an executable's link but with the library's own function ids, registered at load time with the process's one runtime and needing `libwpp_rt.so` ([`runtime::shared`]; see `wpp_abi`, *Shared libraries*); in other modes linked natively, uninstrumented. Its objects keep their bitcode for programs that link them statically |
 //!
@@ -38,7 +38,7 @@ pub mod embed;
 pub mod libstdcxx;
 pub mod runtime;
 
-use crate::{instrument_module, optimizes_after_instrumenting, read_bitcode, Mode, Options};
+use crate::{finish, finish_module, instrument_module, read_bitcode, Finish, Mode, Options};
 pub use args::{is_cxx_source, Invocation, LinkArg, Source};
 pub use embed::is_bitcode_file;
 use inkwell::context::Context;
@@ -644,8 +644,8 @@ impl Driver {
             // The link line of a library often lacks the -fPIC its objects were built with.
             ca.push("-fPIC".into());
         }
-        if !optimizes_after_instrumenting(self.options.mode) {
-            // Code generation only: the probes are inlined already.
+        if finish(self.options.mode) != Finish::Optimize {
+            // Code generation only: `instrument` ran the passes the module needs.
             ca.extend(["-Xclang", "-disable-llvm-passes"].map(OsString::from));
         }
         ca.extend(["-Qunused-arguments".into(), "-c".into()]);
@@ -692,8 +692,8 @@ impl Driver {
             ..self.options.clone()
         };
         let report = instrument_module(&module, &options)?;
-        if !optimizes_after_instrumenting(options.mode) {
-            crate::inline_probes(&module)?;
+        if let Finish::Passes(passes) = finish(options.mode) {
+            finish_module(&module, passes)?;
         }
         if self.verbose {
             eprintln!("wpp cc: {report:?}");

@@ -117,34 +117,51 @@ pub enum Error {
     /// The program database could not be encoded.
     #[error("cannot encode the program database: {0}")]
     Encode(String),
-    /// LLVM could not inline the probes' helpers.
-    #[error("cannot inline the probes: {0}")]
-    Inline(String),
+    /// LLVM could not run the passes that finish an instrumented module ([`finish`]).
+    #[error("cannot finish the instrumented module: {0}")]
+    Finish(String),
     /// The `ewpp` report is not this program's.
     #[error("the --exercised report is of another program: its memory instructions differ from this build's (build the filtering run from the same sources with the same flags, in mode trace-addr)")]
     ForeignReport,
 }
 
-/// Whether `wpp cc`'s final compile runs LLVM's optimizer over the instrumented module, or
-/// only inlines the probes' helpers ([`inline_probes`]) and generates code.
-///
-/// The objects' bitcode was optimized when they were compiled (`-fembed-bitcode` keeps the
-/// optimized module), but a second `-O2` over the linked, instrumented module still pays in
-/// the counting and tracing modes: it optimizes the path registers' increments and inlines
-/// across the program's files (without it, PPP ran 10–39 % slower and block traces up to
-/// 19 %). The address modes put a probe on every load and store, so their module is many
-/// times larger and that second run was half of the build, for 2–7 % of a run already 40–70×
-/// native (BENCHMARKS.md, "The instrumented module's compile").
-pub fn optimizes_after_instrumenting(mode: Mode) -> bool {
-    !matches!(mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter)
+/// What `wpp cc` runs over the linked, instrumented module before clang generates its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// Clang's `-O2` over the whole module once more.
+    Optimize,
+    /// These LLVM passes, in process ([`finish_module`]); clang then generates code only.
+    Passes(&'static str),
 }
 
-/// Inlines the probes' helpers (`alwaysinline`) into the program's functions: all an
-/// instrumented module needs before code generation.
-pub fn inline_probes(module: &Module<'_>) -> Result<(), Error> {
-    Mod::new(module)
-        .run_passes("always-inline")
-        .map_err(Error::Inline)
+/// The probes' helpers inlined (`alwaysinline`), then the per-function cleanups that make the
+/// inlined probes cheap: the event buffer's index forwarded from one probe's store to the
+/// next probe's load (`gvn`), path registers and locals in registers (`sroa`), the probes'
+/// split edges merged back (`simplifycfg`).
+const PROBE_CLEANUP: &str = "always-inline,function(sroa,early-cse<memssa>,\
+    instcombine<no-verify-fixpoint>,simplifycfg,gvn,dse)";
+
+/// How `wpp cc` finishes a module instrumented in `mode` (BENCHMARKS.md, "The instrumented
+/// module's compile").
+///
+/// The objects' bitcode was optimized when they were compiled (`-fembed-bitcode` keeps the
+/// optimized module), so what the instrumented module needs is the probes' helpers inlined
+/// and tidied. A second `-O2` costs twice that time (SQLite in `trace-blocks`: 74 s against
+/// 42 s for the final compile) and, measured side by side, bought nothing in the trace and
+/// BL modes; it still pays in PPP (10–13 % on bzip2 and Lua), whose hashed path counts it
+/// optimizes further. The address modes put a probe on every load and store: their module
+/// is many times larger, and inlining alone costs them 2–7 % of a run already 40–70× native.
+pub fn finish(mode: Mode) -> Finish {
+    match mode {
+        Mode::Ppp => Finish::Optimize,
+        Mode::TraceBlocks | Mode::TracePaths | Mode::Bl => Finish::Passes(PROBE_CLEANUP),
+        Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter => Finish::Passes("always-inline"),
+    }
+}
+
+/// Runs `passes` ([`Finish::Passes`]) over an instrumented module.
+pub fn finish_module(module: &Module<'_>, passes: &str) -> Result<(), Error> {
+    Mod::new(module).run_passes(passes).map_err(Error::Finish)
 }
 
 /// Options of one instrumentation run.
