@@ -89,10 +89,10 @@ impl DigramTable {
         self.rebuild(nodes, old_bits);
     }
 
-    /// The slot and node of the indexed occurrence of digram `(a, b)`, or else the slot where
-    /// it should be inserted.
+    /// The node of the indexed occurrence of digram `(a, b)`, or else the slot where it should
+    /// be inserted.
     #[inline]
-    pub(super) fn find(&self, nodes: &[Node], a: u32, b: u32) -> Result<(usize, u32), usize> {
+    pub(super) fn find(&self, nodes: &[Node], a: u32, b: u32) -> Result<u32, usize> {
         let mask = self.slots.len() - 1;
         let index_mask = self.index_mask();
         let (mut i, want) = self.place(a, b, 0);
@@ -106,7 +106,7 @@ impl DigramTable {
                 v if v & !index_mask == want => {
                     let n = nodes[(v & index_mask) as usize];
                     if n.sym == a && nodes[n.next as usize].sym == b {
-                        return Ok((i, v & index_mask));
+                        return Ok(v & index_mask);
                     }
                 }
                 _ => {}
@@ -129,12 +129,19 @@ impl DigramTable {
         }
     }
 
-    /// Makes the entry in `slot` (from a successful [`find`](Self::find)) point at `node`, which
-    /// starts another occurrence of the same digram.
+    /// Makes the entry of digram `(a, b)`, whose indexed occurrence starts at `from`, point at
+    /// `to`, which starts another occurrence. The entry is looked up again rather than taken
+    /// from the [`find`](Self::find) that saw it: the nodes allocated in between may have
+    /// [`widen`](Self::widen)ed the table, which moves entries.
     #[inline]
-    pub(super) fn repoint(&mut self, slot: usize, node: u32) {
-        let index_mask = self.index_mask();
-        self.slots[slot] = (self.slots[slot] & !index_mask) | node;
+    pub(super) fn repoint(&mut self, (a, b): (u32, u32), from: u32, to: u32) {
+        let mask = self.slots.len() - 1;
+        let (mut i, want) = self.place(a, b, from);
+        while self.slots[i] != want {
+            debug_assert_ne!(self.slots[i], EMPTY, "repoint of an unindexed digram");
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = self.place(a, b, to).1;
     }
 
     /// Removes `node` if it is the indexed occurrence of its digram `(a, b)`; returns whether it
@@ -208,11 +215,7 @@ impl DigramTable {
             let n = nodes[(v & mask) as usize];
             let (a, b) = (n.sym, nodes[n.next as usize].sym);
             assert!(seen.insert((a, b)), "duplicate key at {i}");
-            assert_eq!(
-                self.find(nodes, a, b).map(|x| x.0),
-                Ok(i),
-                "unreachable at {i}"
-            );
+            assert_eq!(self.find(nodes, a, b), Ok(v & mask), "unreachable at {i}");
         }
     }
 
@@ -283,7 +286,7 @@ mod tests {
                     table.insert(&nodes, slot, (a, b), node);
                     oracle.insert((a, b), node);
                 }
-                (Ok((_, n)), Some(&m)) => {
+                (Ok(n), Some(&m)) => {
                     assert_eq!(n, m, "step {step}");
                     if rnd() % 2 == 0 {
                         assert!(table.remove(a, b, n));
@@ -298,7 +301,7 @@ mod tests {
             }
         }
         for (&(a, b), &n) in &oracle {
-            assert_eq!(table.find(&nodes, a, b).map(|(_, m)| m), Ok(n));
+            assert_eq!(table.find(&nodes, a, b), Ok(n));
         }
     }
 }
