@@ -196,7 +196,7 @@ impl Plan {
         };
         let c = TraceCompressor::with_threads(self.algorithm, None, program, how)
             .map_err(|e| error(e.to_string()))?;
-        let tmp = PathBuf::from(format!("{shown}.tmp"));
+        let tmp = wpp_trace::output::staging_path(&self.wpp, ".tmp");
         let out = std::fs::File::create(&tmp)
             .map_err(|e| error(format!("cannot create {}: {e}", tmp.display())))?;
         let writer = SegmentWriter::new(BufWriter::new(out), &tmp, ZSTD_LEVEL, 1);
@@ -213,7 +213,8 @@ impl Plan {
         let finished = c.finish().map_err(|e| error(e.to_string()))?;
         let algorithm = finished.file.algorithm;
         let (_, written) = finished.write().map_err(|e| error(e.to_string()))?;
-        std::fs::rename(&tmp, &self.wpp).map_err(|e| error(format!("cannot rename: {e}")))?;
+        wpp_trace::output::replace(&tmp, &self.wpp)
+            .map_err(|e| error(format!("cannot rename: {e}")))?;
         let _ = std::fs::remove_file(&self.spool);
         Ok(format!(
             "compressed {events} events ({spool_bytes} spool bytes{}) with {algorithm} into {} \

@@ -457,15 +457,15 @@ pub(crate) fn finish_profile(blocking: bool) {
     }
 }
 
-/// Writes the counts so far to the output, through a temporary file renamed over it; whether
-/// it could (the failure is reported).
+/// Writes the counts so far to the output, through a temporary file renamed over it
+/// ([`wpp_trace::output`]); whether it could (the failure is reported).
 fn write(bl: &Bl, blocking: bool) -> bool {
     let file = counts(bl, blocking);
     let is_ppp = file.ppp.is_some();
     let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
-    let mut tmp = path.clone().into_os_string();
-    tmp.push(".tmp");
-    let written = std::fs::write(&tmp, file.to_bytes()).and_then(|()| std::fs::rename(&tmp, &path));
+    let tmp = wpp_trace::output::staging_path(&path, ".tmp");
+    let written = std::fs::write(&tmp, file.to_bytes())
+        .and_then(|()| wpp_trace::output::replace(&tmp, &path));
     if let Err(e) = &written {
         eprintln!("wpp-rt: cannot write {}: {e}", path.display());
         let _ = std::fs::remove_file(&tmp);

@@ -24,6 +24,7 @@
 //! * [`synth`] — seeded synthetic programs whose runs give realistic block and path traces of
 //!   any length, for tests and benchmarks.
 //! * [`wire`] — checked varint and integer reads shared by every wpp file format.
+//! * [`output`] — how output files reach their paths (atomically, or into a device or FIFO).
 
 #![deny(missing_docs)]
 
@@ -31,6 +32,7 @@ pub mod alphabet;
 pub mod event;
 pub mod file;
 pub mod ids;
+pub mod output;
 pub mod program;
 pub mod synth;
 pub mod wire;

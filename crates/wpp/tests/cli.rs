@@ -350,6 +350,28 @@ fn smallest_defaults_to_one_frequency_grammar() {
 
 /// A `.wpp` compresses again with any algorithm; the oracle is `verify` against the original
 /// trace (several threads, so each start rule must stay its thread's).
+/// `-o` naming a FIFO (like `/dev/null`, not a regular file) writes into it: the reader gets
+/// the `.wpp` and the FIFO stays a FIFO. A rename would put a regular file in its place; run
+/// as root with `-o /dev/null`, that replaced `/dev/null` for every program on the machine.
+#[test]
+fn compress_into_a_fifo_writes_to_it_instead_of_replacing_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "20000"]);
+    let (fifo, file) = (dir.path("pipe"), dir.path("file.wpp"));
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.expect("mkfifo runs").success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).expect("the FIFO reads"))
+    };
+    ok(&["compress", &trace, "-o", &fifo]);
+    let kind = std::fs::metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "{fifo} was replaced: {kind:?}");
+    ok(&["compress", &trace, "-o", &file]);
+    assert_eq!(reader.join().unwrap(), std::fs::read(&file).unwrap());
+}
+
 #[test]
 fn a_wpp_recompresses_to_the_same_trace() {
     let dir = Dir::new();

@@ -45,6 +45,7 @@ use wpp_grammar::segment::{SegmentedCompressor, DEFAULT_SEGMENT_EVENTS};
 use wpp_grammar::{Algorithm, TraceCompressor};
 use wpp_query::matching::partition::index_section;
 use wpp_trace::file::{TraceReader, Truncation};
+use wpp_trace::output;
 use wpp_trace::ProgramDb;
 
 use crate::heap;
@@ -403,7 +404,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut best: Option<(usize, PathBuf)> = None;
     let mut truncation = None;
     for algorithm in algorithms(choice) {
-        let tmp = PathBuf::from(format!("{}.{algorithm}.tmp", args.output.display()));
+        let tmp = output::staging_path(&args.output, &format!(".{algorithm}.tmp"));
         let run = compress_once(&args.input, &tmp, algorithm, &settings);
         let run = run.inspect_err(|_| {
             remove(&tmp);
@@ -423,7 +424,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     input::warn_truncated(&args.input, truncation);
     let (i, written) = best.expect("at least one algorithm ran");
-    std::fs::rename(&written, &args.output)
+    output::replace(&written, &args.output)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     rows[i].written = true;
     let report = Report {
