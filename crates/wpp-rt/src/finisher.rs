@@ -214,7 +214,7 @@ impl Plan {
         let algorithm = finished.file.algorithm;
         let (_, written) = finished.write().map_err(|e| error(e.to_string()))?;
         wpp_trace::output::replace(&tmp, &self.wpp)
-            .map_err(|e| error(format!("cannot rename: {e}")))?;
+            .map_err(|e| error(format!("cannot move {} there: {e}", tmp.display())))?;
         let _ = std::fs::remove_file(&self.spool);
         Ok(format!(
             "compressed {events} events ({spool_bytes} spool bytes{}) with {algorithm} into {} \

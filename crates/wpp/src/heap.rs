@@ -17,7 +17,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-/// The system allocator, counting live and peak bytes.
+/// The system allocator (large blocks: [`huge`]), counting live and peak bytes.
 struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
