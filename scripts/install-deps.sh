@@ -2,7 +2,7 @@
 # Installs what building and testing wpp needs on a fresh Debian 12 machine with a Rust
 # toolchain: LLVM 22 (for the instrumenter and `wpp cc`), zstd/xz/gzip (benchmark baselines),
 # cmake/ninja (bench/projects: real projects built with CC=wpp-cc),
-# and the rustfmt/clippy components. Safe to run again: it installs only what is missing.
+# the rustfmt/clippy components and cargo-nextest (the test runner of scripts/test-all.sh). Safe to run again: it installs only what is missing.
 set -euo pipefail
 
 # The consumers the export tests read wpp's output back with (crates/wpp/tests/exports.rs):
@@ -48,3 +48,7 @@ for c in rustfmt clippy; do
         rustup component add "$c"
     fi
 done
+if ! cargo nextest --version >/dev/null 2>&1; then
+    echo "install-deps: installing cargo-nextest (crates.io)" >&2
+    cargo install --locked cargo-nextest
+fi

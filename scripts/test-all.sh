@@ -17,18 +17,20 @@ phase "cargo fmt --check"
 cargo fmt --all -- --check
 phase "cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
-phase "cargo test"
+phase "cargo nextest run (every test, the 10^7-event round trips of the acceptance criteria included)"
 # One build for every crate, wpp-db's DataFusion included (the workspace's flate2 takes the
-# zlib-rs backend Parquet turns on, so features unify and nothing is built twice).
-cargo test --workspace --all-features
+# zlib-rs backend Parquet turns on, so features unify and nothing is built twice). nextest runs
+# the tests of all binaries side by side, slowest first (.config/nextest.toml); `cargo test`
+# ran one binary at a time. The ignored tests run in this test profile (the crates at opt-level
+# 1, their dependencies at 2): a release build of them took two minutes for half a minute of
+# tests.
+cargo nextest run --workspace --all-features --run-ignored all --no-fail-fast
+phase "cargo test --doc"
+cargo test --workspace --all-features --doc
 phase "scripts/fuzz-replay.sh (every fuzz harness over its seed corpus; ~1-2 min with the build)"
 scripts/fuzz-replay.sh
-phase "cargo test -- --ignored (the 10^7-event round trips of the acceptance criteria)"
-# In the test profile just built (the crates at opt-level 1, their dependencies at 2): a release
-# build of them took two minutes for half a minute of tests.
-cargo test --workspace --all-features --tests -- --ignored
 phase "bench/check.sh (real workloads: every recording mode, output identical to native; queries = brute force)"
-# Uses the `wpp` (built with --features llvm) and runtime library that `cargo test` just built
+# Uses the `wpp` (built with --features llvm) and runtime library that nextest just built
 # in the test profile, found exactly in cargo's artifact list (a no-op rebuild). A separate
 # `cargo build -p wpp --features llvm` would rebuild inkwell, wpp-instrument and wpp: without the
 # dev-dependencies, features unify differently (bitflags without `std`). All four workloads
