@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../fuzz"
 export CARGO_TARGET_DIR=../target
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-cargo run --quiet --example seeds -- "$corpus"
+cargo run --quiet --no-default-features --example seeds -- "$corpus"
 for target in trace_binary trace_text wpp_file cfg_json profiles trace_index profile_file program_db; do
-    cargo run --quiet --example replay -- "$target" "$corpus/$target"
+    cargo run --quiet --no-default-features --example replay -- "$target" "$corpus/$target"
 done

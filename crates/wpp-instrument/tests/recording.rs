@@ -598,6 +598,40 @@ fn detached_finisher_builds_the_wpp() {
     assert!(quiet.stderr.is_empty(), "WPP_QUIET=1 prints nothing");
 }
 
+/// A `WPP_OUT` that is a FIFO (or a device: `/dev/null`) receives the `.wpp`, and its spool is
+/// written in the temporary directory, not beside it (`/dev/null.trace` only root can create):
+/// what comes out of the FIFO is the `.wpp` of the run, and the FIFO is still one.
+#[test]
+fn a_fifo_as_wpp_out_receives_the_wpp() {
+    use std::os::unix::fs::FileTypeExt;
+    let b = build("exits.c", &[InstrumentMode::TraceBlocks]);
+    let exe = &b.inst[0].1;
+    let raw = b.dir.path("raw.trace");
+    run(exe, &[], Some(&raw));
+    let (_, want) = events_of(&raw);
+    let fifo = b.dir.path("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.expect("mkfifo runs").success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).expect("the FIFO reads"))
+    };
+    let out = run_env(exe, &[], Some(&fifo), &[]);
+    assert!(out.status.success(), "{out:?}");
+    let wpp = b.dir.path("received.wpp");
+    std::fs::write(&wpp, reader.join().unwrap()).unwrap();
+    let (_, events) = events_of(&wpp);
+    assert!(
+        events == want,
+        "the .wpp from the FIFO differs from the raw trace"
+    );
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(
+        !fifo.with_extension("trace").exists(),
+        "a spool beside the FIFO"
+    );
+}
+
 /// The scheduling policy (`/proc/PID/stat` field 41) of each running process of `exe`, and
 /// the nice value of its autogroup (`/proc/PID/autogroup`; none where the kernel has no
 /// autogroups).

@@ -7,7 +7,8 @@
 //! A default recording's final output is `PROGRAM.PID.wpp` (or `WPP_OUT`); while the program
 //! runs, the runtime writes the *spool* next to it, the same path with the extension `.trace`
 //! (`PROGRAM.PID.trace`; `WPP_OUT=x.wpp` → `x.trace`; a `WPP_OUT` that already ends in `.trace`
-//! gets `.spool.trace`). The spool is an ordinary raw chunked trace ([`crate::sink`]), written
+//! gets `.spool.trace`; a `WPP_OUT` that is a device, FIFO or socket, such as `/dev/null`,
+//! spools in the temporary directory, where the user can create files). The spool is an ordinary raw chunked trace ([`crate::sink`]), written
 //! at raw-recording speed. At exit the finisher reads it, compresses it with the compressor
 //! `WPP_COMPRESS` names (the names of `wpp compress --algorithm`; `phrase` by default, an
 //! unknown name is reported when recording starts), writes the `.wpp` under a temporary name
@@ -334,6 +335,9 @@ fn lowest_autogroup_priority() {
 
 /// The spool of a recording whose `.wpp` is `wpp` (see the module docs).
 pub fn spool_path(wpp: &Path) -> PathBuf {
+    if wpp_trace::output::is_special(wpp) {
+        return wpp_trace::output::staging_path(wpp, ".spool.trace");
+    }
     let spool = wpp.with_extension("trace");
     if spool == wpp {
         wpp.with_extension("spool.trace")
@@ -430,5 +434,8 @@ mod tests {
         );
         assert_eq!(spool_path(Path::new("out")), Path::new("out.trace"));
         assert_eq!(spool_path(Path::new("x.trace")), Path::new("x.spool.trace"));
+        // Not `/dev/null.trace`, which only root may create (and then leaves in /dev).
+        let device = spool_path(Path::new("/dev/null"));
+        assert!(device.starts_with(std::env::temp_dir()), "{device:?}");
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Whether `dest` exists and is a device, FIFO or socket (symbolic links followed).
-fn is_special(dest: &Path) -> bool {
+pub fn is_special(dest: &Path) -> bool {
     std::fs::metadata(dest).is_ok_and(|m| {
         let t = m.file_type();
         t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
