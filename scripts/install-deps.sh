@@ -2,7 +2,8 @@
 # Installs what building and testing wpp needs on a fresh Debian 12 machine with a Rust
 # toolchain: LLVM 22 (for the instrumenter and `wpp cc`), zstd/xz/gzip (benchmark baselines),
 # cmake/ninja (bench/projects: real projects built with CC=wpp-cc),
-# the rustfmt/clippy components and cargo-nextest (the test runner of scripts/test-all.sh). Safe to run again: it installs only what is missing.
+# the rustfmt/clippy components and cargo-nextest (the test runner of scripts/test-all.sh).
+# Safe to run again: it installs only what is missing.
 set -euo pipefail
 
 # The consumers the export tests read wpp's output back with (crates/wpp/tests/exports.rs):

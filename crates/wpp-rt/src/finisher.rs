@@ -8,10 +8,11 @@
 //! runs, the runtime writes the *spool* next to it, the same path with the extension `.trace`
 //! (`PROGRAM.PID.trace`; `WPP_OUT=x.wpp` → `x.trace`; a `WPP_OUT` that already ends in `.trace`
 //! gets `.spool.trace`; a `WPP_OUT` that is a device, FIFO or socket, such as `/dev/null`,
-//! spools in the temporary directory, where the user can create files). The spool is an ordinary raw chunked trace ([`crate::sink`]), written
-//! at raw-recording speed. At exit the finisher reads it, compresses it with the compressor
-//! `WPP_COMPRESS` names (the names of `wpp compress --algorithm`; `phrase` by default, an
-//! unknown name is reported when recording starts), writes the `.wpp` under a temporary name
+//! spools in the temporary directory, where the user can create files). The spool is an
+//! ordinary raw chunked trace ([`crate::sink`]), written at raw-recording speed. At exit the
+//! finisher reads it, compresses it with the compressor `WPP_COMPRESS` names (the names of
+//! `wpp compress --algorithm`; `phrase` by default, an unknown name is reported when recording
+//! starts), writes the `.wpp` under a temporary name
 //! (`PROGRAM.PID.wpp.tmp`), renames it into place (so a `.wpp` that exists is whole) and
 //! removes the spool. A run that ends without the finisher (`SIGKILL`, a fatal signal, a full
 //! disk, a killed finisher) leaves the spool: a readable, possibly truncated, raw trace that
