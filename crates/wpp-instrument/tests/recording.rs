@@ -599,8 +599,10 @@ fn detached_finisher_builds_the_wpp() {
 }
 
 /// A `WPP_OUT` that is a FIFO (or a device: `/dev/null`) receives the `.wpp`, and its spool is
-/// written in the temporary directory, not beside it (`/dev/null.trace` only root can create):
-/// what comes out of the FIFO is the `.wpp` of the run, and the FIFO is still one.
+/// written in the temporary directory, not beside it (`/dev/null.trace` only root can create).
+/// The finisher blocks opening the FIFO until the test reads it, with the spool still there:
+/// the test looks for it then, reads the `.wpp` of the run from the FIFO, and sees the spool
+/// removed and the FIFO still one.
 #[test]
 fn a_fifo_as_wpp_out_receives_the_wpp() {
     use std::os::unix::fs::FileTypeExt;
@@ -612,24 +614,50 @@ fn a_fifo_as_wpp_out_receives_the_wpp() {
     let fifo = b.dir.path("pipe");
     let made = Command::new("mkfifo").arg(&fifo).status();
     assert!(made.expect("mkfifo runs").success());
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read(fifo).expect("the FIFO reads"))
+    let child = Command::new(exe)
+        .stdin(Stdio::null())
+        .env_remove("WPP_RAW")
+        .env("WPP_QUIET", "1")
+        .env("WPP_FINISH", "wait")
+        .env("WPP_OUT", &fifo)
+        .spawn()
+        .unwrap();
+    // `wpp_trace::output::staging_path`'s name for a special file.
+    let prefix = format!("wpp-{}-", child.id());
+    let spool = || {
+        let entries = std::fs::read_dir(std::env::temp_dir()).unwrap();
+        entries.map(|e| e.unwrap().path()).find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with("-pipe.spool.trace")
+        })
     };
-    let out = run_env(exe, &[], Some(&fifo), &[]);
+    let t0 = std::time::Instant::now();
+    let spooled = loop {
+        if let Some(p) = spool() {
+            break p;
+        }
+        assert!(
+            !fifo.with_extension("trace").exists(),
+            "a spool beside the FIFO"
+        );
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "no spool in the temporary directory"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let received = std::fs::read(&fifo).expect("the FIFO reads");
+    let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let wpp = b.dir.path("received.wpp");
-    std::fs::write(&wpp, reader.join().unwrap()).unwrap();
+    std::fs::write(&wpp, received).unwrap();
     let (_, events) = events_of(&wpp);
     assert!(
         events == want,
         "the .wpp from the FIFO differs from the raw trace"
     );
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
-    assert!(
-        !fifo.with_extension("trace").exists(),
-        "a spool beside the FIFO"
-    );
+    assert!(!spooled.exists(), "{} not removed", spooled.display());
 }
 
 /// The scheduling policy (`/proc/PID/stat` field 41) of each running process of `exe`, and
