@@ -40,8 +40,10 @@
 //!   keeps function ids `0..n`.
 //! * An instrumented **shared library** *declares* them (`initial-exec`), keeps its
 //!   [`SYM_PROGRAM_DB`] internal, registers from a constructor that runs before its others
-//!   ([`SYM_REGISTER`]; [`SYM_REGISTER_MEMORY`] in `trace-addr`), and adds its base to every
-//!   `Enter` word; a library the runtime refuses ([`REFUSED_BASE`]) appends nothing. It needs
+//!   ([`SYM_REGISTER`]; [`SYM_REGISTER_MEMORY`] in the modes that trace memory), and adds its
+//!   base to every `Enter` word and its memory base to every memory-instruction id (in
+//!   `ewpp`, the tagged word of an access gets the memory base shifted above the tag); a
+//!   library the runtime refuses ([`REFUSED_BASE`]) appends nothing. It needs
 //!   `libwpp_rt.so`, which defines the thread-locals too (an instrumented executable's
 //!   definitions interpose them) and is the runtime of a process whose executable is not
 //!   instrumented.
@@ -268,8 +270,8 @@ impl Mode {
     }
 }
 
-/// Version of [`EmbeddedProgram`]'s layout.
-pub const EMBEDDED_VERSION: u32 = 3;
+/// Version of [`EmbeddedProgram`]'s layout (4: [`EwppTables::crc`]).
+pub const EMBEDDED_VERSION: u32 = 4;
 
 /// What an `ewpp` program's runtime needs for its dependence checks.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -278,6 +280,9 @@ pub struct EwppTables {
     pub memory: wpp_deps::MemoryDb,
     /// The filtering run's report: which (store, load) pairs it exercised, and their classes.
     pub exercised: wpp_deps::filter::FilterReport,
+    /// The CRC-32 of the module's memory database with its program
+    /// ([`wpp_deps::filter::program_crc`]), by which the report names the module.
+    pub crc: u32,
 }
 
 /// What the instrumenter embeds in the module as [`SYM_PROGRAM_DB`] (postcard-encoded).

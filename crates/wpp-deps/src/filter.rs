@@ -9,11 +9,15 @@
 //! | any-instance (Def. 4), variable-cost | a search of the store's address buffer | the store accessed several addresses |
 //!
 //! The report is computed from a `trace-addr` recording (the filtering run's information is
-//! exactly what the address trace holds) and saved as a versioned, checksummed file that names
-//! the program's memory database by its CRC-32, so a collection build can refuse a report of
-//! another program.
+//! exactly what the address trace holds), or by the `ewpp-filter` runtime, and saved as a
+//! versioned, checksummed file that names the program's memory database by its CRC-32, so a
+//! collection build can refuse a report of another program. A process of several modules (an
+//! executable and its shared libraries) numbers their instructions in one id space; its
+//! report also lists each module's CRC-32 and range ([`ReportModule`]), so the collection
+//! build of each module finds its own instructions, and the collection run maps the pairs to
+//! its own numbering whatever the order its modules registered in.
 //!
-//! # File layout (version 1)
+//! # File layout (version 2)
 //!
 //! `WPP-DEPF` (8 bytes), `u32` version, `u32` length `n`, `n` bytes of postcard
 //! [`FilterReport`], `u32` CRC-32 of those bytes; integers little-endian.
@@ -50,7 +54,7 @@ impl Class {
 }
 
 /// One exercised (store, load) pair.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pair {
     /// The store's memory-instruction id.
     pub store: u32,
@@ -62,11 +66,27 @@ pub struct Pair {
     pub occurrences: u64,
 }
 
+/// One module of the filtering run's process: its memory instructions took the ids
+/// `first..first + instructions`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportModule {
+    /// CRC-32 of the postcard encoding of the module's own [`MemoryDb`] ([`program_crc`]).
+    pub crc: u32,
+    /// Its first instruction's id in the report.
+    pub first: u32,
+    /// How many memory instructions it has.
+    pub instructions: u32,
+}
+
 /// The filtering run's result: the input of a collection build.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilterReport {
-    /// CRC-32 of the postcard encoding of the program's [`MemoryDb`].
+    /// CRC-32 of the postcard encoding of the program's [`MemoryDb`] (of a process of several
+    /// modules, of the merged database its recording started with).
     pub program_crc: u32,
+    /// The process's modules when there were several, by `first`; empty for one module,
+    /// whose CRC is `program_crc` and whose ids are the report's.
+    pub modules: Vec<ReportModule>,
     /// Exercised pairs, by (store, load).
     pub pairs: Vec<Pair>,
 }
@@ -173,7 +193,11 @@ impl<'a> Classifier<'a> {
             .collect();
         pairs.sort_by_key(|p| (p.store, p.load));
         let program_crc = program_crc(self.db);
-        FilterReport { program_crc, pairs }
+        FilterReport {
+            program_crc,
+            modules: Vec::new(),
+            pairs,
+        }
     }
 }
 
@@ -192,6 +216,45 @@ pub struct Distribution {
 }
 
 impl FilterReport {
+    /// The report's modules: [`FilterReport::modules`], or the one module the report names
+    /// by `program_crc`.
+    pub fn module_ranges(&self) -> Vec<ReportModule> {
+        match self.modules.is_empty() {
+            true => vec![ReportModule {
+                crc: self.program_crc,
+                first: 0,
+                instructions: u32::MAX,
+            }],
+            false => self.modules.clone(),
+        }
+    }
+
+    /// The pairs whose load is in the module named `crc`, numbered for a process whose
+    /// modules' first instructions are `first` (by CRC): the collection run's share of this
+    /// module's report. A pair whose store is in a module the process lacks is left out: it
+    /// cannot occur.
+    pub fn pairs_of_module(&self, crc: u32, first: &FxHashMap<u32, u32>) -> Vec<Pair> {
+        let ranges = self.module_ranges();
+        let at = |id: u32| {
+            let r = ranges.partition_point(|r| r.first <= id).checked_sub(1)?;
+            let r = ranges[r];
+            let local = id - r.first;
+            (local < r.instructions).then_some((r.crc, local))
+        };
+        let process_id = |id: u32| {
+            let (crc, local) = at(id)?;
+            first.get(&crc)?.checked_add(local).map(|id| (crc, id))
+        };
+        self.pairs
+            .iter()
+            .filter_map(|p| {
+                let (load_module, load) = process_id(p.load)?;
+                let (_, store) = process_id(p.store)?;
+                (load_module == crc).then_some(Pair { store, load, ..*p })
+            })
+            .collect()
+    }
+
     /// Table VIII: the distribution per function (of the load) and in total.
     pub fn distribution(&self, db: &MemoryDb) -> (BTreeMap<String, Distribution>, Distribution) {
         let mut per: BTreeMap<String, Distribution> = BTreeMap::new();
@@ -245,7 +308,10 @@ impl FilterReport {
         if version != VERSION {
             return Err(err(
                 8,
-                format!("report version {version} (this wpp reads {VERSION})"),
+                format!(
+                    "report version {version} (this wpp reads {VERSION}): make it again with \
+                     this wpp"
+                ),
             ));
         }
         let len = u32_at(12)? as usize;
@@ -264,8 +330,8 @@ impl FilterReport {
 
 /// The report file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"WPP-DEPF";
-/// The report layout version.
-pub const VERSION: u32 = 1;
+/// The report layout version (2: [`FilterReport::modules`]).
+pub const VERSION: u32 = 2;
 
 #[cfg(test)]
 mod tests {
@@ -337,10 +403,56 @@ mod tests {
         assert_eq!(total.occurrences, [1, 2, 1, 2]);
     }
 
+    /// Two modules, A (ids 0..3 in the filtering run) and B (3..5), registered in the other
+    /// order by the collection run (B 0..2, A 2..5); a third module C is absent from it.
+    #[test]
+    fn pairs_map_to_the_collection_runs_modules() {
+        let (a, b, c) = (0xa, 0xb, 0xc);
+        let module = |crc, first, instructions| ReportModule {
+            crc,
+            first,
+            instructions,
+        };
+        let pair = |store, load| Pair {
+            store,
+            load,
+            class: Class::AnyInstance,
+            occurrences: 1,
+        };
+        let r = FilterReport {
+            program_crc: 1,
+            modules: vec![module(a, 0, 3), module(b, 3, 2), module(c, 5, 1)],
+            pairs: vec![pair(1, 3), pair(4, 2), pair(0, 1), pair(5, 0), pair(0, 5)],
+        };
+        let first = FxHashMap::from_iter([(b, 0), (a, 2)]);
+        let ids = |crc| -> Vec<(u32, u32)> {
+            let p = r.pairs_of_module(crc, &first);
+            p.iter().map(|p| (p.store, p.load)).collect()
+        };
+        // A's loads: 2 (store B's 1, now 1) and 1 (store A's 0, now 2); C's store is gone.
+        assert_eq!(ids(a), [(1, 4), (2, 3)]);
+        // B's load 0 (3 before) reads A's store 1 (now 3).
+        assert_eq!(ids(b), [(3, 0)]);
+        assert_eq!(ids(c), []);
+        // One module: the report's ids, shifted to where the module starts.
+        let one = FilterReport {
+            program_crc: a,
+            modules: Vec::new(),
+            pairs: vec![pair(0, 2)],
+        };
+        let p = one.pairs_of_module(a, &first);
+        assert_eq!((p[0].store, p[0].load), (2, 4));
+    }
+
     #[test]
     fn report_round_trips_and_rejects_damage() {
         let r = FilterReport {
             program_crc: 7,
+            modules: vec![ReportModule {
+                crc: 8,
+                first: 3,
+                instructions: 4,
+            }],
             pairs: vec![Pair {
                 store: 1,
                 load: 2,

@@ -9,7 +9,7 @@
 //! | `-c` | clang-22 with the user's arguments and `-fembed-bitcode`: an ordinary **native object that carries its bitcode** in the `SHF_EXCLUDE` section [`embed::SECTION`] (gllvm's idea), so the system `ar`, `ranlib`, any `llvm-ar` and any linker handle it; instrumentation waits for the final link, when the whole program is known |
 //! | link of an executable | sources compiled as with `-c`; when the link has archives, a native link with the linker's `-t -t` trace learns which archive members it uses; the bitcode of every object and used member is `llvm-link`ed into one module, instrumented ([`crate::instrument_module`], so function ids are program-wide), compiled with the user's flags (`-O2` when the link line has no `-O`), after the passes [`crate::finish`] names for the mode (PPP: clang's `-O2` over it again; the other modes: code generation only), and linked in place of those objects with the user's link flags and the packaged runtime ([`runtime`]) |
 //! | `-r` (partial link) | linked natively; the inputs' bitcode is `llvm-link`ed into the output's section, so the object still carries all of it |
-//! | `-shared` | in every mode but `ewpp` and `ewpp-filter`, as an executable's link but with the library's own function ids, registered at load time with the process's one runtime and needing `libwpp_rt.so` ([`runtime::shared`]; see `wpp_abi`, *Shared libraries*); in other modes linked natively, uninstrumented. Its objects keep their bitcode for programs that link them statically |
+//! | `-shared` | as an executable's link but with the library's own function ids, registered at load time with the process's one runtime and needing `libwpp_rt.so` ([`runtime::shared`]; see `wpp_abi`, *Shared libraries*). Its objects keep their bitcode for programs that link them statically |
 //!
 //! In the modes that trace memory (`trace-addr`, `ewpp-filter`, `ewpp`), C++ compilations
 //! instantiate libstdc++'s templates in the program ([`libstdcxx`]), so `std::string`'s and the
@@ -308,15 +308,6 @@ impl Driver {
         // Native objects are needed only when a native link precedes instrumentation.
         let native = inv.shared || inv.relocatable || may_use_archives(&inv);
         let objects = self.compile_sources(&inv, tmp, native)?;
-        let records_libraries = !matches!(self.options.mode, Mode::Ewpp | Mode::EwppFilter);
-        if inv.shared && !records_libraries {
-            self.report(&format!(
-                "shared library linked natively, uninstrumented ({} does not record shared \
-                 libraries yet; every mode but ewpp and ewpp-filter does)",
-                self.options.mode.name()
-            ));
-            return self.link_natively(compiler, &inv, &objects, &[]);
-        }
         if inv.relocatable {
             return self.link_relocatable(compiler, &inv, &objects, tmp);
         }

@@ -121,8 +121,11 @@ pub enum Error {
     #[error("cannot finish the instrumented module: {0}")]
     Finish(String),
     /// The `ewpp` report is not this program's.
-    #[error("the --exercised report is of another program: its memory instructions differ from this build's (build the filtering run from the same sources with the same flags, in mode trace-addr)")]
+    #[error("the --exercised report is of another program: its memory instructions differ from this build's (build the filtering run from the same sources with the same flags, in mode ewpp-filter; or in mode trace-addr, then `wpp deps filter`, for a program without instrumented shared libraries)")]
     ForeignReport,
+    /// The `ewpp` report, of a process of several modules, does not name this one.
+    #[error("the --exercised report names the {0} modules of its filtering run's process, and not this one (built from other sources or flags, or a library that run did not load before its first access): build it without --exercised, and the dependences of its loads are reported as not exercised; or load it in the filtering run")]
+    UnnamedModule(usize),
 }
 
 /// What `wpp cc` runs over the linked, instrumented module before clang generates its code.
@@ -600,21 +603,30 @@ fn ewpp_tables(
     mdb: &wpp_deps::MemoryDb,
     exercised: Option<&wpp_deps::filter::FilterReport>,
 ) -> Result<abi::EwppTables, Error> {
+    let crc = wpp_deps::filter::program_crc(mdb);
     let exercised = match exercised {
-        Some(r) if r.program_crc != wpp_deps::filter::program_crc(mdb) => {
+        Some(r) if r.modules.is_empty() && r.program_crc != crc => {
             return Err(Error::ForeignReport)
+        }
+        // The report of a process of several modules names this one among them.
+        Some(r) if !r.module_ranges().iter().any(|m| m.crc == crc) => {
+            return Err(Error::UnnamedModule(r.modules.len()))
         }
         Some(r) => r.clone(),
         None => wpp_deps::filter::FilterReport {
-            program_crc: wpp_deps::filter::program_crc(mdb),
-            pairs: Vec::new(),
+            program_crc: crc,
+            ..Default::default()
         },
     };
     let memory = wpp_deps::MemoryDb {
         program: ProgramDb::default(),
         ..mdb.clone()
     };
-    Ok(abi::EwppTables { memory, exercised })
+    Ok(abi::EwppTables {
+        memory,
+        exercised,
+        crc,
+    })
 }
 
 /// Names Rust functions by their paths without the hash (`hello::main`,
@@ -666,16 +678,6 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         .into_iter()
         .filter(|&f| instrumentable(m, f))
         .collect();
-    if opts.shared && matches!(opts.mode, Mode::Ewpp | Mode::EwppFilter) {
-        return Err(Error::Unsupported {
-            function: "(shared library)".into(),
-            what: format!(
-                "{} does not record shared libraries yet (ewpp and ewpp-filter check and \
-                 classify one module's memory instructions; the other modes record them)",
-                opts.mode.name()
-            ),
-        });
-    }
     let addresses = matches!(opts.mode, Mode::TraceAddr | Mode::Ewpp | Mode::EwppFilter);
     // The address trace orders the accesses of all threads; the eWPP modes classify and
     // check them in one thread's order.
@@ -797,16 +799,19 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         Mode::EwppFilter => Some(abi::SYM_FILTER_FLUSH),
         _ => None,
     };
-    let address_trace = match (&memory_db, address_flush) {
-        (Some(mdb), Some(flush)) => Some((embed_memory_db(m, mdb, opts.shared)?, flush)),
+    // The address buffer's flushes pass the memory database; a library registers it to get
+    // its memory base, whichever buffer its accesses go to.
+    let embedded_memory = match &memory_db {
+        Some(mdb) if address_flush.is_some() || opts.shared => {
+            Some(embed_memory_db(m, mdb, opts.shared)?)
+        }
         _ => None,
     };
-    let registration = opts.shared.then(|| {
-        let memory = address_trace.map(|(db, _)| db);
-        helpers::register(m, db_global, bytes.len() as u64, memory)
-    });
-    if let Some((db, flush)) = address_trace {
-        let memory_base = registration.as_ref().and_then(|r| r.memory_base);
+    let registration = opts
+        .shared
+        .then(|| helpers::register(m, db_global, bytes.len() as u64, embedded_memory));
+    let memory_base = registration.as_ref().and_then(|r| r.memory_base);
+    if let (Some(db), Some(flush)) = (embedded_memory, address_flush) {
         let h = memory::Helper::for_address_trace(m, flush, db, memory_base);
         report.probes += memory_sites.instrument(m, &h);
     }
@@ -836,7 +841,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     if opts.mode == Mode::Ewpp {
         // After the block probes: an access's probe goes right before its instruction, so
         // after its block's event.
-        let h = memory::Helper::for_event_buffer(m, db_global, bytes.len() as u64);
+        let h = memory::Helper::for_event_buffer(m, db_global, bytes.len() as u64, memory_base);
         report.probes += memory_sites.instrument(m, &h);
     }
     report.functions = targets.len();

@@ -681,8 +681,14 @@ impl<'m> Helper<'m> {
 
     /// `ewpp`: the helper appends to the event buffer of [`crate::helpers::Helpers`] (built
     /// first), tagged, so the runtime sees each access among the events in the order it ran;
-    /// `db` is the program database, as for event flushes.
-    pub fn for_event_buffer(m: Mod<'m>, db: Value<'m>, db_len: u64) -> Helper<'m> {
+    /// `db` is the program database, as for event flushes. A shared library adds its
+    /// `memory_base` to each id, as in [`Helper::for_address_trace`].
+    pub fn for_event_buffer(
+        m: Mod<'m>,
+        db: Value<'m>,
+        db_len: u64,
+        memory_base: Option<Value<'m>>,
+    ) -> Helper<'m> {
         let (i64t, ptr, void) = (m.int(64), m.ptr(), m.void());
         let global = |name| m.global(name).expect("the event helpers are built first");
         let (buf, idx, depth) = (
@@ -694,7 +700,13 @@ impl<'m> Helper<'m> {
         let flush = m.declare(abi::SYM_FLUSH, flush_ty);
         let args = [buf, idx, depth, db, m.const_int(i64t, db_len)];
         let cap = u64::from(abi::BUF_CAP);
-        Self::build(m, (buf, idx, cap), (flush_ty, flush, &args), None, None)
+        Self::build(
+            m,
+            (buf, idx, cap),
+            (flush_ty, flush, &args),
+            None,
+            memory_base,
+        )
     }
 
     /// The helper appends `id, address, size` and, given the sequence counter `seq` (an
@@ -725,7 +737,12 @@ impl<'m> Helper<'m> {
             let check = m.append_block(access, "check");
             let skip = m.append_block(access, "refused");
             let word = b.load(i64t, base);
-            id = b.add(id, word);
+            // A tagged id (the event buffer's) has the id above the tag.
+            let offset = match seq {
+                None => b.shl(word, m.const_int(i64t, abi::TAG_BITS.into())),
+                Some(_) => word,
+            };
+            id = b.add(id, offset);
             let recorded = b.icmp_ne(word, m.const_int(i64t, abi::REFUSED_BASE));
             b.cond_br(recorded, check, skip);
             b.at_end(skip);

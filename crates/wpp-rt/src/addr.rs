@@ -21,7 +21,9 @@
 //! Every instrumented module of the process appends to the same per-thread buffer
 //! (`wpp_abi`, *Shared libraries*), its ids shifted by its memory base; the file starts with
 //! the process's memory database, and a library registered later adds a `'D'` record with
-//! the grown one (`grown`, called by `dso.rs` while the library registers).
+//! the grown one (`grown`, called by `dso.rs` while the library registers). The
+//! `ewpp-filter` classifier works on the process's memory database too, and its report lists
+//! the modules' ranges in it (`wpp_deps::filter::ReportModule`).
 //!
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
 //! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing
@@ -39,6 +41,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use wpp_deps::at::{Access, AtWriter, ChunkCoder, CodedChunk};
+use wpp_deps::filter::{Classifier, FilterReport, ReportModule};
 
 /// The next access's sequence number, taken by the instrumented code of every thread with one
 /// `atomicrmw add` (`wpp_abi::SYM_ASEQ`).
@@ -114,13 +117,15 @@ pub(crate) fn prepare() {
 enum Output {
     /// The address trace file, written by its own thread.
     Trace(writer::Writer),
-    /// `ewpp-filter`: the classifier, and where its report goes at the end.
-    Filter(Box<wpp_deps::filter::Classifier<'static>>, PathBuf),
+    /// `ewpp-filter`: the classifier, the modules its report names (none for one), and
+    /// where the report goes at the end.
+    Filter(Box<Classifier<'static>>, Vec<ReportModule>, PathBuf),
 }
 
 impl Output {
-    /// Opens the output of `kind` for the program whose memory database is `db`.
-    fn open(kind: Kind, db: &[u8]) -> Result<Output, String> {
+    /// Opens the output of `kind` for the program whose memory database is `db`, of
+    /// `modules` when there are several.
+    fn open(kind: Kind, db: &[u8], modules: &[ReportModule]) -> Result<Output, String> {
         let path = output_path(kind);
         let shown = path.display();
         match kind {
@@ -141,8 +146,8 @@ impl Output {
                 // Checked now, so an unwritable path is reported when recording starts.
                 File::create(&path).map_err(|e| format!("cannot write {shown}: {e}"))?;
                 let db: &'static wpp_deps::MemoryDb = Box::leak(Box::new(db));
-                let classifier = wpp_deps::filter::Classifier::new(db);
-                Ok(Output::Filter(Box::new(classifier), path))
+                let classifier = Classifier::new(db);
+                Ok(Output::Filter(Box::new(classifier), modules.to_vec(), path))
             }
         }
     }
@@ -188,7 +193,7 @@ impl Output {
                 w.copy(thread, words);
                 self.failure()
             }
-            Output::Filter(c, _) => records(words)
+            Output::Filter(c, ..) => records(words)
                 .try_for_each(|(_, a)| c.add(a))
                 .map_err(|e| e.to_string()),
         }
@@ -204,15 +209,21 @@ impl Output {
     fn finish(self) -> Result<(), String> {
         match self {
             Output::Trace(w) => w.finish(),
-            Output::Filter(c, path) => std::fs::write(&path, c.finish().to_bytes())
-                .map_err(|e| format!("{}: {e}", path.display())),
+            Output::Filter(c, modules, path) => {
+                let report = FilterReport {
+                    modules,
+                    ..c.finish()
+                };
+                std::fs::write(&path, report.to_bytes())
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            }
         }
     }
 
     fn abandon(self, message: &str) {
         match self {
             Output::Trace(w) => w.abandon(message),
-            Output::Filter(_, path) => drop(std::fs::remove_file(path)),
+            Output::Filter(.., path) => drop(std::fs::remove_file(path)),
         }
     }
 }
@@ -259,8 +270,8 @@ fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn start(kind: Kind, db: &[u8]) -> State {
-    let out = match Output::open(kind, db) {
+fn start(kind: Kind, db: &[u8], modules: &[ReportModule]) -> State {
+    let out = match Output::open(kind, db, modules) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("wpp-rt: {e}");
@@ -326,13 +337,10 @@ unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, 
         st = crate::dso::start_memory(|merged| {
             let mut st = lock();
             if let State::Idle = *st {
-                // `ewpp-filter` classifies one module's instructions (its libraries are not
-                // instrumented).
-                let db = match (kind, &merged) {
-                    (Kind::Trace, Some(merged)) => merged,
-                    _ => flushed,
+                *st = match &merged {
+                    Some(m) => start(kind, &m.db, &m.modules),
+                    None => start(kind, flushed, &[]),
                 };
-                *st = start(kind, db);
             }
             st
         });

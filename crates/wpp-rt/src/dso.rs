@@ -16,12 +16,15 @@
 //! the address trace's writer (`addr::grown`), again before any access of the library (a
 //! reload, which gets its range back, adds nothing).
 //!
+//! In `ewpp` and `ewpp-filter`, whose checks and classifier are built over the process's
+//! memory instructions when recording starts, a library loaded after that is refused.
+//!
 //! A process with no registered library takes the old path: the program database is the one
 //! the first flush passes, and the recording is what it was before modules existed.
 //!
 //! Lock order: this table's lock, then the address trace's (`addr.rs`), never the reverse.
 
-use crate::abi::{self, EmbeddedProgram};
+use crate::abi::{self, EmbeddedProgram, Mode};
 use crate::module::{Bases, Modules};
 use std::sync::Mutex;
 use wpp_trace::FunctionId;
@@ -50,14 +53,22 @@ extern "C" {
 /// Starts the address trace through `start`, which gets the process's merged memory database
 /// (postcard) when modules registered memory instructions, `None` for a single module (whose
 /// own database, the flushed one, is the process's). Later registrations are announced to it.
-pub(crate) fn start_memory<T>(start: impl FnOnce(Option<Vec<u8>>) -> T) -> T {
+pub(crate) fn start_memory<T>(start: impl FnOnce(Option<MergedMemory>) -> T) -> T {
     let mut p = crate::lock(&PROCESS);
     p.memory_started = true;
-    let merged = p
-        .modules
-        .has_memory()
-        .then(|| encoded(&p.modules.merged_memory()));
+    let merged = p.modules.has_memory().then(|| MergedMemory {
+        db: encoded(&p.modules.merged_memory()),
+        modules: p.modules.report_modules(),
+    });
     start(merged)
+}
+
+/// The process's memory instructions when modules registered them.
+pub(crate) struct MergedMemory {
+    /// The merged memory database (postcard).
+    pub db: Vec<u8>,
+    /// The modules' ranges in it, as a filtering run's report names them.
+    pub modules: Vec<wpp_deps::filter::ReportModule>,
 }
 
 fn encoded(db: &wpp_deps::MemoryDb) -> Vec<u8> {
@@ -69,10 +80,12 @@ fn encoded(db: &wpp_deps::MemoryDb) -> Vec<u8> {
 pub(crate) fn start(flushed: &[u8]) -> Option<EmbeddedProgram> {
     let mut p = crate::lock(&PROCESS);
     p.started = true;
-    match p.modules.is_empty() {
-        true => crate::embedded(flushed),
-        false => Some(p.modules.merged_program()),
-    }
+    let mut program = match p.modules.is_empty() {
+        true => crate::embedded(flushed)?,
+        false => p.modules.merged_program(),
+    };
+    crate::ewpp::attach(&mut program);
+    Some(program)
 }
 
 /// The program as it stands now, for a forked child's recording; `None` without modules.
@@ -147,6 +160,19 @@ fn register(p: &mut Process, db: &[u8], memory: Option<&[u8]>) -> Result<Bases, 
         }
     }
     let program = crate::embedded(db).ok_or_else(|| format!("{name}'s database is unreadable"))?;
+    let fixed = match program.mode {
+        Mode::Ewpp => p.started,
+        Mode::EwppFilter => p.memory_started,
+        _ => false,
+    };
+    if fixed {
+        return Err(format!(
+            "{name} was loaded after the recording started, and {} records the libraries \
+             loaded before it only (the checks' tables are fixed then): its accesses are not \
+             checked, and a load of bytes it wrote is attributed to the earlier store there",
+            program.mode.name()
+        ));
+    }
     let memory = memory.map(|m| memory_db(m, &name)).transpose()?;
     let memory_ids = p.modules.memory_ids();
     let bases = p

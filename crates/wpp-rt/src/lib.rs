@@ -247,7 +247,6 @@ fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
     match abi::read_embedded(bytes) {
         Ok(mut p) if p.version == abi::EMBEDDED_VERSION => {
             p.attach_cfgs();
-            ewpp::attach(&mut p);
             Some(p)
         }
         Ok(p) => {

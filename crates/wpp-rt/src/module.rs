@@ -61,13 +61,21 @@
 //!   bases, each naming its function by process-wide id; a library `dlopen`ed after the
 //!   first access goes into the address trace as a grown database, ahead of its accesses
 //!   (`addr.rs`).
-//! * Not recorded yet: libraries in `ewpp` and `ewpp-filter` (linked natively,
-//!   uninstrumented: their checks and classifier are built for one module's instructions).
-//!   Limit: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
+//! * **Memory dependences** (`ewpp-filter`, `ewpp`): the same memory bases. The filtering
+//!   run's report lists each module by the CRC-32 of its memory database, with its range
+//!   ([`Modules::report_modules`]); an `ewpp` module embeds the report it was built with, and
+//!   the collection run takes from each module's report the pairs whose load is in that
+//!   module, renumbered to this process's bases ([`Modules::merged_program`]), so the modules
+//!   may register in another order than in the filtering run. The check routine is the last
+//!   function of the merged program and the checks' memory table is fixed when recording
+//!   starts, so in these modes a library loaded after the recording started is refused
+//!   (`dso.rs`).
+//! * Limit: a runtime that arrives by `dlopen` is after libc in symbol lookup, so its `_exit`
 //!   and `exec` wrappers do not interpose there (those exits lose the buffered tail).
 
-use crate::abi::{EmbeddedProgram, Mode};
+use crate::abi::{EmbeddedProgram, EwppTables, Mode};
 use rustc_hash::FxHashMap;
+use wpp_deps::filter::{program_crc, FilterReport, ReportModule};
 use wpp_deps::{MemInstr, MemoryDb};
 use wpp_trace::{Function, FunctionId, ProgramDb};
 
@@ -187,13 +195,65 @@ impl Modules {
                     }),
             );
         }
+        let mode = self.mode().unwrap_or(Mode::TraceBlocks);
         EmbeddedProgram {
             version: crate::abi::EMBEDDED_VERSION,
-            mode: self.mode().unwrap_or(Mode::TraceBlocks),
+            mode,
             program,
             cfgs,
-            ewpp: None,
+            ewpp: (mode == Mode::Ewpp).then(|| self.merged_tables()),
         }
+    }
+
+    /// The `ewpp` checks' tables of the whole process: the merged memory instructions, and
+    /// from each module's report the pairs whose load is in that module, at this process's
+    /// memory bases (module docs).
+    fn merged_tables(&self) -> EwppTables {
+        let memory = self.merged_memory();
+        let first: FxHashMap<u32, u32> = self
+            .modules
+            .iter()
+            .filter_map(|m| Some((module_crc(m)?, m.memory.as_ref()?.0)))
+            .collect();
+        let mut pairs: Vec<_> = self
+            .modules
+            .iter()
+            .filter_map(|m| m.program.ewpp.as_ref())
+            .flat_map(|t| t.exercised.pairs_of_module(t.crc, &first))
+            .collect();
+        pairs.sort_unstable_by_key(|p| (p.store, p.load));
+        pairs.dedup_by_key(|p| (p.store, p.load));
+        EwppTables {
+            exercised: FilterReport {
+                program_crc: program_crc(&memory),
+                modules: self.report_modules(),
+                pairs,
+            },
+            crc: program_crc(&memory),
+            memory: MemoryDb {
+                program: ProgramDb::default(),
+                ..memory
+            },
+        }
+    }
+
+    /// The modules that registered memory instructions, as a filtering run's report lists
+    /// them (by their first id).
+    pub fn report_modules(&self) -> Vec<ReportModule> {
+        let mut out: Vec<_> = self
+            .modules
+            .iter()
+            .filter_map(|m| {
+                let (first, db) = m.memory.as_ref()?;
+                Some(ReportModule {
+                    crc: module_crc(m)?,
+                    first: *first,
+                    instructions: db.instructions.len() as u32,
+                })
+            })
+            .collect();
+        out.sort_unstable_by_key(|m| m.first);
+        out
     }
 
     /// The process's recording mode (the first module's), if any module is registered.
@@ -225,6 +285,8 @@ impl Modules {
                 });
             }
         }
+        // An `ewpp` module's memory instructions are in its checks' tables.
+        let memory = memory.or_else(|| program.ewpp.as_ref().map(|t| t.memory.clone()));
         if let Some(m) = self.modules.iter_mut().find(|m| {
             !m.loaded
                 && m.name == name
@@ -358,6 +420,18 @@ impl Modules {
             })
             .collect()
     }
+}
+
+/// The CRC-32 by which a filtering run's report names a module that registered memory
+/// instructions: its memory database's, with its own program.
+fn module_crc(m: &Module) -> Option<u32> {
+    let (_, db) = m.memory.as_ref()?;
+    Some(
+        m.program
+            .ewpp
+            .as_ref()
+            .map_or_else(|| program_crc(db), |t| t.crc),
+    )
 }
 
 /// A module's recording mode as `wpp cc`'s options name it: a `trace-blocks` module built

@@ -769,6 +769,7 @@ mod tests {
             ewpp: Some(abi::EwppTables {
                 memory,
                 exercised: Default::default(),
+                crc: 0,
             }),
         };
         crate::ewpp::attach(&mut program);

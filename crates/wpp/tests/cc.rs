@@ -368,7 +368,7 @@ const CASES: &[Case] = &[
         report: None,
     },
     Case {
-        name: "a mode that does not record libraries links them natively",
+        name: "a library built for another mode than its program runs unrecorded",
         commands: &[
             "wpp-cc --wpp-mode=ewpp-filter -O2 -fPIC -shared lib.c lib2.c -o libq.so",
             "wpp-cc -O2 main.c -L. -lq -Wl,-rpath,\"$PWD\" -o p",
@@ -377,10 +377,7 @@ const CASES: &[Case] = &[
         stdout: "twice=42\n",
         recorded: &["main"],
         not_recorded: &["lib_twice"],
-        report: Some(
-            "ewpp-filter does not record shared libraries yet; every mode but ewpp and \
-             ewpp-filter does",
-        ),
+        report: None,
     },
     Case {
         name: "C++ through wpp-c++, compiled and linked separately",
@@ -801,14 +798,8 @@ fn run_raw(p: &Project, exe: &str, name: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Instrumented libraries in `trace-addr`: the dependences across the module boundary are the
-/// ones written here by hand (a library `dlopen`ed after the first accesses included, whose
-/// instructions arrive in a grown memory database, once however often it is loaded); the
-/// same sources linked into one executable give the same dependences in the same order; the
-/// block trace holds the libraries' functions, balanced; the output is the uninstrumented
-/// build's; and a grown database cut or damaged is an error naming it.
-#[test]
-fn shared_libraries_record_their_accesses() {
+/// A project with the library `mq.c`, the late library `late.c` and their program `mm.c`.
+fn soa_project() -> Project {
     let p = Project::new();
     for (name, text) in [
         ("mq.c", SOA_LIB_C),
@@ -817,6 +808,18 @@ fn shared_libraries_record_their_accesses() {
     ] {
         std::fs::write(p.path(name), text).expect("write source");
     }
+    p
+}
+
+/// Instrumented libraries in `trace-addr`: the dependences across the module boundary are the
+/// ones written here by hand (a library `dlopen`ed after the first accesses included, whose
+/// instructions arrive in a grown memory database, once however often it is loaded); the
+/// same sources linked into one executable give the same dependences in the same order; the
+/// block trace holds the libraries' functions, balanced; the output is the uninstrumented
+/// build's; and a grown database cut or damaged is an error naming it.
+#[test]
+fn shared_libraries_record_their_accesses() {
+    let p = soa_project();
     let mode = "--wpp-mode=trace-addr -O1 -g";
     p.ok(&format!("wpp-cc {mode} -fPIC -shared mq.c -o libmq.so"));
     p.ok(&format!("wpp-cc {mode} -fPIC -shared late.c -o liblate.so"));
@@ -941,6 +944,104 @@ fn shared_libraries_record_their_accesses() {
             "{name}: {err}"
         );
     }
+}
+
+/// Instrumented libraries in `ewpp-filter` and `ewpp`: the filtering run's report names each
+/// module; the library and the program, each built with it, find their own pairs; the
+/// collection run's dependences, across the module boundary too, are the address trace's in
+/// the same order, none unexercised; the library `dlopen`ed after the recording started is
+/// refused, saying why, and runs unchanged; a report that does not name a module is refused
+/// when it is built.
+#[test]
+fn shared_libraries_record_their_dependences_in_ewpp() {
+    let p = soa_project();
+    let build = |dir: &str, mode: &str| {
+        let cc = format!("wpp-cc --wpp-mode={mode} -O1 -g");
+        p.ok(&format!(
+            "mkdir -p {dir} && cd {dir} && {cc} -fPIC -shared ../mq.c -o libmq.so && \
+             {cc} -fPIC -shared ../late.c -o liblate.so && \
+             {cc} ../mm.c -L. -lmq -Wl,-rpath,\"$PWD\" -ldl -o m"
+        ))
+    };
+    let run = |dir: &str| {
+        let o = Command::new(p.path(&format!("{dir}/m")))
+            .current_dir(p.path(dir))
+            .env("WPP_OUT", p.path(&format!("{dir}/run.trace")))
+            .env("WPP_RAW", "1")
+            .output()
+            .expect("program runs");
+        assert!(o.status.success(), "{dir}: {o:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "10 5 10 30\n", "{dir}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    build("a", "trace-addr");
+    run("a");
+    // Both builds in one directory, as a user makes them: `-g` names the sources by it.
+    build("e", "ewpp-filter");
+    let err = run("e");
+    let refused = "liblate.so was loaded after the recording started";
+    assert!(err.contains(refused), "{err}");
+    let bytes = std::fs::read(p.path("e/run.trace.depf")).expect("the filtering run's report");
+    let report = wpp_deps::filter::FilterReport::from_bytes(&bytes, "run.trace.depf").unwrap();
+    assert_eq!(
+        report.modules.len(),
+        2,
+        "the program and libmq.so: {report:?}"
+    );
+    std::fs::write(p.path("run.depf"), bytes).expect("write the report");
+    // The late library is not in the report: built with it, it is refused, and it builds
+    // without it.
+    let cc = "cd e && wpp-cc --wpp-mode=ewpp -O1 -g -fPIC -shared ../late.c -o liblate.so";
+    let out = p.sh(&format!("{cc} --wpp-exercised=../run.depf"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("names the 2 modules of its filtering run's process, and not this one"),
+        "{err}"
+    );
+    p.ok(cc);
+    let cc = "cd e && wpp-cc --wpp-mode=ewpp --wpp-exercised=../run.depf -O1 -g";
+    p.ok(&format!("{cc} -fPIC -shared ../mq.c -o libmq.so"));
+    p.ok(&format!(
+        "{cc} ../mm.c -L. -lmq -Wl,-rpath,\"$PWD\" -ldl -o m"
+    ));
+    let err = run("e");
+    assert!(err.contains(refused), "{err}");
+    assert!(!err.contains("not exercised"), "{err}");
+
+    // Every dependence on a store of the program, but those of the refused library's load.
+    let m = marker_lines(&[SOA_LIB_C, SOA_LATE_C, SOA_MAIN_C]);
+    let from_at: Vec<DepEnds> = listed_deps(&p, "a/run.trace.at")
+        .into_iter()
+        .filter(|d| d.2.is_some() && d.0 != "late_get")
+        .collect();
+    let from_ecf = listed_deps(&p, "e/run.trace");
+    assert_eq!(from_ecf, from_at);
+    let across = (
+        "main".to_owned(),
+        m["L_A"],
+        Some(("lib_fill".to_owned(), m["S_A"])),
+    );
+    assert!(from_ecf.contains(&across), "{from_ecf:?}");
+    let into_lib = (
+        "lib_sum".to_owned(),
+        m["L_SUM"],
+        Some(("main".to_owned(), m["S_BUF"])),
+    );
+    assert_eq!(from_ecf.iter().filter(|&d| *d == into_lib).count(), 4);
+
+    // The address trace's report (`wpp deps filter`) names the process, not its modules.
+    wpp_ok(&p, &["deps", "filter", "a/run.trace.at", "-o", "at.depf"]);
+    let out = p.sh(
+        "cd e && wpp-cc --wpp-mode=ewpp --wpp-exercised=../at.depf -O1 -fPIC \
+         -shared ../mq.c -o libother.so",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the --exercised report is of another program"),
+        "{err}"
+    );
 }
 
 const DLOPEN_THREADS_C: &str = r#"
