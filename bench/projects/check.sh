@@ -6,7 +6,8 @@
 #                            compares them with the reference files); then
 #                            `make -f Makefile-libbz2_so CC=wpp-cc` (libbz2.so + bzip2-shared,
 #                            both instrumented, recorded into one run; and in trace-addr, the
-#                            library's accesses in the program's address trace)
+#                            library's accesses in the program's address trace; and in
+#                            ewpp-filter then ewpp, the same dependences from the eWPP)
 #   zlib-ng (libz-ng-sys)    CMake + Ninja, ZLIB_COMPAT static library (its SIMD variants
 #                            compiled with per-file -mavx2/-msse4…), then bench/workloads/zlib's
 #                            driver linked against libz.a with -L/-l
@@ -162,6 +163,34 @@ check_addresses() {
     pass "$name ($(wc -l <"$rec/deps.txt") dependences)"
 }
 
+# check_ewpp NAME DIR MAKE_ARGS AT_DEPS EXPECTED_OUT CMD...: builds DIR with `make MAKE_ARGS` in
+# ewpp-filter, runs CMD there for the report, builds it again in ewpp with that report, runs
+# CMD recording the eCF, and checks the output, that no dependence went unexercised, and that
+# the eCF's dependences are the address trace's store-to-load ones (AT_DEPS, `wpp deps list`
+# of the same run in trace-addr), in the same order.
+check_ewpp() {
+    local name=$1 dir=$2 make_args=$3 at_deps=$4 want=$5
+    shift 5
+    local rec=$BUILD/rec/$name got
+    rm -rf "$rec" && mkdir -p "$rec"
+    (cd "$dir" && WPP_MODE=ewpp-filter make $make_args CC=wpp-cc >make-filter.log 2>&1) ||
+        { fail "$name" "ewpp-filter build failed: $dir/make-filter.log"; return; }
+    got=$(cd "$dir" && WPP_OUT=$rec/filter "$@") || { fail "$name" "filtering run failed"; return; }
+    [[ $got == "$want" ]] || { fail "$name" "filtering run's output differs from native"; return; }
+    (cd "$dir" && make $make_args clean >/dev/null &&
+        WPP_MODE=ewpp WPP_EXERCISED=$rec/filter.depf make $make_args CC=wpp-cc >make-ewpp.log 2>&1) ||
+        { fail "$name" "ewpp build failed: $dir/make-ewpp.log"; return; }
+    got=$(cd "$dir" && WPP_RAW=1 WPP_OUT=$rec/run.trace "$@" 2>"$rec/run.err") ||
+        { fail "$name" "collection run failed"; return; }
+    [[ $got == "$want" ]] || { fail "$name" "collection run's output differs from native"; return; }
+    ! grep -q "not exercised" "$rec/run.err" || { fail "$name" "$(cat "$rec/run.err")"; return; }
+    "$WPP" deps list "$rec/run.trace" | sed 's/ \[.*//' >"$rec/deps.txt" ||
+        { fail "$name" "wpp deps list of the eCF failed"; return; }
+    grep -v -- "<- external" "$at_deps" | sed 's/ \[.*//' | cmp -s - "$rec/deps.txt" ||
+        { fail "$name" "the eCF's dependences differ from the address trace's: $rec/deps.txt"; return; }
+    pass "$name ($(wc -l <"$rec/deps.txt") dependences, as the address trace's)"
+}
+
 build_bzip2() { # VARIANT CC
     local out=$BUILD/bzip2/$1
     rm -rf "$out" && cp -r "$BZIP2_SRC" "$out" && chmod -R u+w "$out"
@@ -200,6 +229,14 @@ check_bzip2() {
     check_addresses "bzip2-shared trace-addr (libbz2.so instrumented)" "$a" "$want" \
         " compress:[0-9:]+ load <- #[0-9()]+ BZ2_bzWriteOpen:" \
         sh -c "LD_LIBRARY_PATH=. ./bzip2-shared -c < words3 | '$n/bzip2' -d | cksum"
+    # The same run's dependences from the eWPP, libbz2.so instrumented too (two more builds).
+    local e=$BUILD/bzip2/ewpp
+    t0=$(now)
+    rm -rf "$e" && cp -r "$BZIP2_SRC" "$e" && chmod -R u+w "$e"
+    check_ewpp "bzip2-shared ewpp (libbz2.so instrumented)" "$e" "-f Makefile-libbz2_so" \
+        "$BUILD/rec/bzip2-shared trace-addr (libbz2.so instrumented)/deps.txt" "$want" \
+        sh -c "LD_LIBRARY_PATH=. ./bzip2-shared -c < words3 | '$n/bzip2' -d | cksum"
+    echo "bzip2: ewpp-filter and ewpp builds of Makefile-libbz2_so, their runs: $(secs "$t0") s"
 }
 
 # cmake_build SRC OUT CC [ARGS...]

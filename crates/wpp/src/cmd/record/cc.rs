@@ -5,7 +5,8 @@
 //! The arguments are clang's, as they are: `CC=wpp-cc CXX=wpp-c++ make`. wpp's own options are
 //! `--wpp-NAME=VALUE` anywhere on the line, or `WPP_NAME` environment variables (the option
 //! wins): `--wpp-mode` / `WPP_MODE`, `--wpp-interesting` / `WPP_INTERESTING`,
-//! `--wpp-exercised` / `WPP_EXERCISED` (mode `ewpp`: the `wpp deps filter -o` report),
+//! `--wpp-exercised` / `WPP_EXERCISED` (mode `ewpp`: the report of an `ewpp-filter` run, or
+//! of `wpp deps filter -o`),
 //! `--wpp-counters` / `WPP_COUNTERS`, `--wpp-keep` / `WPP_KEEP`, `--wpp-verbose` /
 //! `WPP_VERBOSE`, `--wpp-no-elide` / `WPP_ELIDE=0` (`trace-blocks`: a probe per block, each
 //! block's event recorded as it runs, instead of one event per path that readers decode to
