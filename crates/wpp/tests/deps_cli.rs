@@ -328,3 +328,33 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
         "{err}"
     );
 }
+
+/// `wpp deps … | head`: a reader that closed the pipe before the output came is not an error
+/// (exit status 0, no panic), for every command's text output.
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("t.at");
+    std::fs::write(&at, sample()).unwrap();
+    let at = at.to_str().unwrap();
+    for args in [
+        &["deps", "list", at][..],
+        &["deps", "stats", at],
+        &["deps", "chain", at, "--load", "3"],
+        &["deps", "filter", at],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wpp"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the wpp binary runs");
+        // Closed before the command writes, as `head` would after its lines.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}

@@ -166,11 +166,12 @@ fn blocks(args: BlocksArgs) -> anyhow::Result<()> {
         c.catch_up(&mut r, path, u64::MAX)?;
         warn_truncated(path, r.truncation());
         let threads = c.finish()?;
-        println!(
+        writeln!(
+            std::io::stdout(),
             "identical: {events} block-trace events in {threads} thread(s) (decoded {} = {})",
             input.display(),
             path.display()
-        );
+        )?;
     }
     Ok(())
 }

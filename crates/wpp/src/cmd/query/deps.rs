@@ -492,25 +492,29 @@ fn ecf_stats(file: &Path, db: &MemoryDb, source: Box<Ecf>, json: bool) -> anyhow
     if json {
         return crate::util::print_json(&s);
     }
-    println!("memory instructions  {}", s.memory_instructions);
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "memory instructions  {}", s.memory_instructions)?;
+    writeln!(
+        out,
         "eCF events           {} ({} in checks)",
         s.events, s.check_events
-    );
-    println!("dependences          {}", s.dependences);
-    println!("fixed-cost           {}", s.fixed_cost);
-    println!(
+    )?;
+    writeln!(out, "dependences          {}", s.dependences)?;
+    writeln!(out, "fixed-cost           {}", s.fixed_cost)?;
+    writeln!(
+        out,
         "predicted            {} (near an instance the pair or its function's loads read last)",
         s.predicted
-    );
-    println!("not exercised        {}", s.unexpected);
+    )?;
+    writeln!(out, "not exercised        {}", s.unexpected)?;
     let per = |n: u64| n as f64 / s.dependences.max(1) as f64;
-    println!(
+    writeln!(
+        out,
         "comparisons          {} ({:.2} per dependence; a linear scan: {:.1}; Table IX)",
         s.comparisons,
         per(s.comparisons),
         per(s.linear)
-    );
+    )?;
     Ok(())
 }
 
@@ -537,17 +541,18 @@ fn stats(file: &Path, prefix: Option<u64>, json: bool) -> anyhow::Result<()> {
     if json {
         return crate::util::print_json(&s);
     }
-    println!("memory instructions  {}", db.instructions.len());
-    println!("load instances       {}", s.loads);
-    println!("store instances      {}", s.stores);
-    println!("library writes       {}", s.clobbers);
-    println!("dependences          {}", s.dependences);
-    println!("external reads       {}", s.external);
-    println!("multi-writer loads   {}", s.multi_writer_loads);
-    println!("static pairs         {}", s.pairs);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "memory instructions  {}", db.instructions.len())?;
+    writeln!(out, "load instances       {}", s.loads)?;
+    writeln!(out, "store instances      {}", s.stores)?;
+    writeln!(out, "library writes       {}", s.clobbers)?;
+    writeln!(out, "dependences          {}", s.dependences)?;
+    writeln!(out, "external reads       {}", s.external)?;
+    writeln!(out, "multi-writer loads   {}", s.multi_writer_loads)?;
+    writeln!(out, "static pairs         {}", s.pairs)?;
     if s.threads > 1 {
-        println!("threads              {}", s.threads);
-        println!("cross-thread deps    {}", s.cross_thread);
+        writeln!(out, "threads              {}", s.threads)?;
+        writeln!(out, "cross-thread deps    {}", s.cross_thread)?;
     }
     Ok(())
 }
@@ -604,9 +609,11 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     if json {
         return crate::util::print_json(&all);
     }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for c in &all {
-        println!("{:>10}  {}", c.frequency, c.locations.join(" <- "));
+        writeln!(out, "{:>10}  {}", c.frequency, c.locations.join(" <- "))?;
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -618,7 +625,7 @@ struct FilterOut {
 }
 
 fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> {
-    use wpp_deps::filter::{classify, Class, Distribution, FilterReport};
+    use wpp_deps::filter::{classify, Class, FilterReport};
     let mut magic = [0u8; 8];
     let is_report = std::fs::File::open(file)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
@@ -651,27 +658,27 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
             total,
         });
     }
-    let row = |name: &str, d: &Distribution| {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    writeln!(
+        out,
+        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}   (dynamic dependences; pairs per class)",
+        "function", "deps", "fully", "partly", "last", "any"
+    )?;
+    for (f, d) in functions.iter().chain([(&"total".to_string(), &total)]) {
         let all: u64 = d.occurrences.iter().sum::<u64>().max(1);
         let pct = |i: usize| 100.0 * d.occurrences[i] as f64 / all as f64;
-        println!(
-            "{name:<24} {:>8} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}%   pairs {:?}",
+        writeln!(
+            out,
+            "{f:<24} {:>8} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}%   pairs {:?}",
             d.occurrences.iter().sum::<u64>(),
             pct(0),
             pct(1),
             pct(2),
             pct(3),
             d.pairs
-        );
-    };
-    println!(
-        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}   (dynamic dependences; pairs per class)",
-        "function", "deps", "fully", "partly", "last", "any"
-    );
-    for (f, d) in &functions {
-        row(f, d);
+        )?;
     }
-    row("total", &total);
+    out.flush()?;
     Ok(())
 }
 
@@ -727,7 +734,8 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
     w.finish()?;
     let s = &built.stats;
     let per = |n: u64| n as f64 / s.dependences.max(1) as f64;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(out,
         "eCF: {} events ({} in the block trace); {} dependences checked ({} fixed-cost, {} predicted, {} unexpected), recovered equal to the address trace's",
         built.events.len(),
         events.len(),
@@ -735,12 +743,13 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
         s.fixed,
         s.predicted,
         s.unexpected
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "checks per dependence (Table IX): binary {:.2} (max {}), linear {:.1}",
         per(s.binary),
         s.max_binary,
         per(s.linear)
-    );
+    )?;
     Ok(())
 }
