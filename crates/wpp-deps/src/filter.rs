@@ -236,9 +236,8 @@ impl FilterReport {
     pub fn pairs_of_module(&self, crc: u32, first: &FxHashMap<u32, u32>) -> Vec<Pair> {
         let ranges = self.module_ranges();
         let at = |id: u32| {
-            let r = ranges.partition_point(|r| r.first <= id).checked_sub(1)?;
-            let r = ranges[r];
-            let local = id - r.first;
+            let r = ranges[ranges.partition_point(|r| r.first <= id).checked_sub(1)?];
+            let local = id.checked_sub(r.first)?;
             (local < r.instructions).then_some((r.crc, local))
         };
         let process_id = |id: u32| {
@@ -324,7 +323,20 @@ impl FilterReport {
         if bytes.len() != 20 + len {
             return Err(err(20 + len as u64, "bytes after the report".into()));
         }
-        postcard::from_bytes(body).map_err(|e| err(16, format!("cannot decode the report: {e}")))
+        let report: FilterReport = postcard::from_bytes(body)
+            .map_err(|e| err(16, format!("cannot decode the report: {e}")))?;
+        // The ranges must be in order and apart: pairs are looked up among them by id.
+        let apart = report.modules.windows(2).all(|w| {
+            let end = u64::from(w[0].first) + u64::from(w[0].instructions);
+            end <= u64::from(w[1].first)
+        });
+        if !apart {
+            return Err(err(
+                16,
+                "the report's module ranges overlap or are out of order".into(),
+            ));
+        }
+        Ok(report)
     }
 }
 
@@ -462,6 +474,12 @@ mod tests {
         };
         let b = r.to_bytes();
         assert_eq!(FilterReport::from_bytes(&b, "r").unwrap(), r);
+        let overlapping = FilterReport {
+            modules: vec![r.modules[0], r.modules[0]],
+            ..r.clone()
+        };
+        let e = FilterReport::from_bytes(&overlapping.to_bytes(), "r").unwrap_err();
+        assert!(e.to_string().contains("module ranges overlap"), "{e}");
         for cut in 0..b.len() {
             let e = FilterReport::from_bytes(&b[..cut], "r")
                 .unwrap_err()

@@ -128,6 +128,11 @@ impl LastWriter {
                 return;
             }
         }
+        if p == 0 && size >> PAGE_BITS > self.pages.len() as u64 {
+            // A clobber wider than every page written (a large `mmap`): only those pages
+            // change.
+            return self.clear(addr, addr.saturating_add(size));
+        }
         for (page, off, len) in pieces(addr, size) {
             let i = match self.find(page) {
                 Some(i) => i,
@@ -141,6 +146,18 @@ impl LastWriter {
                 }
             };
             self.pages[i as usize][off..off + len].fill(p);
+        }
+    }
+
+    /// Makes the bytes of `[start, end)` external, visiting the pages written.
+    fn clear(&mut self, start: u64, end: u64) {
+        for (&page, &i) in &self.index {
+            let (first, last) = (page << PAGE_BITS, (page << PAGE_BITS) + PAGE as u64);
+            let (from, to) = (first.max(start), last.min(end));
+            if from < to {
+                let off = (from - first) as usize;
+                self.pages[i as usize][off..off + (to - from) as usize].fill(0);
+            }
         }
     }
 
@@ -176,26 +193,31 @@ impl LastWriter {
     pub fn read(&self, addr: u64, size: u64, mut f: impl FnMut(u64, u64, Writer)) {
         let mut run: Option<(u64, u64, u64)> = None; // (offset, len, packed)
         let mut offset = 0u64;
-        static EXTERNAL: [u64; PAGE] = [0; PAGE];
+        // `len` more bytes of writer `p`: the run grows, or the next one starts.
+        let mut extend = |len: u64, p: u64| {
+            match &mut run {
+                Some((_, l, q)) if *q == p => *l += len,
+                _ => {
+                    if let Some((o, l, q)) = run {
+                        f(o, l, unpack(q));
+                    }
+                    run = Some((offset, len, p));
+                }
+            }
+            offset += len;
+        };
         for (page, off, len) in pieces(addr, size) {
-            let bytes = match self.find(page) {
-                Some(i) => &self.pages[i as usize][off..off + len],
-                None => &EXTERNAL[off..off + len],
+            // A page never written is one external run, whatever its length.
+            let Some(i) = self.find(page) else {
+                extend(len as u64, 0);
+                continue;
             };
+            let bytes = &self.pages[i as usize][off..off + len];
             let mut i = 0;
             while i < len {
                 let p = bytes[i];
                 let same = bytes[i..].iter().position(|&x| x != p).unwrap_or(len - i);
-                match &mut run {
-                    Some((_, l, q)) if *q == p => *l += same as u64,
-                    _ => {
-                        if let Some((o, l, q)) = run {
-                            f(o, l, unpack(q));
-                        }
-                        run = Some((offset, same as u64, p));
-                    }
-                }
-                offset += same as u64;
+                extend(same as u64, p);
                 i += same;
             }
         }
@@ -239,6 +261,35 @@ mod tests {
         );
     }
 
+    /// A clobber of all memory clears what was written, allocating nothing; a load of 1 GiB
+    /// (the widest a recovery takes) is one run per writer.
+    #[test]
+    fn clobbers_and_reads_wider_than_the_table() {
+        let mut t = LastWriter::new();
+        let (far, gib) = (1 << 40, 1 << 30);
+        t.write(far, 8, st(1, 1));
+        t.write(5, 3, st(2, 1));
+        assert_eq!(
+            runs(&t, far - gib, gib + 16),
+            vec![
+                (0, gib, Writer::External),
+                (gib, 8, st(1, 1)),
+                (gib + 8, 8, Writer::External)
+            ]
+        );
+        t.write(6, u64::MAX - 6, Writer::External);
+        assert_eq!(t.memory_bytes(), 2 * PAGE * 8);
+        assert_eq!(
+            runs(&t, 0, gib),
+            vec![
+                (0, 5, Writer::External),
+                (5, 1, st(2, 1)),
+                (6, gib - 6, Writer::External)
+            ]
+        );
+        assert_eq!(runs(&t, far - 8, 24), vec![(0, 24, Writer::External)]);
+    }
+
     #[test]
     fn pages_are_crossed_and_top_of_memory_is_cut() {
         let mut t = LastWriter::new();
@@ -271,17 +322,22 @@ mod tests {
     }
 
     proptest! {
-        /// Against a plain byte array: after any sequence of writes (stores and clobbers), every
-        /// byte's writer is the last write covering it, and runs are maximal.
+        /// Against a plain byte array: after any sequence of writes (stores and clobbers, some
+        /// wider than every page written), every byte's writer is the last write covering it,
+        /// and runs are maximal, over pages written and not.
         #[test]
-        fn matches_a_byte_array(ops in proptest::collection::vec((0u64..9000, 0u64..300, 0u32..4), 1..60),
-                                probe in (0u64..9000, 1u64..600)) {
+        fn matches_a_byte_array(ops in proptest::collection::vec((0u64..9000, 0u64..300, 0u32..5), 1..60),
+                                probe in (0u64..9000, 1u64..12000)) {
             let mut t = LastWriter::new();
-            let mut sim = vec![Writer::External; 10000];
+            let mut sim = vec![Writer::External; 30000];
             for (k, &(addr, size, id)) in ops.iter().enumerate() {
-                let w = if id == 3 { Writer::External } else { st(id, k as u64 + 1) };
+                let (w, size) = match id {
+                    3 => (Writer::External, size),
+                    4 => (Writer::External, size * 40),
+                    _ => (st(id, k as u64 + 1), size),
+                };
                 t.write(addr, size, w);
-                for b in addr..(addr + size).min(10000) {
+                for b in addr..(addr + size).min(30000) {
                     sim[b as usize] = w;
                 }
             }

@@ -57,6 +57,11 @@ pub struct Stats {
     pub cross_thread: u64,
 }
 
+/// The widest store or load a recovery takes: 1 GiB, whose last writers take 8 GiB of table
+/// (a clobber, which only clears the table, may be of any size). Wider ones are refused rather
+/// than exhausting memory on a damaged or hostile address trace.
+pub const MAX_ACCESS_BYTES: u64 = 1 << 30;
+
 /// Why a recovery failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -82,6 +87,21 @@ pub enum RecoverError {
     OtherThread {
         /// The thread.
         thread: u32,
+    },
+    /// A store or load wider than the last-writer table takes ([`MAX_ACCESS_BYTES`]).
+    #[error(
+        "access {index}: instruction {id} accesses {size} bytes at once, more than the {max} \
+         a dependence recovery takes (its table holds 8 bytes per byte written)"
+    )]
+    TooLarge {
+        /// The access's position.
+        index: u64,
+        /// Its id.
+        id: u32,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        max: u64,
     },
     /// A counter outgrew what the last-writer table packs.
     #[error("access {index}: instruction {id} ran more than {max} times (the table's limit)")]
@@ -203,6 +223,14 @@ impl<'a> Recovery<'a> {
                 index,
                 id: a.id,
                 max,
+            });
+        }
+        if a.size > MAX_ACCESS_BYTES && kind != AccessKind::Clobber {
+            return Err(RecoverError::TooLarge {
+                index,
+                id: a.id,
+                size: a.size,
+                max: MAX_ACCESS_BYTES,
             });
         }
         let inst = Instance { id: a.id, n: *n };

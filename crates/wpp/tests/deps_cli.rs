@@ -29,6 +29,11 @@ fn instr(kind: AccessKind, line: u32) -> MemInstr {
 /// `x = 5` (store 0, line 10); `y = x` (load 1 then store 2, line 11); `z = y` (load 3,
 /// line 12), twice, the second time with `x` overwritten by a library (external).
 fn sample() -> Vec<u8> {
+    sample_with(Vec::new())
+}
+
+/// [`sample`] with `more` accesses at its end.
+fn sample_with(more: Vec<Access>) -> Vec<u8> {
     let db = MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: ProgramDb {
@@ -60,7 +65,7 @@ fn sample() -> Vec<u8> {
     ];
     let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
     w.chunk(run[..3].iter().copied()).unwrap();
-    w.chunk(run[3..].iter().copied()).unwrap();
+    w.chunk(run[3..].iter().copied().chain(more)).unwrap();
     w.finish().unwrap()
 }
 
@@ -173,6 +178,26 @@ fn damaged_address_traces_give_clear_errors() {
     let (code, _, err) = wpp(&["deps", "list", "/nonexistent.at"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("/nonexistent.at"), "{err}");
+
+    // A store of 2 GiB would take 16 GiB of last-writer table; a clobber of all memory
+    // clears it (no allocation), and is taken.
+    let wide = |id, size| Access {
+        id,
+        addr: 4096,
+        size,
+    };
+    let p = dir.path().join("wide.at");
+    std::fs::write(
+        &p,
+        sample_with(vec![wide(4, u64::MAX - 4096), wide(0, 1 << 31)]),
+    )
+    .unwrap();
+    let (code, _, err) = wpp(&["deps", "stats", p.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("access 9: instruction 0 accesses 2147483648 bytes at once"),
+        "{err}"
+    );
 }
 
 /// `wpp deps ecf`: store 0 (block 0) then load 1 (block 1) of one address, twice: two
