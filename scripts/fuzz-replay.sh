@@ -11,6 +11,6 @@ export CARGO_TARGET_DIR=../target
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 cargo run --quiet --no-default-features --example seeds -- "$corpus"
-for target in trace_binary trace_text wpp_file cfg_json profiles trace_index profile_file program_db; do
+for target in trace_binary trace_text wpp_file cfg_json profiles trace_index profile_file program_db deps_files; do
     cargo run --quiet --no-default-features --example replay -- "$target" "$corpus/$target"
 done

@@ -19,6 +19,7 @@ fn main() {
         "trace_index" => wpp_fuzz::trace_index,
         "profile_file" => wpp_fuzz::profile_file,
         "program_db" => wpp_fuzz::program_db,
+        "deps_files" => wpp_fuzz::deps_files,
         other => panic!("unknown target {other}"),
     };
     let mut n = 0;

@@ -214,7 +214,11 @@ fn main() {
     db.functions.truncate(4);
     let events = declared(p.events(TraceKind::Blocks, 30_000), 4);
     let file = wpp_file(&db, &events, Algorithm::Sequitur).unwrap();
-    assert!(file.grammar.num_rules() > 256, "{}", file.grammar.num_rules());
+    assert!(
+        file.grammar.num_rules() > 256,
+        "{}",
+        file.grammar.num_rules()
+    );
     wpp.put_mode(1, &file.to_bytes().unwrap());
 
     // Deep grammars: R0 → t0 t1, R(i+1) → Ri Ri (2^13 terminals); and the same shape over an
@@ -339,4 +343,68 @@ fn main() {
     let mut elided = names.clone();
     elided.functions[0].implied_next = vec![Some(1), Some(2), None];
     dbs.put_mode(0, &elided.to_bytes().unwrap());
+    deps_files(&root);
+}
+
+/// deps_files: reports (mode 0 as is, 1 with the CRC fixed) and address traces (mode 2), one
+/// of them hostile (a clobber of all memory, then a store of 2 GiB).
+fn deps_files(root: &Path) {
+    use wpp_deps::at::{Access, AtWriter};
+    use wpp_deps::filter::{Class, FilterReport, Pair, ReportModule};
+    use wpp_deps::{AccessKind, MemInstr, MemoryDb};
+    let mut deps = Out::new(root, "deps_files");
+    let module = |crc, first, instructions| ReportModule {
+        crc,
+        first,
+        instructions,
+    };
+    let pair = |store, load, class| Pair {
+        store,
+        load,
+        class,
+        occurrences: 2,
+    };
+    let report = FilterReport {
+        program_crc: 7,
+        modules: vec![module(1, 0, 3), module(2, 3, 2)],
+        pairs: vec![
+            pair(0, 3, Class::AnyInstance),
+            pair(4, 1, Class::LastInstance),
+        ],
+    };
+    let b = report.to_bytes();
+    deps.put_mode(0, &b);
+    deps.put_mode(1, &b);
+    deps.put_mode(1, &b[..b.len() - 3]);
+    let instr = |kind| MemInstr {
+        function: 0,
+        block: 0,
+        line: 1,
+        column: 1,
+        kind,
+        what: String::new(),
+    };
+    let mut program = ProgramDb::default();
+    program.intern("main");
+    let db = MemoryDb {
+        version: wpp_deps::memdb::MEMORY_DB_VERSION,
+        program,
+        instructions: vec![
+            instr(AccessKind::Store),
+            instr(AccessKind::Load),
+            instr(AccessKind::Clobber),
+        ],
+    };
+    let at = |accesses: &[(u32, u64, u64)]| {
+        let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
+        let each = accesses
+            .iter()
+            .map(|&(id, addr, size)| Access { id, addr, size });
+        w.chunk(each).unwrap();
+        w.finish().unwrap()
+    };
+    let good = at(&[(0, 64, 8), (1, 60, 8), (2, 64, 4), (1, 64, 8)]);
+    deps.put_mode(2, &good);
+    deps.put_mode(2, &good[..good.len() / 2]);
+    deps.put_mode(2, &at(&[(0, 8, 4), (2, 0, u64::MAX), (0, 4096, 1 << 31)]));
 }

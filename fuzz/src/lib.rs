@@ -555,3 +555,72 @@ pub fn program_db(data: &[u8]) {
         ),
     }
 }
+
+/// Accesses of an address trace the `deps_files` harness replays at most.
+pub const DEPS_CAP: usize = 1 << 16;
+
+/// The `deps_files` harness: the readers of `wpp deps`. Mode bit 1 picks the address trace
+/// (`.at`, `wpp_deps::at::AtReader`, its accesses replayed through the dependence recovery,
+/// at most [`DEPS_CAP`]) or the filtering run's report (`.depf`,
+/// `wpp_deps::filter::FilterReport::from_bytes`; bit 0 recomputes its CRC-32). An accepted
+/// report re-encodes to the same bytes and its pairs map to its own modules; a report's errors
+/// name a byte offset, an address trace's its file.
+pub fn deps_files(data: &[u8]) {
+    let Some((mode, rest)) = mode(data) else {
+        return;
+    };
+    match mode & 2 {
+        0 => deps_report(mode & 1 == 1, rest),
+        _ => deps_at(rest),
+    }
+}
+
+fn deps_report(fix: bool, rest: &[u8]) {
+    use wpp_deps::filter::FilterReport;
+    let mut b = rest.to_vec();
+    if fix && b.len() >= 16 {
+        let len = word(&b, 12) as usize;
+        if let Some(body) = b.get(16..16 + len) {
+            let crc = crc32fast::hash(body);
+            if b.len() >= 20 + len {
+                put_word(&mut b, 16 + len, crc);
+            }
+        }
+    }
+    match FilterReport::from_bytes(&b, "fuzz.depf") {
+        Ok(r) => {
+            assert_eq!(
+                r.to_bytes(),
+                b,
+                "an accepted report re-encodes to its bytes"
+            );
+            let first = r.module_ranges().iter().map(|m| (m.crc, m.first)).collect();
+            for m in r.module_ranges() {
+                for p in r.pairs_of_module(m.crc, &first) {
+                    assert!(p.load >= m.first && p.load - m.first < m.instructions);
+                }
+            }
+        }
+        Err(e) => assert!(e.to_string().contains("byte offset"), "{e}"),
+    }
+}
+
+fn deps_at(rest: &[u8]) {
+    use wpp_deps::at::AtReader;
+    let r = match AtReader::new(Cursor::new(rest), "fuzz.at") {
+        Ok(r) => r,
+        Err(e) => return assert!(e.to_string().contains("fuzz.at"), "{e}"),
+    };
+    let db = r.db().clone();
+    let mut left = DEPS_CAP;
+    let runs = r.map(|run| {
+        run.map(|mut run| {
+            run.accesses.truncate(left);
+            left -= run.accesses.len();
+            run
+        })
+    });
+    if let Err(e) = wpp_deps::recover(&db, runs, |_| {}) {
+        assert!(!e.to_string().is_empty());
+    }
+}
