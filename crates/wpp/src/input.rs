@@ -10,6 +10,8 @@
 //! | bl/ppp profile | `WPPRPROF` | `wpp profile`, `wpp functions`, `wpp cfg`, `wpp paths`, `wpp ppp plan` |
 //! | CFG JSON | `{` or `[` first (after white space) | `wpp cfg`, `wpp paths`, `wpp ppp plan` |
 //! | text trace | UTF-8 whose first line is an event (`F`, `B`, `P`, `E`, `T`, `D`) or `#` | as binary traces |
+//! | address trace | `WPP-AT` | `wpp deps` |
+//! | dependence report | `WPP-DEPF` | `wpp deps filter`, `wpp cc --mode ewpp` |
 //!
 //! Missing files, directories, empty files and anything else are errors before any reader
 //! runs, so no command prints a reader's view of a file it cannot read (`line 12: not UTF-8`).
@@ -40,6 +42,10 @@ pub enum Kind {
     Profile,
     /// JSON, taken to be CFGs (`wpp paths` documents the schema).
     CfgJson,
+    /// An address trace (`WPP-AT`, recordings in `trace-addr` mode).
+    AddressTrace,
+    /// The filtering run's report of exercised dependences (`WPP-DEPF`).
+    DependenceReport,
 }
 
 impl Kind {
@@ -52,11 +58,22 @@ impl Kind {
             Kind::Chunked => "chunked grammar container",
             Kind::Profile => "bl/ppp path profile",
             Kind::CfgJson => "CFG JSON file",
+            Kind::AddressTrace => "address trace",
+            Kind::DependenceReport => "dependence report",
+        }
+    }
+
+    /// The kind's name with its article, as a message's sentence needs it.
+    pub fn with_article(self) -> String {
+        let name = self.name();
+        match name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            true => format!("an {name}"),
+            false => format!("a {name}"),
         }
     }
 
     /// What a user can run on a file of this kind.
-    fn readers(self) -> &'static str {
+    pub fn readers(self) -> &'static str {
         match self {
             Kind::Trace | Kind::TextTrace => {
                 "`wpp compress FILE -o FILE.wpp` makes a grammar of it; \
@@ -70,6 +87,14 @@ impl Kind {
                 "`wpp profile show`, `wpp functions`, `wpp cfg` and `wpp paths` read it"
             }
             Kind::CfgJson => "`wpp cfg`, `wpp paths` and `wpp ppp plan` read it",
+            Kind::AddressTrace => {
+                "`wpp deps list`, `wpp deps stats`, `wpp deps chain`, `wpp deps filter` and \
+                 `wpp deps ecf` read it"
+            }
+            Kind::DependenceReport => {
+                "`wpp deps filter` shows its classes; `wpp cc --wpp-mode=ewpp \
+                 --wpp-exercised=FILE` builds with it"
+            }
         }
     }
 }
@@ -101,7 +126,8 @@ pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
     kind_of(&head).with_context(|| {
         format!(
             "{shown} is not a wpp file: it starts with {:?}; wpp reads traces, .wpp grammars, \
-             chunked containers, bl/ppp profiles and CFG JSON",
+             chunked containers, bl/ppp profiles, CFG JSON, address traces and dependence \
+             reports",
             String::from_utf8_lossy(&head[..head.len().min(8)])
         )
     })
@@ -109,11 +135,13 @@ pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
 
 /// The kind whose magic or syntax `head` (the file's first bytes) starts with.
 fn kind_of(head: &[u8]) -> Option<Kind> {
-    let magics: [(&[u8], Kind); 4] = [
+    let magics: [(&[u8], Kind); 6] = [
         (&wpp_trace::file::binary::MAGIC, Kind::Trace),
         (&wpp_grammar::file::MAGIC, Kind::Wpp),
         (b"WPPC", Kind::Chunked),
         (wpp_abi::profile::MAGIC, Kind::Profile),
+        (wpp_deps::at::MAGIC, Kind::AddressTrace),
+        (wpp_deps::filter::MAGIC, Kind::DependenceReport),
     ];
     if let Some(&(_, k)) = magics.iter().find(|(m, _)| head.starts_with(m)) {
         return Some(k);
@@ -144,8 +172,9 @@ pub fn expect(path: &Path, wanted: &[Kind], command: &str) -> anyhow::Result<Kin
     }
     let names: Vec<&str> = wanted.iter().map(|k| k.name()).collect();
     bail!(
-        "{} is a {kind}, but `wpp {command}` reads a {}; {}",
+        "{} is {}, but `wpp {command}` reads a {}; {}",
         path.display(),
+        kind.with_article(),
         names.join(" or "),
         kind.readers()
     )

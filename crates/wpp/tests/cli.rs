@@ -1179,6 +1179,10 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
     let missing = dir.path("missing.wpp");
     let folder = dir.0.path().display().to_string();
     let out = dir.path("out");
+    // Recognised by their magic (what follows is not read).
+    let (at, depf) = (dir.path("x.at"), dir.path("x.depf"));
+    std::fs::write(&at, b"WPP-AT\r\n...").unwrap();
+    std::fs::write(&depf, b"WPP-DEPF...").unwrap();
     // (command with FILE as the input, a file of a kind the command does not read)
     let table: Vec<(Vec<&str>, &str)> = vec![
         (vec!["compress", "FILE", "-o", &out], &json),
@@ -1186,6 +1190,8 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
         (vec!["verify", "FILE", &trace], &trace),
         (vec!["verify", &wpp, "FILE"], &wpp),
         (vec!["stats", "FILE"], &trace),
+        (vec!["stats", "FILE"], &at),
+        (vec!["compress", "FILE", "-o", &out], &depf),
         (vec!["functions", "FILE"], &json),
         (vec!["cfg", "FILE", "--function", "f"], &trace),
         (vec!["hot", "FILE"], &trace),

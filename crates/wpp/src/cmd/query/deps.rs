@@ -177,10 +177,12 @@ fn input(file: &Path) -> anyhow::Result<Input> {
             let r = wpp_paths::trace::open(file).with_context(|| format!("cannot read {shown}"))?;
             (r.program().clone(), Ecf::Trace(r))
         }
-        _ => anyhow::bail!(
-            "{shown} is neither an address trace nor an eWPP: `wpp deps` reads the \
+        k => anyhow::bail!(
+            "{shown} is {}, neither an address trace nor an eWPP: `wpp deps` reads the \
              PROGRAM.PID.at of a `--mode trace-addr` run or the trace or .wpp of a \
-             `--mode ewpp` run"
+             `--mode ewpp` run; {}",
+            k.with_article(),
+            k.readers()
         ),
     };
     match ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? {
