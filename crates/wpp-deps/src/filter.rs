@@ -323,8 +323,12 @@ impl FilterReport {
         if bytes.len() != 20 + len {
             return Err(err(20 + len as u64, "bytes after the report".into()));
         }
-        let report: FilterReport = postcard::from_bytes(body)
+        let (report, rest): (FilterReport, _) = postcard::take_from_bytes(body)
             .map_err(|e| err(16, format!("cannot decode the report: {e}")))?;
+        if !rest.is_empty() {
+            let at = (16 + len - rest.len()) as u64;
+            return Err(err(at, "bytes after the report's last pair".into()));
+        }
         // The ranges must be in order and apart: pairs are looked up among them by id.
         let apart = report.modules.windows(2).all(|w| {
             let end = u64::from(w[0].first) + u64::from(w[0].instructions);
@@ -480,6 +484,21 @@ mod tests {
         };
         let e = FilterReport::from_bytes(&overlapping.to_bytes(), "r").unwrap_err();
         assert!(e.to_string().contains("module ranges overlap"), "{e}");
+        // A byte after the last pair, inside a body whose length and CRC say so (fuzzing).
+        let mut body = postcard::to_allocvec(&r).unwrap();
+        body.push(0);
+        let mut long = [&MAGIC[..], &VERSION.to_le_bytes()].concat();
+        long.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        long.extend_from_slice(&body);
+        long.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        let e = FilterReport::from_bytes(&long, "r")
+            .unwrap_err()
+            .to_string();
+        let at = format!("byte offset {}", 16 + body.len() - 1);
+        assert!(
+            e.contains("after the report's last pair") && e.contains(&at),
+            "{e}"
+        );
         for cut in 0..b.len() {
             let e = FilterReport::from_bytes(&b[..cut], "r")
                 .unwrap_err()
