@@ -280,8 +280,7 @@ pub struct EwppTables {
     pub memory: wpp_deps::MemoryDb,
     /// The filtering run's report: which (store, load) pairs it exercised, and their classes.
     pub exercised: wpp_deps::filter::FilterReport,
-    /// The CRC-32 of the module's memory database with its program
-    /// ([`wpp_deps::filter::program_crc`]), by which the report names the module.
+    /// The module's [`wpp_deps::filter::program_crc`], by which a report names it.
     pub crc: u32,
 }
 

@@ -409,6 +409,10 @@ pub struct AtReader<R: Read + Seek> {
     /// What the first pass found wrong, reported once the complete accesses before it are
     /// given.
     pending: Option<AtError>,
+    /// Whether `pending` is the file's end before its end record (a killed program).
+    cut: bool,
+    /// Whether a cut file's accesses end quietly ([`AtReader::allow_truncated`]).
+    allow_cut: bool,
     done: bool,
 }
 
@@ -453,6 +457,8 @@ impl<R: Read + Seek> AtReader<R> {
             limit: u64::MAX,
             last_seq: None,
             pending: None,
+            cut: false,
+            allow_cut: false,
             done: false,
         };
         r.header()?;
@@ -463,6 +469,7 @@ impl<R: Read + Seek> AtReader<R> {
                 .map(ThreadChunks::complete_below)
                 .min()
                 .unwrap_or(0);
+            r.cut = matches!(e, AtError::Format { offset, .. } if offset == r.len);
             r.pending = Some(e);
         }
         for (t, chunks) in r.threads.iter().enumerate() {
@@ -712,15 +719,31 @@ impl<R: Read + Seek> AtReader<R> {
         Ok(v)
     }
 
+    /// Why the file ends early, if it was cut short (no end record: the program was killed);
+    /// the accesses given are those certainly complete.
+    pub fn truncation(&self) -> Option<&AtError> {
+        self.pending.as_ref().filter(|_| self.cut)
+    }
+
+    /// Ends the accesses of a cut file without its error ([`AtReader::truncation`] tells).
+    pub fn allow_truncated(mut self) -> Self {
+        self.allow_cut = true;
+        self
+    }
+
     /// The next run of one thread's accesses in the merged order; `None` at the end. A file
-    /// that was cut short gives its complete accesses, then the error.
+    /// that was cut short gives its complete accesses, then the error (unless
+    /// [`AtReader::allow_truncated`]).
     pub fn next_run(&mut self) -> Result<Option<Run>, AtError> {
         if self.done {
             return Ok(None);
         }
         let Some(std::cmp::Reverse((seq, t))) = self.heap.pop() else {
             self.done = true;
-            return self.pending.take().map_or(Ok(None), Err);
+            return match self.pending.take() {
+                Some(_) if self.cut && self.allow_cut => Ok(None),
+                pending => pending.map_or(Ok(None), Err),
+            };
         };
         // The run goes on while this thread's accesses come before every other thread's.
         let until = self

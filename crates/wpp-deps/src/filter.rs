@@ -70,7 +70,7 @@ pub struct Pair {
 /// `first..first + instructions`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportModule {
-    /// CRC-32 of the postcard encoding of the module's own [`MemoryDb`] ([`program_crc`]).
+    /// The module's [`program_crc`].
     pub crc: u32,
     /// Its first instruction's id in the report.
     pub first: u32,
@@ -81,11 +81,11 @@ pub struct ReportModule {
 /// The filtering run's result: the input of a collection build.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilterReport {
-    /// CRC-32 of the postcard encoding of the program's [`MemoryDb`] (of a process of several
-    /// modules, of the merged database its recording started with).
+    /// The program's [`program_crc`] (of a process of several modules, of the merged
+    /// database its recording started with).
     pub program_crc: u32,
-    /// The process's modules when there were several, by `first`; empty for one module,
-    /// whose CRC is `program_crc` and whose ids are the report's.
+    /// The process's modules when there were several, by `first`, each CRC once; empty for
+    /// one module, whose CRC is `program_crc` and whose ids are the report's.
     pub modules: Vec<ReportModule>,
     /// Exercised pairs, by (store, load).
     pub pairs: Vec<Pair>,
@@ -201,9 +201,17 @@ impl<'a> Classifier<'a> {
     }
 }
 
-/// The CRC-32 a report uses to name its program.
+/// The CRC-32 a report uses to name its program: of its memory instructions and its
+/// functions' names, not of its source files' paths, so that the same sources built in another
+/// directory (or named `./s.c` rather than `s.c`) are the same program.
 pub fn program_crc(db: &MemoryDb) -> u32 {
-    crc32fast::hash(&postcard::to_allocvec(db).unwrap_or_default())
+    let names: Vec<&str> = db
+        .program
+        .functions
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    crc32fast::hash(&postcard::to_allocvec(&(&db.instructions, names)).unwrap_or_default())
 }
 
 /// One row of Table VIII: pairs and dynamic occurrences per class.
@@ -339,6 +347,12 @@ impl FilterReport {
                 16,
                 "the report's module ranges overlap or are out of order".into(),
             ));
+        }
+        let mut crcs: Vec<u32> = report.modules.iter().map(|m| m.crc).collect();
+        crcs.sort_unstable();
+        if let Some(w) = crcs.windows(2).find(|w| w[0] == w[1]) {
+            let message = format!("the report names module {:#010x} twice", w[0]);
+            return Err(err(16, message));
         }
         Ok(report)
     }

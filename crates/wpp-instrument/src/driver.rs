@@ -683,6 +683,15 @@ impl Driver {
             ..self.options.clone()
         };
         let report = instrument_module(&module, &options)?;
+        if let Some(why) = &report.foreign_report {
+            // A warning, not an error: configure's test programs are built with the report
+            // too.
+            eprintln!(
+                "wpp cc: warning: {}: {why}; it is built as if no pair were exercised (its \
+                 run reports each dependence it checks as not exercised)",
+                output.display()
+            );
+        }
         if let Finish::Passes(passes) = finish(options.mode) {
             finish_module(&module, passes)?;
         }

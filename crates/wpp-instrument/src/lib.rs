@@ -120,12 +120,6 @@ pub enum Error {
     /// LLVM could not run the passes that finish an instrumented module ([`finish`]).
     #[error("cannot finish the instrumented module: {0}")]
     Finish(String),
-    /// The `ewpp` report is not this program's.
-    #[error("the --exercised report is of another program: its memory instructions differ from this build's (build the filtering run from the same sources with the same flags, in mode ewpp-filter; or in mode trace-addr, then `wpp deps filter`, for a program without instrumented shared libraries)")]
-    ForeignReport,
-    /// The `ewpp` report, of a process of several modules, does not name this one.
-    #[error("the --exercised report names the {0} modules of its filtering run's process, and not this one (built from other sources or flags, or a library that run did not load before its first access): build it without --exercised, and the dependences of its loads are reported as not exercised; or load it in the filtering run")]
-    UnnamedModule(usize),
 }
 
 /// What `wpp cc` runs over the linked, instrumented module before clang generates its code.
@@ -242,6 +236,10 @@ pub struct Report {
     pub atomic_counters: bool,
     /// Memory instructions given address probes (`trace-addr`).
     pub memory_instructions: usize,
+    /// `ewpp`: why the `--exercised` report does not fit this module, which is then built as
+    /// if no pair were exercised (configure's test programs, a library the filtering run did
+    /// not load, other sources).
+    pub foreign_report: Option<String>,
 }
 
 /// Parses a bitcode file into `ctx`.
@@ -598,22 +596,30 @@ fn embed_memory_db<'m>(
     Ok((global, len))
 }
 
-/// `ewpp`: the memory instructions and the filtering run's report, which must name them.
+/// `ewpp`: the memory instructions and the filtering run's report, if it names them; else no
+/// pair is exercised, and the second value says why.
 fn ewpp_tables(
     mdb: &wpp_deps::MemoryDb,
     exercised: Option<&wpp_deps::filter::FilterReport>,
-) -> Result<abi::EwppTables, Error> {
+) -> (abi::EwppTables, Option<String>) {
     let crc = wpp_deps::filter::program_crc(mdb);
+    let foreign = exercised.and_then(|r| match r.modules.len() {
+        _ if r.module_ranges().iter().any(|m| m.crc == crc) => None,
+        0 => Some(
+            "the --exercised report is of another program: its memory instructions differ \
+             from this build's (build the filtering run from the same sources with the same \
+             flags, in mode ewpp-filter)"
+                .to_string(),
+        ),
+        n => Some(format!(
+            "the --exercised report names the {n} modules of its filtering run's process, \
+             and not this one (built from other sources or flags, or a library that run did \
+             not load before its first access)"
+        )),
+    });
     let exercised = match exercised {
-        Some(r) if r.modules.is_empty() && r.program_crc != crc => {
-            return Err(Error::ForeignReport)
-        }
-        // The report of a process of several modules names this one among them.
-        Some(r) if !r.module_ranges().iter().any(|m| m.crc == crc) => {
-            return Err(Error::UnnamedModule(r.modules.len()))
-        }
-        Some(r) => r.clone(),
-        None => wpp_deps::filter::FilterReport {
+        Some(r) if foreign.is_none() => r.clone(),
+        _ => wpp_deps::filter::FilterReport {
             program_crc: crc,
             ..Default::default()
         },
@@ -622,11 +628,12 @@ fn ewpp_tables(
         program: ProgramDb::default(),
         ..mdb.clone()
     };
-    Ok(abi::EwppTables {
+    let tables = abi::EwppTables {
         memory,
         exercised,
         crc,
-    })
+    };
+    (tables, foreign)
 }
 
 /// Names Rust functions by their paths without the hash (`hello::main`,
@@ -751,7 +758,11 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         instructions: std::mem::take(&mut memory_sites.instructions),
     });
     let ewpp = match (&memory_db, opts.mode) {
-        (Some(mdb), Mode::Ewpp) => Some(ewpp_tables(mdb, opts.exercised.as_ref())?),
+        (Some(mdb), Mode::Ewpp) => {
+            let (tables, foreign) = ewpp_tables(mdb, opts.exercised.as_ref());
+            report.foreign_report = foreign;
+            Some(tables)
+        }
         _ => None,
     };
     let embedded = EmbeddedProgram {

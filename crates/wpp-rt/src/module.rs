@@ -238,7 +238,8 @@ impl Modules {
     }
 
     /// The modules that registered memory instructions, as a filtering run's report lists
-    /// them (by their first id).
+    /// them (by their first id). A module identical to an earlier one (the same library under
+    /// another name) is left out: a report names each module once, and its pairs go unnamed.
     pub fn report_modules(&self) -> Vec<ReportModule> {
         let mut out: Vec<_> = self
             .modules
@@ -253,6 +254,8 @@ impl Modules {
             })
             .collect();
         out.sort_unstable_by_key(|m| m.first);
+        let mut seen = rustc_hash::FxHashSet::default();
+        out.retain(|m| seen.insert(m.crc));
         out
     }
 
@@ -423,7 +426,7 @@ impl Modules {
 }
 
 /// The CRC-32 by which a filtering run's report names a module that registered memory
-/// instructions: its memory database's, with its own program.
+/// instructions ([`program_crc`]).
 fn module_crc(m: &Module) -> Option<u32> {
     let (_, db) = m.memory.as_ref()?;
     Some(

@@ -152,8 +152,22 @@ fn list_stats_chain_and_filter_give_the_known_answers() {
 fn damaged_address_traces_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let good = sample();
+    // A file cut short (a killed program): its complete accesses, with a warning.
+    let p = dir.path().join("cut.at");
+    std::fs::write(&p, &good[..good.len() - 5]).unwrap();
+    let (code, out, err) = wpp(&["deps", "stats", p.to_str().unwrap(), "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.starts_with("wpp: warning: ") && err.contains("cut.at") && err.contains("truncated"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        s["loads"].as_u64(),
+        Some(4),
+        "every access was in a whole chunk"
+    );
     for (name, bytes) in [
-        ("truncated", good[..good.len() - 5].to_vec()),
         ("flipped", {
             let mut b = good.clone();
             let n = b.len();

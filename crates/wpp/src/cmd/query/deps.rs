@@ -129,7 +129,11 @@ fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File
             file.display()
         );
     }
-    Ok(AtReader::open(file)?)
+    let r = AtReader::open(file)?.allow_truncated();
+    if let Some(e) = r.truncation() {
+        eprintln!("wpp: warning: {e}; using the accesses before it");
+    }
+    Ok(r)
 }
 
 /// What `wpp deps list|stats|chain` read.

@@ -148,6 +148,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let report = wpp_instrument::instrument_file(&args.input, &args.output, &opts)
         .with_context(|| format!("instrumenting {}", args.input.display()))?;
+    if let Some(why) = &report.foreign_report {
+        eprintln!("wpp: warning: {why}; no pair counts as exercised");
+    }
     if args.json {
         crate::util::print_json(&report)?;
     } else {
