@@ -1245,6 +1245,29 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
     }
 }
 
+/// `wpp compress` refuses, before any work and leaving no file behind, an output that is its
+/// input (a killed run's spool may be the only copy of its events), a directory, or in a
+/// directory that does not exist.
+#[test]
+fn compress_refuses_outputs_it_cannot_write() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "2000"]);
+    let before = std::fs::read(&trace).unwrap();
+    let folder = dir.0.path().display().to_string();
+    let nowhere = dir.path("no/such/dir/t.wpp");
+    for (output, says) in [
+        (&trace, "it is the input"),
+        (&folder, "it is a directory"),
+        (&nowhere, "there is no directory"),
+    ] {
+        let err = fails(&["compress", &trace, "-o", output]);
+        assert!(err.contains(output) && err.contains(says), "{err}");
+    }
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+    let left: Vec<_> = std::fs::read_dir(dir.0.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
 /// Unknown function names and blocks or paths a function does not have exit with status 2 and
 /// suggest the nearest names.
 #[test]

@@ -385,6 +385,29 @@ fn algorithms(choice: Choice) -> Vec<Algorithm> {
     }
 }
 
+/// Refuses an output that would replace the input (a killed run's spool may be the only copy
+/// of its events) or that has no directory to go to, before any work.
+fn check_output(input: &Path, output: &Path) -> anyhow::Result<()> {
+    let shown = output.display();
+    if let (Ok(i), Ok(o)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        if i == o {
+            anyhow::bail!("cannot write {shown}: it is the input, which the .wpp would replace");
+        }
+    }
+    if output.is_dir() {
+        anyhow::bail!("cannot write {shown}: it is a directory");
+    }
+    match output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => {
+            anyhow::bail!(
+                "cannot write {shown}: there is no directory {}",
+                dir.display()
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs `wpp compress`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let choice = args.algorithm.unwrap_or(match args.smallest {
@@ -399,6 +422,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     {
         anyhow::bail!("--window applies to --algorithm frequency (or all); the others are online");
     }
+    check_output(&args.input, &args.output)?;
     let settings = Settings::new(&args);
     let mut rows: Vec<Row> = Vec::new();
     let mut best: Option<(usize, PathBuf)> = None;
@@ -425,6 +449,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     input::warn_truncated(&args.input, truncation);
     let (i, written) = best.expect("at least one algorithm ran");
     output::replace(&written, &args.output)
+        .inspect_err(|_| remove(&written))
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     rows[i].written = true;
     let report = Report {
