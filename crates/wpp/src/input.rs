@@ -156,11 +156,17 @@ fn kind_of(head: &[u8]) -> Option<Kind> {
     if trimmed.starts_with(['{', '[']) {
         return Some(Kind::CfgJson);
     }
-    let first = trimmed.lines().next().unwrap_or("");
-    let mut word = first.split_whitespace();
-    let letter = word.next()?;
-    (letter.starts_with('#') || matches!(letter, "F" | "B" | "P" | "E" | "T" | "D"))
-        .then_some(Kind::TextTrace)
+    // The first line that is not a comment is an event (a C file's `#include` is followed
+    // by C); comments alone, as far as the sniffed bytes go, may be a long header.
+    let mut lines = trimmed.lines().map(str::trim).filter(|l| !l.is_empty());
+    match lines.find(|l| !l.starts_with('#')) {
+        Some(l) => matches!(
+            l.split_whitespace().next(),
+            Some("F" | "B" | "P" | "E" | "T" | "D")
+        )
+        .then_some(Kind::TextTrace),
+        None => trimmed.starts_with('#').then_some(Kind::TextTrace),
+    }
 }
 
 /// Recognises the file at `path` and checks that it is one of `wanted`, which `command` reads;

@@ -1175,7 +1175,11 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
     let interesting = json.replace("fig3.json", "fig3_paths.json");
     let (empty, garbage) = (dir.path("empty"), dir.path("garbage"));
     std::fs::write(&empty, b"").unwrap();
-    std::fs::write(&garbage, b"hello, world\n").unwrap();
+    std::fs::write(
+        &garbage,
+        b"#include <stdio.h>\nint main(void) { return 0; }\n",
+    )
+    .unwrap();
     let missing = dir.path("missing.wpp");
     let folder = dir.0.path().display().to_string();
     let out = dir.path("out");

@@ -136,6 +136,13 @@ fn list_stats_chain_and_filter_give_the_known_answers() {
         })
         .collect();
     assert_eq!(chains, vec![(vec![2], 2), (vec![2, 1, 0], 1)]);
+    // As text, each end with its id.
+    let (code, out, _) = wpp(&["deps", "chain", at, "--load", "3", "--depth", "2"]);
+    assert_eq!(code, Some(0));
+    let want = "         1  #3 f:12:1 <- #2 f:11:1 <- #1 f:11:1 <- #0 f:10:1";
+    assert!(out.lines().any(|l| l == want), "{out}");
+    let (code, _, err) = wpp(&["deps", "chain", at, "--load", "3", "--depth", "0"]);
+    assert_eq!(code, Some(2), "{err}");
 
     let report = dir.path().join("t.depf");
     let (code, out, err) = wpp(&["deps", "filter", at, "-o", report.to_str().unwrap()]);

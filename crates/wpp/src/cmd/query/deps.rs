@@ -91,9 +91,9 @@ pub enum Command {
         /// The load: a memory-instruction id, or `FILE:LINE`.
         #[arg(long)]
         load: String,
-        /// Longest chain, in dependences.
-        #[arg(long, default_value_t = 3)]
-        depth: usize,
+        /// Longest chain, in dependences (at least 1).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        depth: u32,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -117,7 +117,7 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
             load,
             depth,
             json,
-        } => chain(&file, &load, depth, json),
+        } => chain(&file, &load, depth as usize, json),
     }
 }
 
@@ -617,7 +617,13 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for c in &all {
-        writeln!(out, "{:>10}  {}", c.frequency, c.locations.join(" <- "))?;
+        // Each end with its id, as `wpp deps list` shows them: two stores may share a line.
+        let ids = std::iter::once(c.load).chain(c.chain.iter().copied());
+        let ends: Vec<String> = ids
+            .zip(&c.locations)
+            .map(|(id, at)| format!("#{id} {at}"))
+            .collect();
+        writeln!(out, "{:>10}  {}", c.frequency, ends.join(" <- "))?;
     }
     out.flush()?;
     Ok(())
