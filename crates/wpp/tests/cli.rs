@@ -1217,6 +1217,8 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
         (vec!["trace", "blocks", "FILE", "-o", &out], &wpp),
         (vec!["trace", "chunk", "FILE", "-o", &out], &wpp),
         (vec!["profile", "show", "FILE"], &wpp),
+        (vec!["annotate", "FILE"], &json),
+        (vec!["report", "FILE", "-o", &out], &json),
     ];
     for (args, wrong) in &table {
         let cases = [

@@ -708,6 +708,7 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
         }
         None => wpp_deps::filter::classify(&db, open(file)?)?,
     };
+    crate::input::expect(trace, &crate::input::TRACES, "deps ecf")?;
     let (mut program, events) = wpp_trace::file::read_events(trace)
         .with_context(|| format!("cannot read the block trace {}", trace.display()))?;
     let built = ecf::build(&db, &events, open(file)?, &report)

@@ -38,14 +38,10 @@ pub fn open_recording(path: &Path, command: &str) -> anyhow::Result<Recording> {
     })
 }
 
-/// Whether the file starts with the run-time profile's magic.
+/// Whether the file is a run-time profile; a missing, empty or unknown file, or a
+/// directory, is an error naming it (the input layer's).
 fn is_profile(path: &Path) -> anyhow::Result<bool> {
-    use std::io::Read as _;
-    let mut magic = [0u8; 8];
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let n = f.read(&mut magic)?;
-    Ok(&magic[..n] == wpp_abi::profile::MAGIC)
+    Ok(crate::input::sniff(path)? == crate::input::Kind::Profile)
 }
 
 /// Walks a recording, or reads a bl/ppp profile's path counts.
