@@ -18,12 +18,28 @@ struct Cli {
     command: Command,
 }
 
+/// wpp's own options of `wpp cc`/`wpp cargo` (`wpp help cc`): clang's `--help` is what
+/// `wpp cc --help` shows.
+const CC_OPTIONS: &str = "\
+wpp's options, anywhere on the line, or as WPP_* variables (the option wins):
+  --wpp-mode=MODE         trace-blocks (default), trace-paths, trace-addr, bl, ppp,
+                          ewpp-filter, ewpp (WPP_MODE)
+  --wpp-interesting=FILE  ppp: the bl profile whose paths are interesting (WPP_INTERESTING)
+  --wpp-exercised=FILE    ewpp: the report of an ewpp-filter run (WPP_EXERCISED)
+  --wpp-counters=HOW      bl, ppp: auto (default), atomic or plain (WPP_COUNTERS)
+  --wpp-keep=DIR          keep the intermediate files there (WPP_KEEP)
+  --wpp-verbose           print each step (WPP_VERBOSE)
+  --wpp-no-elide          trace-blocks: a probe per block (WPP_ELIDE=0)
+  --wpp-cxx               link as C++ (what wpp c++ does)
+The program records to PROGRAM.PID.wpp; at run time WPP_OUT names the file (%p: the process
+id), WPP_RAW=1 writes the raw trace instead, WPP_QUIET=1 silences the runtime's lines.";
+
 #[derive(Subcommand)]
 enum Command {
     /// Compile and link C/C++ through clang-22 with wpp instrumentation: `wpp cc CLANG
     /// ARGS…` (`wpp c++` for C++; wpp's options as `--wpp-mode=M` or `WPP_MODE`; a symlink
     /// named `wpp-cc`/`wpp-c++` works as `CC`/`CXX`).
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_long_help = CC_OPTIONS)]
     Cc {
         /// clang's arguments (handled before this parser; listed here for `wpp help`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -31,7 +47,7 @@ enum Command {
     },
     /// Build Rust programs with cargo, instrumented: `wpp cargo build|run|test ARGS…` (wpp's
     /// options as for `wpp cc`; binaries in `target/HOST-TRIPLE/…`).
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_long_help = CC_OPTIONS)]
     Cargo {
         /// cargo's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -1251,6 +1251,31 @@ fn every_command_names_wrong_empty_missing_and_directory_inputs() {
     }
 }
 
+/// `wpp help cc` lists every option `wpp cc` knows (the parser's own list, in its error for an
+/// unknown one), with its environment variable.
+#[test]
+fn wpp_help_cc_lists_every_wpp_option() {
+    let help = ok(&["help", "cc"]);
+    let err = wpp(&["cc", "--wpp-bogus", "x.c"]).stderr;
+    let known = err.split("known: ").nth(1).expect("the known options");
+    for option in known.trim_end().trim_end_matches(')').split(", ") {
+        let name = option.trim_end_matches('=');
+        assert!(
+            help.contains(name),
+            "{name} is not in `wpp help cc`:\n{help}"
+        );
+    }
+    for var in [
+        "WPP_MODE",
+        "WPP_EXERCISED",
+        "WPP_OUT",
+        "WPP_RAW",
+        "WPP_QUIET",
+    ] {
+        assert!(help.contains(var), "{var}: {help}");
+    }
+}
+
 /// `wpp compress` refuses, before any work and leaving no file behind, an output that is its
 /// input (a killed run's spool may be the only copy of its events), a directory, or in a
 /// directory that does not exist.
