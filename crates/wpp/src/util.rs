@@ -69,6 +69,38 @@ fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a 
     scored.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
+/// The position in `names` of the function a user means by `name`: that name, or else the
+/// one name a module qualifies with it (`libq.so!name`: a merged recording qualifies a name
+/// several modules define); otherwise an error naming `file` that lists the qualified names
+/// when there are several, else the nearest names.
+pub fn function_position<'a>(
+    file: &Path,
+    name: &str,
+    names: impl Iterator<Item = &'a str> + Clone,
+) -> anyhow::Result<usize> {
+    if let Some(i) = names.clone().position(|n| n == name) {
+        return Ok(i);
+    }
+    let qualified: Vec<(usize, &str)> = names
+        .clone()
+        .enumerate()
+        .filter(|(_, n)| n.rsplit_once('!').is_some_and(|(_, f)| f == name))
+        .collect();
+    match &qualified[..] {
+        [(i, _)] => Ok(*i),
+        [] => Err(unknown_function(file, name, names)),
+        several => {
+            let listed: Vec<&str> = several.iter().map(|&(_, n)| n).collect();
+            let message = format!(
+                "{}: several modules define `{name}`: `{}`; give one of these names",
+                file.display(),
+                listed.join("`, `")
+            );
+            Err(NotInFile(message).into())
+        }
+    }
+}
+
 /// "FILE has no function `name`", with the nearest names of `names` suggested.
 pub fn unknown_function<'a>(
     file: &Path,

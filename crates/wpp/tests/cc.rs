@@ -485,6 +485,21 @@ fn shared_libraries_record_into_one_run() {
         ("libq.so!helper", 7),
     ];
     assert_eq!(entries(&p), counts(&want));
+    // A name two modules define is ambiguous to `--function`, which lists both; a name one
+    // module qualifies is that module's function.
+    let cfg = |f: &str| {
+        Command::new(env!("CARGO_BIN_EXE_wpp"))
+            .args(["cfg", "rec.wpp", "--function", f])
+            .current_dir(p.path(""))
+            .output()
+            .expect("wpp runs")
+    };
+    let err = String::from_utf8_lossy(&cfg("helper").stderr).into_owned();
+    assert!(
+        err.contains("several modules define `helper`: `m!helper`, `libq.so!helper`"),
+        "{err}"
+    );
+    assert!(cfg("q_work").status.success() && cfg("libq.so!helper").status.success());
     // Libraries bind to the executable's buffer and runtime.
     let dynsym = p.ok("nm -D --defined-only m >&2");
     for sym in [

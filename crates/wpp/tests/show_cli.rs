@@ -63,7 +63,7 @@ fn synthetic_trace_and_grammar_export_every_block_event() {
     fails(
         dir,
         &["annotate", "t.wpp", "--function", "nope"],
-        "no function named `nope`",
+        "t.wpp has no function `nope`",
     );
     fails(
         dir,

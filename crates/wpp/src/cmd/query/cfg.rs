@@ -24,14 +24,8 @@ pub struct Args {
 /// Runs `wpp cfg`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfgs = read_cfgs(&args.file, "cfg")?;
-    let Some(cfg) = cfgs.iter().find(|c| c.name == args.function) else {
-        let names = cfgs.iter().map(|c| c.name.as_str());
-        return Err(crate::util::unknown_function(
-            &args.file,
-            &args.function,
-            names,
-        ));
-    };
+    let names = cfgs.iter().map(|c| c.name.as_str());
+    let cfg = &cfgs[crate::util::function_position(&args.file, &args.function, names)?];
     if args.dot {
         let f = Numbered::number(cfg.clone())?;
         return emit(&wpp_paths::dot::to_dot(&f.cfg, &f.dag, &f.bl, None));

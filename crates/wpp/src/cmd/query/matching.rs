@@ -28,7 +28,7 @@ use wpp_query::pattern::Pattern;
 use wpp_trace::{BlockId, Event, FunctionId, ProgramDb, ThreadDemux, ThreadId};
 
 use crate::input::{self, Kind as FileKind};
-use crate::util::{unknown_function, NotInFile};
+use crate::util::{function_position, NotInFile};
 
 /// Arguments of `wpp match`.
 #[derive(clap::Args)]
@@ -88,11 +88,8 @@ fn resolve(file: &Path, name: &str, names: &[String]) -> anyhow::Result<Function
             NotInFile(format!("bad function id `{name}` (expected #NUMBER)"))
         })?));
     }
-    names
-        .iter()
-        .position(|n| n == name)
-        .map(|i| FunctionId(i as u32))
-        .ok_or_else(|| unknown_function(file, name, names.iter().map(String::as_str)))
+    let at = function_position(file, name, names.iter().map(String::as_str))?;
+    Ok(FunctionId(at as u32))
 }
 
 /// The function `name` of `db`, checking that the queried blocks are the function's where the

@@ -127,10 +127,8 @@ impl Numbered {
     /// Loads `function` from the file at `path` and numbers it.
     pub fn load(path: &Path, function: &str) -> anyhow::Result<Numbered> {
         let cfgs = read_cfgs(path, "paths")?;
-        let Some(at) = cfgs.iter().position(|c| c.name == function) else {
-            let names = cfgs.iter().map(|c| c.name.as_str());
-            return Err(crate::util::unknown_function(path, function, names));
-        };
+        let names = cfgs.iter().map(|c| c.name.as_str());
+        let at = crate::util::function_position(path, function, names)?;
         let cfg = cfgs.into_iter().nth(at).expect("found");
         Self::number(cfg)
     }

@@ -32,7 +32,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let l = super::load(&args.file, "annotate")?;
     let only = match &args.function {
-        Some(name) => Some(super::function_index(&l.db, name)?),
+        Some(name) => Some(super::function_index(&args.file, &l.db, name)?),
         None => None,
     };
     let mut out = super::output(args.output.as_deref())?;

@@ -88,29 +88,10 @@ fn load_profile(path: &Path) -> anyhow::Result<Loaded> {
     Ok(Loaded { db, map, run, kind })
 }
 
-/// The function named `name`, as an index, or an error naming the nearest names.
-pub fn function_index(db: &ProgramDb, name: &str) -> anyhow::Result<u32> {
-    match db.find(name) {
-        Some(f) => Ok(f.0),
-        None => {
-            let mut near: Vec<&str> = db
-                .functions
-                .iter()
-                .map(|f| f.name.as_str())
-                .filter(|n| n.contains(name) || name.contains(*n))
-                .take(5)
-                .collect();
-            near.sort_unstable();
-            anyhow::bail!(
-                "no function named `{name}` in the recording{}",
-                if near.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (did you mean {}?)", near.join(", "))
-                }
-            )
-        }
-    }
+/// The function `name` means in the recording `file` (see [`crate::util::function_position`]).
+pub fn function_index(file: &Path, db: &ProgramDb, name: &str) -> anyhow::Result<u32> {
+    let names = db.functions.iter().map(|f| f.name.as_str());
+    Ok(crate::util::function_position(file, name, names)? as u32)
 }
 
 /// Creates `path` for writing, or standard output for `None` / `-`.
