@@ -671,9 +671,16 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
         });
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // As wide as the longest name, so the columns stay aligned.
+    let w = functions
+        .keys()
+        .map(|f| f.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(24);
     writeln!(
         out,
-        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8}   (dynamic dependences; pairs per class)",
+        "{:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}   (dynamic dependences; pairs per class)",
         "function", "deps", "fully", "partly", "last", "any"
     )?;
     for (f, d) in functions.iter().chain([(&"total".to_string(), &total)]) {
@@ -681,7 +688,7 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
         let pct = |i: usize| 100.0 * d.occurrences[i] as f64 / all as f64;
         writeln!(
             out,
-            "{f:<24} {:>8} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}%   pairs {:?}",
+            "{f:<w$} {:>8} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}%   pairs {:?}",
             d.occurrences.iter().sum::<u64>(),
             pct(0),
             pct(1),
