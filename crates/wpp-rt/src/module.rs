@@ -62,7 +62,8 @@
 //!   first access goes into the address trace as a grown database, ahead of its accesses
 //!   (`addr.rs`).
 //! * **Memory dependences** (`ewpp-filter`, `ewpp`): the same memory bases. The filtering
-//!   run's report lists each module by the CRC-32 of its memory database, with its range
+//!   run's report lists each module by its `program_crc` (its memory instructions and
+//!   function names), with its range
 //!   ([`Modules::report_modules`]); an `ewpp` module embeds the report it was built with, and
 //!   the collection run takes from each module's report the pairs whose load is in that
 //!   module, renumbered to this process's bases ([`Modules::merged_program`]), so the modules
@@ -210,11 +211,8 @@ impl Modules {
     /// memory bases (module docs).
     fn merged_tables(&self) -> EwppTables {
         let memory = self.merged_memory();
-        let first: FxHashMap<u32, u32> = self
-            .modules
-            .iter()
-            .filter_map(|m| Some((module_crc(m)?, m.memory.as_ref()?.0)))
-            .collect();
+        let modules = self.report_modules();
+        let first: FxHashMap<u32, u32> = modules.iter().map(|m| (m.crc, m.first)).collect();
         let mut pairs: Vec<_> = self
             .modules
             .iter()
@@ -223,13 +221,14 @@ impl Modules {
             .collect();
         pairs.sort_unstable_by_key(|p| (p.store, p.load));
         pairs.dedup_by_key(|p| (p.store, p.load));
+        let crc = program_crc(&memory);
         EwppTables {
             exercised: FilterReport {
-                program_crc: program_crc(&memory),
-                modules: self.report_modules(),
+                program_crc: crc,
+                modules,
                 pairs,
             },
-            crc: program_crc(&memory),
+            crc,
             memory: MemoryDb {
                 program: ProgramDb::default(),
                 ..memory
