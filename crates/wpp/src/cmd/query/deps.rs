@@ -131,7 +131,9 @@ fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File
     }
     let r = AtReader::open(file)?.allow_truncated();
     if let Some(e) = r.truncation() {
-        eprintln!("wpp: warning: {e}; using the accesses before it");
+        // Once: `wpp deps ecf` reads its address trace three times.
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| eprintln!("wpp: warning: {e}; using the accesses before it"));
     }
     Ok(r)
 }
