@@ -12,12 +12,13 @@
 //!
 //! The cost unit of every export is one recorded **event**: a `B` event in a block recording,
 //! a `P` event (one acyclic path) in a path recording. `F`, `E` and `T` events cost nothing. A
-//! sample is charged to the stack of frames `function:line` where the caller frames sit at the
-//! line of their call site (the line of the last block, or the last block of the last path,
-//! before the call) and the leaf at the line of the block (or of the path's first block). So
-//! the total of every profile equals the recording's block/path event count, a function's
-//! self total equals its events, and a block's count equals what `wpp match --function F
-//! --path B` counts (for block recordings) and a path's what it counts for that path.
+//! sample is charged to the stack of frames `function:line` ([`frame_name`]) where the caller
+//! frames sit at the line of their call site (the line of the last block, or the last block of
+//! the last path, before the call) and the leaf at the line of the block (or of the path's
+//! first block). So the total of every profile equals the recording's block/path event count, a
+//! function's self total equals its events, and a block's count equals what `wpp match
+//! --function F --path B` counts (for block recordings) and a path's what it counts for that
+//! path.
 //!
 //! Source-line counts ([`annotate`]) count blocks: a line's count is the largest execution
 //! count of its function's blocks that start on it (so a `for` header counts its condition's
@@ -74,11 +75,20 @@ pub fn function_name(db: &wpp_trace::ProgramDb, f: u32) -> String {
     }
 }
 
-/// A frame's name: `function:line`, or the function alone when the line is unknown.
+/// A frame's name: `function:line`, or the function alone when the line is unknown. A line of
+/// another file than the function's own (code inlined from a header) is `function:file:line`
+/// (the file's last component): a bare number would name a line of the function's file.
 pub fn frame_name(db: &wpp_trace::ProgramDb, map: &SourceMap, f: u32, slot: u32) -> String {
     let name = function_name(db, f);
-    match map.loc(f, slot).line {
+    let loc = map.loc(f, slot);
+    let own = map.loc(f, 0).file;
+    match loc.line {
         0 => name,
-        line => format!("{name}:{line}"),
+        line if loc.file == own || loc.file == source::NO_FILE => format!("{name}:{line}"),
+        line => {
+            let file = map.file_name(loc.file);
+            let base = file.rsplit('/').next().unwrap_or(file);
+            format!("{name}:{base}:{line}")
+        }
     }
 }

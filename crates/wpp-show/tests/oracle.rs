@@ -67,16 +67,17 @@ fn trace(steps: &[(u32, u32)]) -> Vec<Event> {
     out
 }
 
-/// The brute force: frame `name:line` strings by naive replay.
+/// The brute force: frame `name:line` strings by naive replay; a line in a header (f1's block
+/// 2) is `name:h.h:line`.
 fn oracle(db: &ProgramDb, events: &[Event]) -> BTreeMap<String, u64> {
-    let mut stacks: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+    let mut stacks: BTreeMap<u32, Vec<(u32, u32, bool)>> = BTreeMap::new();
     let mut t = 0;
     let mut counts = BTreeMap::new();
     for &e in events {
         let stack = stacks.entry(t).or_default();
         match e {
             Event::Thread(n) => t = n.0,
-            Event::Enter(f) => stack.push((f.0, 0)),
+            Event::Enter(f) => stack.push((f.0, 0, false)),
             Event::Leave => {
                 stack.pop();
             }
@@ -87,11 +88,13 @@ fn oracle(db: &ProgramDb, events: &[Event]) -> BTreeMap<String, u64> {
                     .get(b.index())
                     .copied()
                     .unwrap_or(0);
+                top.2 = (top.0, b.0) == (1, 2);
                 let names: Vec<String> = stack
                     .iter()
-                    .map(|&(f, l)| match l {
-                        0 => format!("f{f}"),
-                        l => format!("f{f}:{l}"),
+                    .map(|&(f, l, header)| match (l, header) {
+                        (0, _) => format!("f{f}"),
+                        (l, true) => format!("f{f}:h.h:{l}"),
+                        (l, false) => format!("f{f}:{l}"),
                     })
                     .collect();
                 *counts.entry(names.join(";")).or_default() += 1;

@@ -8,7 +8,8 @@ use anyhow::Context;
 /// Export formats.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Folded stacks `frame;frame count`, frames `function:line` (flamegraph.pl, inferno).
+    /// Folded stacks `frame;frame count`, frames `function:line` (`function:file:line` for a
+    /// line of code inlined from another file, such as a header; flamegraph.pl, inferno).
     Folded,
     /// An SVG flame graph of the whole run (inferno).
     Svg,
