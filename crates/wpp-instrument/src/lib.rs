@@ -636,23 +636,49 @@ fn ewpp_tables(
     (tables, foreign)
 }
 
-/// Names Rust functions by their paths without the hash (`hello::main`,
-/// `<alloc::vec::Vec<T> as core::ops::drop::Drop>::drop`), as backtraces do. Instances whose
-/// paths are equal (generic code instantiated for types the path does not show) keep the hash
-/// (`…::h75ec1b21ea22c99e`), so every name still picks one function. Other names (C, C++) are
-/// left as they are.
-fn demangle_rust_names(functions: &mut [Function]) {
-    let paths: Vec<Option<(String, String)>> =
-        functions.iter().map(|f| rust_path(&f.name)).collect();
-    let mut uses = std::collections::HashMap::new();
-    for (short, _) in paths.iter().flatten() {
-        *uses.entry(short.clone()).or_insert(0) += 1;
-    }
-    for (f, p) in functions.iter_mut().zip(paths) {
-        if let Some((short, full)) = p {
-            f.name = if uses[&short] == 1 { short } else { full };
+/// Names functions as their languages' backtraces do: Rust functions by their paths without
+/// the hash (`hello::main`, `<alloc::vec::Vec<T> as core::ops::drop::Drop>::drop`), C++ ones by
+/// their qualified names without the parameter list (`ns::g`, `Point::norm`). Where short names
+/// collide (Rust instances whose paths do not show the types, C++ overloads, a C function of the
+/// same name) each keeps its full name: the path with its hash (`…::h75ec1b21ea22c99e`), the
+/// signature (`f(int)`, `f(double)`). Every name must still pick one function (`--function
+/// NAME`), so where even full names collide (a constructor's complete- and base-object variants
+/// are both `A::A()`) the linkage names stay. Other names (C) are left as they are.
+fn demangle_names(functions: &mut [Function]) {
+    let demangled: Vec<Option<(String, String)>> = functions
+        .iter()
+        .map(|f| rust_path(&f.name).or_else(|| wpp_trace::program::cpp_names(&f.name)))
+        .collect();
+    let shorts = uses(
+        functions
+            .iter()
+            .zip(&demangled)
+            .map(|(f, d)| d.as_ref().map_or(&f.name, |(short, _)| short)),
+    );
+    let chosen: Vec<String> = functions
+        .iter()
+        .zip(&demangled)
+        .map(|(f, d)| match d {
+            Some((short, _)) if shorts[short.as_str()] == 1 => short.clone(),
+            Some((_, full)) => full.clone(),
+            None => f.name.clone(),
+        })
+        .collect();
+    let names = uses(chosen.iter());
+    for (f, name) in functions.iter_mut().zip(&chosen) {
+        if names[name.as_str()] == 1 {
+            f.name.clone_from(name);
         }
     }
+}
+
+/// How many times each name occurs.
+fn uses<'a>(names: impl Iterator<Item = &'a String>) -> std::collections::HashMap<&'a str, usize> {
+    let mut uses = std::collections::HashMap::new();
+    for name in names {
+        *uses.entry(name.as_str()).or_insert(0) += 1;
+    }
+    uses
 }
 
 /// The path of a Rust symbol, without and with its hash: a v0 name (`_R…`), or a legacy one
@@ -745,7 +771,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         }
         all_sites.push(sites);
     }
-    demangle_rust_names(&mut db.functions);
+    demangle_names(&mut db.functions);
     db.paths_are_blocks = blocks_as_paths;
     // CFGs and PPP's interesting paths are found by the function's (demangled) name.
     for ((_, fp, _), f) in all_paths.iter_mut().zip(&db.functions) {

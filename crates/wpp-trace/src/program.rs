@@ -100,7 +100,8 @@ use serde::{Deserialize, Serialize};
 /// Static facts about one function.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Function {
-    /// The (linkage) name.
+    /// The name: the linkage name, or for Rust and C++ functions the demangled name `wpp cc`
+    /// chose (its `demangle_names`), unique within the program.
     pub name: String,
     /// Source file, where debug information names one.
     pub file: Option<String>,
@@ -129,6 +130,20 @@ pub struct Function {
     /// function's `Enter` (restored like [`implied_next`](Self::implied_next), then its chain).
     #[serde(skip)]
     pub entry_implied: bool,
+}
+
+/// The qualified name of a C++ (Itanium ABI) symbol without and with its parameter list
+/// (`ns::f` and `ns::f(int)`), or `None` for a name that is not one. Here because the
+/// instrumenter names functions by it and the tools find a function by its linkage name with it.
+pub fn cpp_names(linkage: &str) -> Option<(String, String)> {
+    if !linkage.starts_with("_Z") {
+        return None;
+    }
+    let symbol = cpp_demangle::Symbol::new(linkage).ok()?;
+    let options = cpp_demangle::DemangleOptions::new().no_return_type();
+    let full = symbol.demangle_with_options(&options).ok()?;
+    let short = symbol.demangle_with_options(&options.no_params()).ok()?;
+    Some((short, full))
 }
 
 /// The control-flow graph of one function as a trace stores it: blocks by id, each block's

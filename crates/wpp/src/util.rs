@@ -69,8 +69,8 @@ fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a 
     scored.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
-/// The position in `names` of the function a user means by `name`: that name, or else the
-/// one name a module qualifies with it (`libq.so!name`: a merged recording qualifies a name
+/// The position in `names` of the function a user means by `name`: that name, the C++ function
+/// it is the linkage name of, or else the one name a module qualifies with it (`libq.so!name`: a merged recording qualifies a name
 /// several modules define); otherwise an error naming `file` that lists the qualified names
 /// when there are several, else the nearest names.
 pub fn function_position<'a>(
@@ -80,6 +80,16 @@ pub fn function_position<'a>(
 ) -> anyhow::Result<usize> {
     if let Some(i) = names.clone().position(|n| n == name) {
         return Ok(i);
+    }
+    // A C++ function is named by its demangled name (`ns::f`, or `ns::f(int)` among overloads);
+    // its linkage name (`_ZN2ns1fEi`), the name recordings used to show, finds it too.
+    if let Some((short, full)) = wpp_trace::program::cpp_names(name) {
+        if let Some(i) = [full, short]
+            .iter()
+            .find_map(|n| function_position(file, n, names.clone()).ok())
+        {
+            return Ok(i);
+        }
     }
     let qualified: Vec<(usize, &str)> = names
         .clone()

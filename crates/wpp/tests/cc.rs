@@ -523,6 +523,63 @@ fn shared_libraries_record_into_one_run() {
     assert_eq!(entries(&p), counts(&want));
 }
 
+const NAMES_CPP: &str = r#"
+#include <cstdio>
+#define NOINLINE __attribute__((noinline))
+NOINLINE int f(int x) { return x + 1; }
+NOINLINE int f(double x) { return (int)(x * 2); }
+namespace geo { NOINLINE int twice(int x) { return 2 * x; } }
+struct Point {
+    int x, y;
+    NOINLINE Point(int a, int b) : x(a), y(b) {}
+    NOINLINE int norm() const { return x * x + y * y; }
+};
+int main() {
+    Point p(3, 4);
+    int s = f(1) + f(2.5) + f(3);
+    for (int i = 0; i < 3; i++) s += geo::twice(i);
+    std::printf("%d\n", s + p.norm());
+    return 0;
+}
+"#;
+
+/// C++ functions have the names their source gives them, as a debugger shows them: qualified,
+/// without the parameter list (`geo::twice`, `Point::norm`) unless overloads share the name
+/// (`f(int)`, `f(double)`), each with its hand-counted entries. `--function` finds a function by
+/// that name or by its linkage name (`_Z1fd`, what recordings used to show), and `wpp cfg`
+/// then shows its source lines.
+#[test]
+fn cpp_functions_have_demangled_names() {
+    let p = Project::new();
+    std::fs::write(p.path("names.cpp"), NAMES_CPP).expect("write source");
+    p.ok("wpp-c++ -O0 -g names.cpp -o names");
+    let (stdout, _) = p.record("names");
+    assert_eq!(stdout, "42\n");
+    let want = [
+        ("main", 1),
+        ("f(int)", 2),
+        ("f(double)", 1),
+        ("geo::twice", 3),
+        ("Point::Point", 1),
+        ("Point::norm", 1),
+    ];
+    let want: std::collections::BTreeMap<String, usize> =
+        want.iter().map(|&(f, n)| (f.to_owned(), n)).collect();
+    assert_eq!(entries(&p), want);
+    let cfg = |f: &str| String::from_utf8(wpp_ok(&p, &["cfg", "rec.wpp", "--function", f]));
+    let by_linkage = cfg("_Z1fd").expect("utf-8");
+    assert!(
+        by_linkage.starts_with("f(double): ") && by_linkage.contains("(line 5)"),
+        "{by_linkage}"
+    );
+    assert!(cfg("geo::twice")
+        .expect("utf-8")
+        .starts_with("geo::twice: "));
+    assert!(cfg("_ZN3geo5twiceEi")
+        .expect("utf-8")
+        .starts_with("geo::twice: "));
+}
+
 /// The standard output of `wpp ARGS`, run in the project directory, which must succeed.
 fn wpp_ok(p: &Project, args: &[&str]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_wpp"))

@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         _ => read_program(&args.file, "cfg")?
             .functions
             .into_iter()
-            .find(|f| f.name == args.function)
+            .find(|f| f.name == cfg.name)
             .map(|f| f.block_lines)
             .unwrap_or_default(),
     };
