@@ -427,6 +427,33 @@ fn write_variant(like: &str, path: &str, events: &[Event]) {
     std::fs::write(path, to_binary(reader.program(), events).unwrap()).unwrap();
 }
 
+/// A grammar and a trace of two programs: each side's event is named by its own file (the
+/// trace's function 0 is its `start`, not the grammar's `main`), and the report says the files
+/// record different programs.
+#[test]
+fn verify_names_each_programs_events_by_its_own_names() {
+    let dir = Dir::new();
+    let a = dir.path("a.trace");
+    std::fs::write(&a, "D main\nD helper\nF main\nF helper\nE\nE\n").unwrap();
+    let w = dir.path("a.wpp");
+    ok(&["compress", &a, "-o", &w]);
+    let b = dir.path("b.trace");
+    std::fs::write(&b, "D start\nD work\nF start\nF start\nE\nE\n").unwrap();
+    let err = fails(&["verify", &w, &b]);
+    assert!(
+        err.contains("thread 0, event 1 (trace event 1): the grammar has `F helper`, the trace has `F start`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the two files record different programs"),
+        "{err}"
+    );
+    let r = wpp(&["verify", &w, &b, "--json"]);
+    let report: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["same_program"], false);
+    assert_eq!(report["mismatch"]["trace"], "F start");
+}
+
 #[test]
 fn verify_reports_the_first_difference() {
     let dir = Dir::new();
@@ -444,6 +471,7 @@ fn verify_reports_the_first_difference() {
     assert!(err.contains("does not expand to"), "{err}");
     assert!(err.contains(&format!("thread 0, event {k} ")), "{err}");
     assert!(err.contains("the trace has `B 987654`"), "{err}");
+    assert!(!err.contains("different programs"), "{err}");
     let r = wpp(&["verify", &w, &bad, "--json"]);
     assert_eq!(r.code, Some(1));
     let report: Value = serde_json::from_str(&r.stdout).unwrap();

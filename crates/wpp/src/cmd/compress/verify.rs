@@ -11,6 +11,9 @@
 //! a stack per thread. The first difference is reported with its thread, its position in the
 //! thread and in the trace, and both events. A truncated trace is compared by its valid prefix,
 //! as `wpp compress` reads it, with a warning.
+//!
+//! Each side's events are named by its own file's program database: two files of different
+//! programs share function ids, not functions, and the report says so.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -60,6 +63,8 @@ struct Report {
     /// Trace events read (up to the first difference), thread switches included.
     trace_events: u64,
     threads: usize,
+    /// Whether both files name the same functions (see [`same_program`]).
+    same_program: bool,
     mismatch: Option<Mismatch>,
 }
 
@@ -87,6 +92,8 @@ fn show(e: Event, db: &ProgramDb) -> String {
 /// A grammar being compared with a trace, one trace event at a time.
 struct Comparison<'g> {
     wpp: &'g WppFile,
+    /// The trace's program, which names its events.
+    trace_program: &'g ProgramDb,
     /// One cursor per start rule, and the cursor of each thread.
     cursors: Vec<Cursor<'g>>,
     index: HashMap<ThreadId, usize>,
@@ -98,7 +105,7 @@ struct Comparison<'g> {
 }
 
 impl<'g> Comparison<'g> {
-    fn new(wpp: &'g WppFile) -> Self {
+    fn new(wpp: &'g WppFile, trace_program: &'g ProgramDb) -> Self {
         let g = &wpp.grammar;
         let cursors: Vec<Cursor> = g
             .starts()
@@ -118,6 +125,7 @@ impl<'g> Comparison<'g> {
         let current = index.get(&demux.current()).copied();
         Comparison {
             wpp,
+            trace_program,
             cursors,
             index,
             demux,
@@ -153,7 +161,7 @@ impl<'g> Comparison<'g> {
             position,
             trace_index: Some(at),
             grammar: self.show(got),
-            trace: self.show(Some(e)),
+            trace: Some(show(e, self.trace_program)),
         })
     }
 
@@ -181,7 +189,8 @@ fn compare(
     reader: &mut TraceReader,
     read: &mut u64,
 ) -> Result<Option<Mismatch>, TraceError> {
-    let mut cmp = Comparison::new(wpp);
+    let trace_program = reader.program().clone();
+    let mut cmp = Comparison::new(wpp, &trace_program);
     let bar = event_counter("verifying".to_owned());
     let mut mismatch = None;
     while let Some(run) = reader.next_batch()? {
@@ -194,6 +203,16 @@ fn compare(
     bar.finish_and_clear();
     *read = cmp.read;
     Ok(mismatch.or_else(|| cmp.leftover()))
+}
+
+/// Whether two program databases name the same functions by the same ids. A text trace keeps
+/// only names, and declares a name with whitespace in it unnamed, so an empty name matches any.
+fn same_program(a: &ProgramDb, b: &ProgramDb) -> bool {
+    a.functions.len() == b.functions.len()
+        && a.functions
+            .iter()
+            .zip(&b.functions)
+            .all(|(f, g)| f.name == g.name || f.name.is_empty() || g.name.is_empty())
 }
 
 /// The mismatch in words.
@@ -221,6 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let wpp = read_wpp(&args.wpp, "verify")?;
     let mut reader = open_trace(&args.trace, "verify")?;
     let mut read = 0;
+    let same_program = same_program(&wpp.program, reader.program());
     let mismatch = compare(&wpp, &mut reader, &mut read)
         .with_context(|| format!("cannot read {}", args.trace.display()))?;
     warn_truncated(&args.trace, reader.truncation());
@@ -230,6 +250,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         equal: mismatch.is_none(),
         trace_events: read,
         threads: wpp.grammar.starts().len(),
+        same_program,
         mismatch,
     };
     if args.json {
@@ -237,10 +258,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     match &report.mismatch {
         Some(m) => anyhow::bail!(
-            "{} does not expand to {}: {}",
+            "{} does not expand to {}: {}{}",
             report.wpp,
             report.trace,
-            describe(m)
+            describe(m),
+            if same_program {
+                ""
+            } else {
+                "; the two files record different programs (their function tables differ)"
+            }
         ),
         None if !args.json => {
             let mut out = std::io::stdout().lock();
