@@ -103,6 +103,9 @@ pub enum Error {
         /// What is unsupported.
         what: String,
     },
+    /// A program this mode does not handle as a whole (not one of its functions).
+    #[error("unsupported program: {0}")]
+    ProgramUnsupported(String),
     /// IR that violates an assumption (e.g. a block without terminator).
     #[error("function {function}: malformed IR: {what}")]
     Malformed {
@@ -716,16 +719,13 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     // check them in one thread's order.
     let one_thread = matches!(opts.mode, Mode::Ewpp | Mode::EwppFilter);
     if one_thread && module_may_run_threads(module) {
-        return Err(Error::Unsupported {
-            function: "(program)".into(),
-            what: format!(
-                "{} records single-threaded programs only, and this one refers to a \
-                 thread-starting function (pthread_create, std::thread, OpenMP, …): its checks \
-                 follow one thread's order of accesses; `--mode trace-addr` records every \
-                 thread, cross-thread dependences included",
-                opts.mode.name()
-            ),
-        });
+        return Err(Error::ProgramUnsupported(format!(
+            "{} records single-threaded programs only, and this one refers to a \
+             thread-starting function (pthread_create, std::thread, OpenMP, …): its checks \
+             follow one thread's order of accesses; `--mode trace-addr` records every thread, \
+             cross-thread dependences included",
+            opts.mode.name()
+        )));
     }
     drop_purity(m, &targets);
     let mut memory_sites = memory::Sites::new();
