@@ -58,7 +58,7 @@ impl MemoryDb {
         self.instructions.get(id as usize)
     }
 
-    /// `function:line:column` of an instruction, for messages and listings.
+    /// `function:line:column` of an instruction, for messages and listings ([`position`]).
     pub fn location(&self, id: u32) -> String {
         let Some(i) = self.get(id) else {
             return format!("#{id}");
@@ -68,7 +68,7 @@ impl MemoryDb {
             .functions
             .get(i.function as usize)
             .map_or("?", |f| f.name.as_str());
-        format!("{name}:{}:{}", i.line, i.column)
+        position(name, i.line, i.column)
     }
 
     /// The ids of the instructions whose source line is `line` (in any function whose file
@@ -87,5 +87,16 @@ impl MemoryDb {
                 i.line == line && i.kind == kind && in_file
             })
             .collect()
+    }
+}
+
+/// `function:line:column`, or `function (no source line)` where debug information gives the
+/// instruction none (line 0: a parameter's spill at -O0, code built without `-g`), which a
+/// listing must not show as a line.
+pub fn position(function: &str, line: u32, column: u32) -> String {
+    if line == 0 {
+        format!("{function} (no source line)")
+    } else {
+        format!("{function}:{line}:{column}")
     }
 }

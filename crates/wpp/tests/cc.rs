@@ -870,6 +870,29 @@ fn run_raw(p: &Project, exe: &str, name: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// At -O0 a function's parameter is spilled to the stack by a store debug information gives
+/// no line: `wpp deps list` names it by its function alone, never as line 0 (`twice:0:0`),
+/// while the load of the spilled `x` keeps its line and column.
+#[test]
+fn parameter_spills_show_no_source_line() {
+    let p = Project::new();
+    let src = "#include <stdio.h>\n\
+               __attribute__((noinline)) int twice(int x) {\n\
+               \x20   return x * 2;\n\
+               }\n\
+               int main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n";
+    std::fs::write(p.path("spill.c"), src).expect("write source");
+    p.ok("wpp-cc --wpp-mode=trace-addr -O0 -g spill.c -o spill");
+    assert_eq!(run_raw(&p, "spill", "spill"), "42\n");
+    let listed = String::from_utf8(wpp_ok(&p, &["deps", "list", "spill.trace.at"])).expect("utf-8");
+    assert!(
+        listed.contains("twice:3:12 load <- ")
+            && listed.contains(" twice (no source line) store [4 bytes at +0]"),
+        "{listed}"
+    );
+    assert!(!listed.contains(":0:0"), "{listed}");
+}
+
 /// A project with the library `mq.c`, the late library `late.c` and their program `mm.c`.
 fn soa_project() -> Project {
     let p = Project::new();

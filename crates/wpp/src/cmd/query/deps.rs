@@ -348,10 +348,8 @@ struct DepOut {
 }
 
 fn show(e: &End) -> String {
-    format!(
-        "#{}({}) {}:{}:{} {}",
-        e.id, e.instance, e.function, e.line, e.column, e.what
-    )
+    let at = wpp_deps::memdb::position(&e.function, e.line, e.column);
+    format!("#{}({}) {at} {}", e.id, e.instance, e.what)
 }
 
 fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
