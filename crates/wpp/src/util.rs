@@ -70,9 +70,9 @@ fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a 
 }
 
 /// The position in `names` of the function a user means by `name`: that name, the C++ function
-/// it is the linkage name of, or else the one name a module qualifies with it (`libq.so!name`: a merged recording qualifies a name
-/// several modules define); otherwise an error naming `file` that lists the qualified names
-/// when there are several, else the nearest names.
+/// it is the linkage name of, or else the one name a module qualifies with it (`libq.so!name`:
+/// a merged recording qualifies a name several modules define); otherwise an error naming
+/// `file` that lists the qualified names when there are several, else the nearest names.
 pub fn function_position<'a>(
     file: &Path,
     name: &str,
