@@ -180,7 +180,7 @@ proptest! {
     #[test]
     fn text_round_trip(
         events in prop::collection::vec(arb_event(), 0..300),
-        names in prop::collection::vec("[a-z_#]{0,4}|a b", 0..6),
+        names in prop::collection::vec("[a-z_#]{0,4}|a b|std::pair<int, int>::swap| a|a |x\ty|a\nb", 0..6),
     ) {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let d = db(&names);
@@ -188,9 +188,17 @@ proptest! {
         let text = to_text(&d, &events).unwrap();
         let r = TraceReader::from_bytes(text).unwrap();
         prop_assert_eq!(r.format(), Format::Text);
-        // Names survive where the text form can carry them; ids always do.
+        // Names survive where the text form can carry them (inner spaces included, not a
+        // leading `#`, edge whitespace or a line break); ids always do.
         let read: Vec<&str> = r.program().functions.iter().map(|f| f.name.as_str()).collect();
-        let representable = |n: &&str| !n.is_empty() && !n.starts_with('#') && !n.contains(' ');
+        let edge = |c: Option<char>| c.is_some_and(char::is_whitespace);
+        let representable = |n: &&str| {
+            !n.is_empty()
+                && !n.starts_with('#')
+                && !edge(n.chars().next())
+                && !edge(n.chars().last())
+                && !n.contains('\n')
+        };
         let expected: Vec<&str> =
             names.iter().map(|n| if representable(n) { *n } else { "" }).collect();
         prop_assert_eq!(read, expected);

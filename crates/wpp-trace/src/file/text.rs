@@ -29,8 +29,10 @@
 //! ```
 //!
 //! Leading and trailing whitespace is ignored; the letter and its argument are separated by
-//! whitespace. Ids are decimal: below 2^32, or 2^64 for paths. A function name is any run of
-//! non-whitespace characters not starting with `#`.
+//! whitespace. Ids are decimal: below 2^32, or 2^64 for paths. A function name is the rest of
+//! the line: it does not start with `#`, and may hold spaces (`F std::pair<int, int>::swap`, as
+//! C++ and Rust names do; a name with leading or trailing whitespace or a line break is written
+//! `F #id`).
 //!
 //! # The program database
 //!
@@ -71,9 +73,12 @@ enum Line<'a> {
     Event(Event),
 }
 
-/// Whether the text format can carry `name` as a token.
-fn is_token(name: &str) -> bool {
-    !name.is_empty() && !name.starts_with('#') && !name.contains(char::is_whitespace)
+/// Whether the text format can carry `name`: a line's argument, trimmed, reads back as it.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('#')
+        && name.trim() == name
+        && !name.contains(['\n', '\r'])
 }
 
 fn parse_line(line: &str) -> Result<Line<'_>, &'static str> {
@@ -108,10 +113,10 @@ fn parse_line(line: &str) -> Result<Line<'_>, &'static str> {
             Some(raw) => Line::Event(Event::Enter(FunctionId(raw.parse::<u32>().map_err(
                 |_| "expected a function id after `#` (a decimal number below 2^32)",
             )?))),
-            None if is_token(arg) => Line::EnterName(arg),
+            None if is_name(arg) => Line::EnterName(arg),
             None => return Err("expected a function name or `#id`"),
         },
-        'D' if arg.is_empty() || is_token(arg) => Line::Declare(arg),
+        'D' if arg.is_empty() || is_name(arg) => Line::Declare(arg),
         'D' => return Err("expected a function name (not starting with `#`)"),
         _ => return Err("unknown event letter (expected F, B, P, E, T or D)"),
     })
@@ -326,7 +331,7 @@ impl<W: Write> TextWriter<W> {
         let mut names = NameIndex::default();
         let mut by_name = Vec::with_capacity(db.functions.len());
         for f in &db.functions {
-            let token = is_token(&f.name);
+            let token = is_name(&f.name);
             let first = names.push(if token { &f.name } else { "" });
             if token {
                 writeln!(out, "D {}", f.name)?;
@@ -404,6 +409,11 @@ mod tests {
         assert_eq!(parse_line("T 2"), e(Event::Thread(ThreadId(2))));
         assert_eq!(parse_line("F #12"), e(Event::Enter(FunctionId(12))));
         assert_eq!(parse_line("F main"), Ok(Line::EnterName("main")));
+        assert_eq!(parse_line("F  a b\t"), Ok(Line::EnterName("a b")));
+        assert_eq!(
+            parse_line("D std::pair<int, int>::swap"),
+            Ok(Line::Declare("std::pair<int, int>::swap"))
+        );
         assert_eq!(parse_line("D"), Ok(Line::Declare("")));
         assert_eq!(parse_line("# B 3"), Ok(Line::Skip));
         assert_eq!(parse_line("   "), Ok(Line::Skip));
@@ -417,7 +427,7 @@ mod tests {
             "F",
             "F #x",
             "D #1",
-            "F a b",
+            "F #1 x",
         ] {
             assert!(parse_line(bad).is_err(), "{bad:?} should not parse");
         }

@@ -206,7 +206,8 @@ fn compare(
 }
 
 /// Whether two program databases name the same functions by the same ids. A text trace keeps
-/// only names, and declares a name with whitespace in it unnamed, so an empty name matches any.
+/// only names, and declares a name it cannot carry (edge whitespace, a line break) unnamed, so
+/// an empty name matches any.
 fn same_program(a: &ProgramDb, b: &ProgramDb) -> bool {
     a.functions.len() == b.functions.len()
         && a.functions
