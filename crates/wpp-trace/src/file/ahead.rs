@@ -190,15 +190,27 @@ impl Iterator for ReadAhead {
     /// one.
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.pos == self.current.len() {
-            match self.next_batch() {
-                Ok(Some(_)) => self.pos = 0,
-                Ok(None) => return None,
-                Err(e) => return Some(Err(e)),
+        match self.current.get(self.pos) {
+            Some(&e) => {
+                self.pos += 1;
+                Some(Ok(e))
             }
+            None => self.refill(),
         }
-        self.pos += 1;
-        Some(Ok(self.current[self.pos - 1]))
+    }
+}
+
+impl ReadAhead {
+    /// The iterator's slow path, apart so that its fast path inlines into the caller's loop.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> Option<Result<Event, TraceError>> {
+        match self.next_batch() {
+            Ok(Some(_)) => self.pos = 0,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        self.next()
     }
 }
 
