@@ -62,14 +62,37 @@ impl<'g> Expander<'g> {
     /// Calls `f` on every remaining terminal; faster than iterating.
     #[inline]
     pub fn for_each(mut self, mut f: impl FnMut(Terminal)) {
-        while let Some(top) = self.stack.last_mut() {
+        while let Some(t) = self.next_terminal() {
+            f(t);
+        }
+    }
+
+    /// Appends the next `n` terminals (fewer at the end), mapped by `f`, to `out`; like
+    /// [`for_each`](Self::for_each) in batches, for a consumer that may stop early (an
+    /// expansion on another thread).
+    #[inline]
+    pub fn fill<T>(&mut self, out: &mut Vec<T>, n: usize, mut f: impl FnMut(Terminal) -> T) {
+        for _ in 0..n {
+            match self.next_terminal() {
+                Some(t) => out.push(f(t)),
+                None => return,
+            }
+        }
+    }
+
+    /// The next terminal: the one loop behind every way of expanding, inlined into each so
+    /// that no `Option` per terminal survives in the bulk ones.
+    #[inline(always)]
+    fn next_terminal(&mut self) -> Option<Terminal> {
+        loop {
+            let top = self.stack.last_mut()?;
             let Some((&s, rest)) = top.split_first() else {
                 self.stack.pop();
                 continue;
             };
             *top = rest;
             match s.kind() {
-                SymbolKind::Terminal(t) => f(t),
+                SymbolKind::Terminal(t) => return Some(t),
                 SymbolKind::Rule(r) => {
                     if rest.is_empty() {
                         self.stack.pop();
@@ -99,23 +122,7 @@ impl Iterator for Expander<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Terminal> {
-        loop {
-            let top = self.stack.last_mut()?;
-            let Some((&s, rest)) = top.split_first() else {
-                self.stack.pop();
-                continue;
-            };
-            *top = rest;
-            match s.kind() {
-                SymbolKind::Terminal(t) => return Some(t),
-                SymbolKind::Rule(r) => {
-                    if rest.is_empty() {
-                        self.stack.pop();
-                    }
-                    self.stack.push(self.grammar.body(r));
-                }
-            }
-        }
+        self.next_terminal()
     }
 }
 
@@ -217,6 +224,31 @@ mod tests {
         let mut v = Vec::new();
         expand_into(&g, RuleId(2), &mut v);
         assert_eq!(v.iter().map(|t| t.0).collect::<Vec<_>>(), EXPECTED);
+    }
+
+    /// Batches of every size, the last one short, then nothing: the hand expansion.
+    #[test]
+    fn batches_make_the_hand_expansion() {
+        let g = sample();
+        for n in 1..=EXPECTED.len() + 1 {
+            let mut e = Expander::new(&g, RuleId(2));
+            let mut got = Vec::new();
+            let mut batches = 0;
+            loop {
+                let before = got.len();
+                e.fill(&mut got, n, |t| t.0 * 10);
+                match got.len() - before {
+                    0 => break,
+                    k => assert!(k == n || got.len() == EXPECTED.len(), "n {n}, batch {k}"),
+                }
+                batches += 1;
+            }
+            let want: Vec<u32> = EXPECTED.iter().map(|t| t * 10).collect();
+            assert_eq!(got, want, "n {n}");
+            assert_eq!(batches, EXPECTED.len().div_ceil(n), "n {n}");
+            e.fill(&mut got, 0, |t| t.0);
+            assert_eq!(got.len(), EXPECTED.len());
+        }
     }
 
     #[test]
