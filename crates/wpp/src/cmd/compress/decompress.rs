@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use wpp_grammar::expand::Expander;
+use wpp_grammar::expand::{Expander, Flattened};
 use wpp_grammar::file::WppFile;
 use wpp_trace::file::{self, FileWriter, Format};
 use wpp_trace::{Event, TraceError};
@@ -57,11 +57,12 @@ fn write_threads(wpp: &WppFile, writer: &mut FileWriter) -> Result<(), TraceErro
     // Reading validated every terminal against the alphabet, so indexing cannot fail.
     let events = wpp.alphabet.events();
     let mut done = 0u64;
+    let flat = Flattened::new(g);
     for (i, s) in starts_by_thread(wpp).iter().enumerate() {
         if needs_switch(i, s) {
             writer.push(Event::Thread(s.thread))?;
         }
-        for t in Expander::new(g, s.rule) {
+        for t in Expander::flattened(&flat, s.rule) {
             writer.push(events[t.index()])?;
             done += 1;
             if done & 0xf_ffff == 0 {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use wpp_deps::chain::ChainIndex;
 use wpp_deps::ecf::{self, EcfDependence};
 use wpp_deps::{AccessKind, AtReader, Dependence, Instance, MemoryDb, Writer};
-use wpp_grammar::expand::Expander;
+use wpp_grammar::expand::{Expander, Flattened};
 use wpp_trace::file::Ahead;
 use wpp_trace::Event;
 
@@ -237,7 +237,8 @@ fn expand_ahead(wpp: wpp_grammar::file::WppFile) -> Ahead<Vec<Event>> {
         let Some(start) = wpp.grammar.starts().first() else {
             return;
         };
-        let mut expander = Expander::new(&wpp.grammar, start.rule);
+        let flat = Flattened::new(&wpp.grammar);
+        let mut expander = Expander::flattened(&flat, start.rule);
         loop {
             let mut batch = Vec::with_capacity(EXPANDED_BATCH);
             expander.fill(&mut batch, EXPANDED_BATCH, |t| alphabet[t.index()]);
