@@ -1026,14 +1026,35 @@ struct Head {
     d: u32,
 }
 
+/// A check call's next event is not a block: where, and whether the events ended there. Small,
+/// so that reading a block returns in registers (most of an eCF's events are read so);
+/// [`EcfError`] when it reaches the call's caller.
+#[derive(Clone, Copy)]
+struct NotABlock {
+    t: u64,
+    ended: bool,
+}
+
+impl From<NotABlock> for EcfError {
+    fn from(e: NotABlock) -> Self {
+        match e.ended {
+            true => EcfError::EndsInCheck { event: e.t - 1 },
+            false => malformed(e.t, "the check routine's call ends early"),
+        }
+    }
+}
+
 impl<I: Iterator<Item = Event>> Call<'_, I> {
     /// The next event, a block of the check routine.
-    fn block(&mut self) -> Result<u32, EcfError> {
+    #[inline]
+    fn block(&mut self) -> Result<u32, NotABlock> {
         self.t += 1;
         match self.events.next() {
             Some(Event::Block(b)) => Ok(b.0),
-            None => Err(EcfError::EndsInCheck { event: self.t - 1 }),
-            _ => Err(malformed(self.t, "the check routine's call ends early")),
+            e => Err(NotABlock {
+                t: self.t,
+                ended: e.is_none(),
+            }),
         }
     }
 
