@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Serialize;
-use wpp_grammar::expand::Expander;
+use wpp_grammar::expand::{Expander, Flattened};
 use wpp_grammar::file::WppFile;
 use wpp_trace::{Event, ProgramDb, ThreadDemux, ThreadId, TraceError, TraceReader};
 
@@ -71,7 +71,7 @@ struct Report {
 /// One thread's expansion, advanced as the trace's events of the thread arrive.
 struct Cursor<'g> {
     thread: ThreadId,
-    rest: Expander<'g>,
+    rest: Expander<'g, Flattened<'g>>,
     pos: u64,
 }
 
@@ -105,14 +105,14 @@ struct Comparison<'g> {
 }
 
 impl<'g> Comparison<'g> {
-    fn new(wpp: &'g WppFile, trace_program: &'g ProgramDb) -> Self {
+    fn new(wpp: &'g WppFile, flat: &'g Flattened<'g>, trace_program: &'g ProgramDb) -> Self {
         let g = &wpp.grammar;
         let cursors: Vec<Cursor> = g
             .starts()
             .iter()
             .map(|s| Cursor {
                 thread: s.thread,
-                rest: Expander::new(g, s.rule),
+                rest: Expander::flattened(flat, s.rule),
                 pos: 0,
             })
             .collect();
@@ -190,7 +190,8 @@ fn compare(
     read: &mut u64,
 ) -> Result<Option<Mismatch>, TraceError> {
     let trace_program = reader.program().clone();
-    let mut cmp = Comparison::new(wpp, &trace_program);
+    let flat = Flattened::new(&wpp.grammar);
+    let mut cmp = Comparison::new(wpp, &flat, &trace_program);
     let bar = event_counter("verifying".to_owned());
     let mut mismatch = None;
     while let Some(run) = reader.next_batch()? {
