@@ -762,6 +762,53 @@ fn fork_records_parent_and_child() {
     }
 }
 
+/// An image that `exec`s itself (same pid) or is `exec`ed by a forked child (which then no
+/// longer knows it was forked) does not take the name of another image's recording: with the
+/// default names (`PROGRAM.PID.EXT`, then `.1`, `.2`), and with a `WPP_OUT` without `%p` for
+/// a forked child's image (the parent is still recording), every image's recording is on
+/// disk, whole, with its own `step` count; output is native's. (A `WPP_OUT` without `%p` is
+/// rewritten by each image of one process, as by each run: the README says so.)
+#[test]
+fn every_exec_image_keeps_its_recording() {
+    let b = build("reexec.c", &TRACE_MODES);
+    for (how, named) in [("self", false), ("fork", false), ("fork", true)] {
+        let native = run(&b.native, &[how, "2"], None);
+        for (mode, exe) in &b.inst {
+            for output in OUTPUTS {
+                {
+                    let what = format!("{how} {} {output:?} WPP_OUT {named}", mode.name());
+                    let sub = b
+                        .dir
+                        .path(&format!("{how}-{}-{output:?}-{named}", mode.name()));
+                    std::fs::create_dir_all(&sub).unwrap();
+                    let out = named.then(|| output.path(&sub, "run"));
+                    let mut c = Command::new(exe);
+                    c.args([how, "2"]).current_dir(&sub).env("WPP_QUIET", "1");
+                    c.env("WPP_FINISH", "wait").envs(output.env());
+                    match &out {
+                        Some(o) => c.env("WPP_OUT", o),
+                        None => c.env_remove("WPP_OUT"),
+                    };
+                    let got = c.output().unwrap();
+                    same_behaviour(&what, &native, &got);
+                    let mut steps: Vec<usize> = std::fs::read_dir(&sub)
+                        .unwrap()
+                        .map(|e| {
+                            let (db, events) = events_of(&e.unwrap().path());
+                            assert_whole(&what, &db, &events);
+                            enters(&db, &events, "step")
+                        })
+                        .collect();
+                    steps.sort();
+                    // With `fork`, each forked child records too, up to its `exec`: no step.
+                    let before_exec: &[usize] = if how == "fork" { &[0, 0] } else { &[] };
+                    assert_eq!(steps, [before_exec, &[1000, 2000, 3000]].concat(), "{what}");
+                }
+            }
+        }
+    }
+}
+
 /// `fork` in a profiling run, with a snapshot every millisecond (so forks meet snapshots in
 /// progress): parent and child each write a whole profile, the child's named by its pid; the
 /// parent's `step` count is its own 200,000, the child's the 100,000 it inherited plus its

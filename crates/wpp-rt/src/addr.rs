@@ -263,7 +263,11 @@ fn output_path(kind: Kind) -> PathBuf {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "program".into());
-    PathBuf::from(format!("{program}.{pid}.{ext}"))
+    // An earlier image of this process (an `exec`: same pid) wrote this name: as
+    // `sink::output_path`.
+    crate::sink::free_path(PathBuf::from(format!("{program}.{pid}.{ext}")), &|p| {
+        p.exists()
+    })
 }
 
 fn lock() -> std::sync::MutexGuard<'static, State> {

@@ -8,7 +8,9 @@
 //! runs, the runtime writes the *spool* next to it, the same path with the extension `.trace`
 //! (`PROGRAM.PID.trace`; `WPP_OUT=x.wpp` → `x.trace`; a `WPP_OUT` that already ends in `.trace`
 //! gets `.spool.trace`; a `WPP_OUT` that is a device, FIFO or socket, such as `/dev/null`,
-//! spools in the temporary directory, where the user can create files). The spool is an
+//! spools in the temporary directory, where the user can create files; a file already at the
+//! spool's path, a killed run's spool or a raw trace, is kept: the spool gets `.1`, `.2`, …
+//! before its extension). The spool is an
 //! ordinary raw chunked trace ([`crate::sink`]), written at raw-recording speed. At exit the
 //! finisher reads it, compresses it with the compressor `WPP_COMPRESS` names (the names of
 //! `wpp compress --algorithm`; `phrase` by default, an unknown name is reported when recording
@@ -145,8 +147,11 @@ impl Plan {
                 )))
             }
         };
+        // A file where the spool goes is a killed run's only copy, or a raw trace of the
+        // user's (`WPP_OUT=x.trace WPP_RAW=1`, then `WPP_OUT=x.wpp`): kept, the spool goes aside.
+        let spool = crate::sink::free_path(spool_path(&wpp), &|p| p.exists());
         Ok(Plan {
-            spool: spool_path(&wpp),
+            spool,
             wpp,
             algorithm,
             threads,
@@ -438,5 +443,18 @@ mod tests {
         // Not `/dev/null.trace`, which only root may create (and then leaves in /dev).
         let device = spool_path(Path::new("/dev/null"));
         assert!(device.starts_with(std::env::temp_dir()), "{device:?}");
+    }
+
+    /// A file where the spool would go (a killed run's spool, a raw trace) is not overwritten:
+    /// the spool goes aside, the `.wpp` keeps its name.
+    #[test]
+    fn a_file_at_the_spools_path_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        for taken in ["x.trace", "x.1.trace"] {
+            std::fs::write(dir.path().join(taken), b"a killed run's spool").unwrap();
+        }
+        let plan = Plan::from_env(dir.path().join("x.wpp")).unwrap();
+        assert_eq!(plan.wpp, dir.path().join("x.wpp"));
+        assert_eq!(plan.spool, dir.path().join("x.2.trace"));
     }
 }

@@ -54,7 +54,8 @@
 //!
 //! Environment: `WPP_OUT` names the output file (`%p` is replaced by the process id; default
 //! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles; in a forked
-//! child a `WPP_OUT` without `%p` gets `.PID` before its extension). `WPP_QUIET=1` says
+//! child a `WPP_OUT` without `%p` gets `.PID` before its extension, and a name another
+//! recording holds is not taken: [`sink::output_path`]). `WPP_QUIET=1` says
 //! nothing on stderr but errors; by default one line names the output; `WPP_QUIET=0` prints
 //! a summary (events, spool bytes, the finisher's report). `WPP_COMPRESS` chooses the
 //! finisher's compressor (`phrase` by default, `sequitur`, … see [`finisher`]),
@@ -65,13 +66,11 @@
 //! cause; the program runs on unrecorded.
 //!
 //! Not supported: `vfork` children that call the wrappers above are detected (their pid
-//! differs from the recording's) and leave the parent's recording alone; `execl`, `execlp`
-//! and `execle` (C variadic functions Rust cannot define) are not wrapped, so a program that
-//! uses them loses its buffered tail (up to one flush interval). Path profiles (`bl`, `ppp`)
-//! are written at exit, `_exit`, `exec` and fatal signals; a `SIGKILL`ed profiling run leaves
-//! none (its counts live in memory). An image that `exec`s an instrumented program keeps its
-//! pid, so if both recordings get the same name (the same program, or a `WPP_OUT` without a
-//! program-specific part) the new image's recording replaces the old one's.
+//! differs from the recording's) and leave the parent's recording alone. Path profiles (`bl`,
+//! `ppp`) are written at exit, `_exit`, `exec` and fatal signals, and snapshotted every
+//! `WPP_FLUSH_SECONDS`, so a `SIGKILL`ed profiling run leaves its last snapshot. An image that
+//! `exec`s an instrumented program keeps its pid: with the default names the new image's
+//! recording gets `.1`, `.2`, …; with a `WPP_OUT` without `%p` it replaces the old one's.
 
 #![deny(missing_docs)]
 

@@ -265,25 +265,78 @@ pub(crate) extern "C" fn mark_forked() {
 /// The output path: `WPP_OUT` with `%p` replaced by the process id, or `PROGRAM.PID.EXT`. In a
 /// forked child, a `WPP_OUT` without `%p` gets `.PID` before its extension (`out.trace` →
 /// `out.PID.trace`).
+///
+/// A path another recording holds is not taken: one a live recording writes (its raw trace,
+/// or its spool), and, where the name has the pid, one that exists, or whose spool does (an
+/// earlier image of this process, which `exec`ed: the pid is the same). The path then gets
+/// `.PID` (a `WPP_OUT` without `%p`: a process `exec`ed by a forked child no longer knows it
+/// was forked) or `.N`, the first number free, before its extension. A `WPP_OUT` without `%p`
+/// is otherwise rewritten by each run, and by each image of a process that `exec`s itself.
 pub fn output_path(extension: &str) -> PathBuf {
     let pid = std::process::id();
-    if let Some(p) = std::env::var_os("WPP_OUT") {
-        let p = p.to_string_lossy();
-        if FORKED.load(Ordering::Acquire) && !p.contains("%p") {
-            let path = Path::new(p.as_ref());
-            let named = match path.extension() {
-                Some(ext) => path.with_extension(format!("{pid}.{}", ext.to_string_lossy())),
-                None => PathBuf::from(format!("{p}.{pid}")),
-            };
-            return named;
-        }
-        return PathBuf::from(p.replace("%p", &pid.to_string()));
+    let live = |p: &Path| held(p) || extension == "wpp" && held(&crate::finisher::spool_path(p));
+    let by_pid = |p: &Path| p.exists() || spool_exists(p, extension) || live(p);
+    let Some(p) = std::env::var_os("WPP_OUT") else {
+        let program = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "program".into());
+        return free_path(
+            PathBuf::from(format!("{program}.{pid}.{extension}")),
+            &by_pid,
+        );
+    };
+    let p = p.to_string_lossy();
+    let named = PathBuf::from(p.replace("%p", &pid.to_string()));
+    if wpp_trace::output::is_special(&named) || !(FORKED.load(Ordering::Acquire) || live(&named)) {
+        return named;
     }
-    let program = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "program".into());
-    PathBuf::from(format!("{program}.{pid}.{extension}"))
+    free_path(with_before_extension(&named, &pid.to_string()), &by_pid)
+}
+
+/// Marks `file` as a live recording's output (see [`output_path`]): an advisory lock, which
+/// goes when the process closes the file (at exit, or at `exec`: it is close-on-exec). Best
+/// effort: where locks are not supported the file is simply not marked.
+fn hold(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` on a descriptor the caller owns changes no memory.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+}
+
+/// Whether a live recording [`hold`]s `path`.
+fn held(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    // SAFETY: as in `hold`; a shared lock taken here goes with `file`.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0;
+    locked && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+}
+
+/// Whether `path`, the `.wpp` of a recording (`extension` `wpp`), has its spool on disk.
+fn spool_exists(path: &Path, extension: &str) -> bool {
+    extension == "wpp" && crate::finisher::spool_path(path).exists()
+}
+
+/// `path`, or if `taken`, `path` with `.N` before its extension for the first `N` not taken.
+pub(crate) fn free_path(path: PathBuf, taken: &dyn Fn(&Path) -> bool) -> PathBuf {
+    if !taken(&path) {
+        return path;
+    }
+    (1u32..)
+        .map(|n| with_before_extension(&path, &n.to_string()))
+        .find(|p| !taken(p))
+        .expect("some number is free")
+}
+
+/// `path` with `.INFIX` before its extension (`out.trace` → `out.INFIX.trace`), or after it
+/// when it has none.
+fn with_before_extension(path: &Path, infix: &str) -> PathBuf {
+    match path.extension() {
+        Some(ext) => path.with_extension(format!("{infix}.{}", ext.to_string_lossy())),
+        None => PathBuf::from(format!("{}.{infix}", path.display())),
+    }
 }
 
 /// The zstd level `value` of [`ZSTD_LEVEL_VAR`] asks for; [`DEFAULT_ZSTD_LEVEL`] when unset
@@ -308,6 +361,7 @@ impl RawSink {
             path: shown(),
             source,
         })?;
+        hold(&file);
         let out = TraceWriter::new(file, &program.program)
             .and_then(|w| w.with_zstd_level(zstd_level(std::env::var(ZSTD_LEVEL_VAR).ok())))
             .map_err(|source| SinkError::Trace {
