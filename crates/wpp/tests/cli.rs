@@ -1464,6 +1464,44 @@ fn diff_of_two_recordings_agrees_with_functions() {
         !ok(&["--help"]).contains("Other:"),
         "every command sits in a group"
     );
+
+    // Two seeds are two programs whose functions share names: a function whose CFG differs
+    // has its blocks left out, said in the output.
+    let reshaped: Vec<&str> = d["reshaped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(!reshaped.is_empty());
+    let items = d["items"].as_array().unwrap();
+    assert!(items
+        .iter()
+        .all(|i| !reshaped.contains(&i["function"].as_str().unwrap())));
+    assert!(ok(&["diff", &wa, &wb]).contains("have another CFG in each recording"));
+    // Two runs of one program compare their blocks.
+    let tc = dir.path("c.trace");
+    ok(&["synth", "--seed", "1", "--events", "30000", "-o", &tc]);
+    let wc = dir.path("c.wpp");
+    ok(&["compress", &tc, "-o", &wc]);
+    let same: Value = serde_json::from_str(&ok(&["diff", &wa, &wc, "--json"])).unwrap();
+    assert_eq!(same["reshaped"].as_array().unwrap().len(), 0, "{same}");
+    assert!(!same["items"].as_array().unwrap().is_empty(), "{same}");
+    // Blocks against paths, and two programs without a function in common, are refused.
+    let tp = dir.path("p.trace");
+    ok(&[
+        "synth", "--seed", "1", "--events", "20000", "--kind", "paths", "-o", &tp,
+    ]);
+    let wp = dir.path("p.wpp");
+    ok(&["compress", &tp, "-o", &wp]);
+    assert!(fails(&["diff", &wa, &wp]).contains("record different kinds of events"));
+    let (x, y) = (dir.path("x.txt"), dir.path("y.txt"));
+    std::fs::write(&x, "F main\nB 0\nE\n").unwrap();
+    std::fs::write(&y, "F other\nB 0\nE\n").unwrap();
+    let (wx, wy) = (dir.path("x.wpp"), dir.path("y.wpp"));
+    ok(&["compress", &x, "-o", &wx]);
+    ok(&["compress", &y, "-o", &wy]);
+    assert!(fails(&["diff", &wx, &wy]).contains("record different programs"));
 }
 
 /// Issue 14 item 1: a 17-byte text trace naming function 4294967295 used to panic and

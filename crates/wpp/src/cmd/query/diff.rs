@@ -1,8 +1,9 @@
 //! `wpp diff`: what changed most between two recordings of a program — per function its calls
 //! and events, and per (function, block or path id) its runs — with counts taken from each
 //! grammar's function-qualified terminal frequencies ([`super::functions::qualified_counts`]),
-//! never from an expansion. Functions are matched by name; block and path ids are compared as
-//! they are, which is meaningful between recordings of one build.
+//! never from an expansion. Functions are matched by name; a function's block and path ids are
+//! compared only where its CFG is the same in both recordings (the same build of it), and two
+//! recordings of different kinds (blocks and paths) or with no function in common are refused.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -31,6 +32,7 @@ pub struct Args {
 /// What is counted, per recording.
 #[derive(Default)]
 struct Counts {
+    db: wpp_trace::ProgramDb,
     /// Function name → (calls, events).
     functions: BTreeMap<String, (u64, u64)>,
     /// (function name, `B 3` or `P 7`) → runs.
@@ -42,7 +44,7 @@ fn counts(path: &std::path::Path) -> anyhow::Result<Counts> {
     let mut c = Counts::default();
     for (e, f, n) in events {
         let Some(f) = f else { continue };
-        let name = db.name(wpp_trace::FunctionId(f));
+        let name = db.name(wpp_trace::FunctionId(f)).clone();
         let entry = c.functions.entry(name.clone()).or_default();
         entry.1 += n;
         match e {
@@ -52,7 +54,45 @@ fn counts(path: &std::path::Path) -> anyhow::Result<Counts> {
             _ => {}
         }
     }
+    c.db = db;
     Ok(c)
+}
+
+/// Whether the recording has block events, and path events.
+fn kinds(c: &Counts) -> (bool, bool) {
+    let has = |k: &str| c.items.keys().any(|(_, i)| i.starts_with(k));
+    (has("B "), has("P "))
+}
+
+/// The functions of both recordings whose CFGs differ (another build of them): their block and
+/// path ids name different blocks and paths.
+fn reshaped(a: &wpp_trace::ProgramDb, b: &wpp_trace::ProgramDb) -> BTreeSet<String> {
+    let in_b: BTreeMap<&str, &wpp_trace::Function> =
+        b.functions.iter().map(|f| (f.name.as_str(), f)).collect();
+    let differ = |f: &wpp_trace::Function, g: &wpp_trace::Function| {
+        f.cfg != g.cfg || f.block_lines.len() != g.block_lines.len()
+    };
+    a.functions
+        .iter()
+        .filter(|f| in_b.get(f.name.as_str()).is_some_and(|g| differ(f, g)))
+        .map(|f| f.name.clone())
+        .collect()
+}
+
+/// Refuses two recordings that cannot be compared event by event.
+fn comparable(args: &Args, a: &Counts, b: &Counts) -> anyhow::Result<()> {
+    let (shown_a, shown_b) = (args.a.display(), args.b.display());
+    match (kinds(a), kinds(b)) {
+        ((true, false), (false, true)) | ((false, true), (true, false)) => anyhow::bail!(
+            "{shown_a} and {shown_b} record different kinds of events (blocks, paths); \
+             compare two recordings of one mode (`wpp trace blocks` decodes paths)"
+        ),
+        _ => {}
+    }
+    if !a.functions.is_empty() && !a.functions.keys().any(|f| b.functions.contains_key(f)) {
+        anyhow::bail!("{shown_a} and {shown_b} record different programs (no function in common)");
+    }
+    Ok(())
 }
 
 /// One changed count.
@@ -89,7 +129,13 @@ fn changes<K: Ord + Clone>(
 
 /// Runs `wpp diff`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (ca, cb) = (counts(&args.a)?, counts(&args.b)?);
+    let (ca, mut cb) = (counts(&args.a)?, counts(&args.b)?);
+    comparable(&args, &ca, &cb)?;
+    let reshaped = reshaped(&ca.db, &cb.db);
+    let mut ca = ca;
+    for c in [&mut ca, &mut cb] {
+        c.items.retain(|(f, _), _| !reshaped.contains(f));
+    }
     let events = |c: &Counts| -> BTreeMap<String, u64> {
         c.functions.iter().map(|(k, v)| (k.clone(), v.1)).collect()
     };
@@ -113,9 +159,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return crate::util::print_json(&serde_json::json!({
             "functions": functions,
             "items": items,
+            "reshaped": reshaped,
         }));
     }
     let mut out = std::io::stdout().lock();
+    if !reshaped.is_empty() {
+        let names: Vec<&str> = reshaped.iter().map(String::as_str).collect();
+        writeln!(
+            out,
+            "{} functions have another CFG in each recording (another build); their blocks \
+             and paths are not compared: {}",
+            names.len(),
+            names.join(", ")
+        )?;
+    }
     for (title, list) in [
         ("functions (events)", &functions),
         ("blocks and paths (runs)", &items),
