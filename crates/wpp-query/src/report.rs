@@ -15,9 +15,11 @@ pub struct HotReport {
     /// The subpath as found.
     #[serde(flatten)]
     pub hot: HotSubpath,
-    /// Thread of its first occurrence.
+    /// Thread of the occurrence below.
     pub thread: u32,
-    /// Start position of its first occurrence in that thread.
+    /// Start position of one occurrence in that thread: the first use of the rule where the
+    /// search found it, not necessarily the subpath's first occurrence (`wpp subpath` gives
+    /// that).
     pub position: u64,
     /// Function names on the call stack there, outermost first.
     pub stack: Vec<String>,

@@ -13,7 +13,10 @@ use wpp_trace::Terminal;
 pub struct Args {
     /// The `.wpp` file.
     pub file: PathBuf,
-    /// The subpath as terminal numbers, e.g. `3,4,7` (see `wpp stats` / the alphabet).
+    /// The subpath as terminal numbers, e.g. `3,4,7`: the `terminals` of `wpp hot --json`
+    /// (`wpp decompress --text` shows the events; the alphabet numbers them in order of first
+    /// occurrence). A block event is a terminal whatever function runs it, so this counts the
+    /// sequence in every function, where `wpp hot` qualifies each event by its function.
     #[arg(long, value_delimiter = ',', required = true)]
     pub terminals: Vec<u32>,
     /// Print JSON.

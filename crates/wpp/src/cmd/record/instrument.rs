@@ -15,7 +15,8 @@ pub enum Mode {
     /// A preferential path profile (PPP §5).
     Ppp,
     /// Block events plus an address trace of every load and store (`PROGRAM.PID.at`), for
-    /// `wpp deps` (Tallam–Gupta's CF + AT). Single-threaded programs only.
+    /// `wpp deps` (Tallam–Gupta's CF + AT). Every thread is recorded; a load whose last
+    /// writer ran on another thread is reported as a cross-thread dependence.
     TraceAddr,
     /// The extended control-flow trace (Tallam–Gupta §3): block events with every memory
     /// dependence's check as control flow, for `wpp deps` on the trace or `.wpp` itself.
