@@ -61,8 +61,8 @@ pub fn write_chrome(
     }
     if to - from > max_window {
         return Err(ShowError::Request(format!(
-            "the window {from}..{to} has {} events, more than the cap of {max_window} (choose a \
-             smaller window or raise --max-events)",
+            "the window {from}..{to} asks for {} events, more than the cap of {max_window} \
+             (choose a smaller window or raise --max-events)",
             to - from
         )));
     }

@@ -62,12 +62,15 @@ fn read_costs(path: &std::path::Path, n: usize) -> anyhow::Result<Vec<u64>> {
         let parsed = line
             .split_once(char::is_whitespace)
             .and_then(|(t, c)| Some((t.parse::<usize>().ok()?, c.trim().parse::<u64>().ok()?)));
+        let at = format!("{}:{}", path.display(), i + 1);
         match parsed {
             Some((t, c)) if t < n => costs[t] = c,
-            _ => anyhow::bail!(
-                "{}:{}: expected `TERMINAL COST` with a terminal below {n}",
-                path.display(),
-                i + 1
+            Some((t, _)) => {
+                anyhow::bail!("{at}: terminal {t} is not below {n}, the alphabet's size")
+            }
+            None => anyhow::bail!(
+                "{at}: expected `TERMINAL COST`, two whole numbers (the cost at most {})",
+                u64::MAX
             ),
         }
     }

@@ -38,15 +38,13 @@ pub fn open_recording(path: &Path, command: &str) -> anyhow::Result<Recording> {
     })
 }
 
-/// Whether the file is a run-time profile; a missing, empty or unknown file, or a
-/// directory, is an error naming it (the input layer's).
-fn is_profile(path: &Path) -> anyhow::Result<bool> {
-    Ok(crate::input::sniff(path)? == crate::input::Kind::Profile)
-}
-
 /// Walks a recording, or reads a bl/ppp profile's path counts.
 pub fn load(path: &Path, command: &str) -> anyhow::Result<Loaded> {
-    if is_profile(path)? {
+    use crate::input::Kind;
+    // A missing, empty or unknown file, a directory, or another kind is an error naming it
+    // and these four (the input layer's).
+    let kinds = [Kind::Wpp, Kind::Trace, Kind::TextTrace, Kind::Profile];
+    if crate::input::expect(path, &kinds, command)? == Kind::Profile {
         return load_profile(path);
     }
     let rec = open_recording(path, command)?;
