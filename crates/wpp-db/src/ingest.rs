@@ -411,7 +411,8 @@ impl<'a> Ingest<'a> {
 
     /// The run of `path` and its rows; `None` if the store already has it.
     fn read_run(&mut self, path: &Path) -> Result<Option<(String, RunRows)>, String> {
-        let (kind, run_id, profile) = identify(path)?;
+        let (kind, content, profile) = identify(path)?;
+        let run_id = run_id(path, &content);
         if self.runs.contains(&run_id) {
             return Ok(None);
         }
@@ -830,6 +831,15 @@ fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
         hasher.write(&buf[..n]);
     }
     Ok((kind, format!("{:032x}", hasher.finish_128()), None))
+}
+
+/// A run's id: its file's content id and the file's absolute path. The path, because two
+/// runs may leave the same bytes (a bl profile carries no pid or time: two runs of a test
+/// with the same result); the content, so that a file rewritten by a later run is a new run.
+/// Adding a file again changes nothing.
+fn run_id(path: &Path, content: &str) -> String {
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    hash_hex(format!("{content}\n{}", absolute.display()).as_bytes())
 }
 
 /// A 128-bit content id of `bytes` in hex, XXH3-128 (run, program, build and batch ids;
