@@ -6,7 +6,8 @@ use std::path::PathBuf;
 /// Output formats of `wpp annotate`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Format {
-    /// `LINE|COUNT|SOURCE`, like `llvm-cov show`.
+    /// `LINE|COUNT|SOURCE`, laid out like `llvm-cov show` (counts by block, see the command's
+    /// help).
     Text,
     /// An lcov tracefile (`genhtml`, IDE coverage plugins).
     Lcov,
