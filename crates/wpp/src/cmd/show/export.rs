@@ -35,7 +35,8 @@ pub struct Args {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Chrome: first event of the window (index in replay order: a trace's file order, a
-    /// `.wpp`'s threads one after another).
+    /// `.wpp`'s threads one after another, each after its `Thread` event, which counts; so in
+    /// a one-thread recording, position P of `wpp match` or `wpp subpath` is index P + 1).
     #[arg(long, default_value_t = 0)]
     pub from: u64,
     /// Chrome: end of the window (exclusive); default `--from` + 100000.
