@@ -846,6 +846,23 @@ fn fork_profiles_parent_and_child() {
             "{} child",
             mode.name()
         );
+        // With the default names too: the parent's snapshots rewrite one file.
+        let sub = b.dir.path(&format!("fork-default-{}", mode.name()));
+        std::fs::create_dir_all(&sub).unwrap();
+        let got = Command::new(exe)
+            .current_dir(&sub)
+            .env("WPP_QUIET", "1")
+            .env("WPP_FLUSH_SECONDS", "0.001")
+            .env_remove("WPP_OUT")
+            .output()
+            .unwrap();
+        same_behaviour(mode.name(), &native, &got);
+        let mut steps: Vec<u64> = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| step_count(&read(&e.unwrap().path())))
+            .collect();
+        steps.sort();
+        assert_eq!(steps, [200000, 3100000], "{} default names", mode.name());
     }
 }
 

@@ -457,12 +457,30 @@ pub(crate) fn finish_profile(blocking: bool) {
     }
 }
 
+/// The profile's output path, chosen once per process: every snapshot rewrites it (chosen
+/// again, the default name would move aside from the last snapshot, `sink::output_path`);
+/// a forked child, whose pid differs, chooses its own. Called under the writing lock only.
+fn profile_path(extension: &str) -> std::path::PathBuf {
+    static CHOSEN: std::sync::Mutex<Option<(u32, std::path::PathBuf)>> =
+        std::sync::Mutex::new(None);
+    let pid = std::process::id();
+    let mut chosen = crate::lock(&CHOSEN);
+    match &*chosen {
+        Some((p, path)) if *p == pid => path.clone(),
+        _ => {
+            let path = crate::sink::output_path(extension);
+            *chosen = Some((pid, path.clone()));
+            path
+        }
+    }
+}
+
 /// Writes the counts so far to the output, through a temporary file renamed over it
 /// ([`wpp_trace::output`]); whether it could (the failure is reported).
 fn write(bl: &Bl, blocking: bool) -> bool {
     let file = counts(bl, blocking);
     let is_ppp = file.ppp.is_some();
-    let path = crate::sink::output_path(if is_ppp { "pppprof" } else { "blprof" });
+    let path = profile_path(if is_ppp { "pppprof" } else { "blprof" });
     let tmp = wpp_trace::output::staging_path(&path, ".tmp");
     let written = std::fs::write(&tmp, file.to_bytes())
         .and_then(|()| wpp_trace::output::replace(&tmp, &path));
