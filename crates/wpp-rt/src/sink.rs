@@ -275,7 +275,8 @@ pub(crate) extern "C" fn mark_forked() {
 pub fn output_path(extension: &str) -> PathBuf {
     let pid = std::process::id();
     let live = |p: &Path| held(p) || extension == "wpp" && held(&crate::finisher::spool_path(p));
-    let by_pid = |p: &Path| p.exists() || spool_exists(p, extension) || live(p);
+    // A live recording's file or spool exists, so it is taken here too.
+    let by_pid = |p: &Path| p.exists() || spool_exists(p, extension);
     let Some(p) = std::env::var_os("WPP_OUT") else {
         let program = std::env::current_exe()
             .ok()

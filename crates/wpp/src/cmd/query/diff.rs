@@ -129,10 +129,9 @@ fn changes<K: Ord + Clone>(
 
 /// Runs `wpp diff`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (ca, mut cb) = (counts(&args.a)?, counts(&args.b)?);
+    let (mut ca, mut cb) = (counts(&args.a)?, counts(&args.b)?);
     comparable(&args, &ca, &cb)?;
     let reshaped = reshaped(&ca.db, &cb.db);
-    let mut ca = ca;
     for c in [&mut ca, &mut cb] {
         c.items.retain(|(f, _), _| !reshaped.contains(f));
     }
