@@ -2,8 +2,9 @@
 //!
 //! * [`dag`]: the grammar as a DAG (Larus §3.3): rule frequencies, subpath frequency counted
 //!   on the grammar, "executes before", execution context and call stacks.
-//! * [`hot`]: minimal hot subpaths (Larus §4.2, Figure 7) in O(E·L); [`report`] decodes them to
-//!   events, call stacks, functions, blocks, source lines and folded stacks.
+//! * [`hot`]: minimal hot subpaths: Larus §4.2's Figure 7 in O(E·L), and `wpp hot`'s exhaustive
+//!   search, strings counted exactly through the rules ([`hot::exact`]); [`report`] decodes them
+//!   to events, call stacks, functions, blocks, source lines and folded stacks.
 //! * [`matching`]: first occurrence and number of occurrences of an intraprocedural path in a
 //!   block trace by Zhang–Gupta's four schemes (§4), with their indices: the chunked container
 //!   of scheme 3 ([`matching::chunked`]) and the start-rule partition index of scheme 4

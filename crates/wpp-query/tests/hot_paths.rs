@@ -1,16 +1,20 @@
-//! Exact hot paths (`wpp hot`): Figure 7 on the function-qualified grammar, each string counted
-//! exactly. Checked against brute force on the expanded, qualified trace for every compressor's
-//! grammar: the qualified grammar expands to the qualified trace, every reported count and
-//! cost is exact, no string is reported twice or contains another, costs reach the threshold
-//! and come sorted.
+//! Exact hot paths (`wpp hot`): an exhaustive search over function-qualified events, counted
+//! through the grammar. Checked against brute force on the expanded, qualified trace for every
+//! compressor's grammar: the qualified grammar expands to the qualified trace, every reported
+//! count and cost is exact, the reported set is exactly the minimal hot strings of the trace
+//! (every window of every length counted), costs come sorted, and when nothing is hot the
+//! costliest string of all is reported.
 
 mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
 use proptest::prelude::*;
 use wpp_grammar::Grammar;
 use wpp_query::expand::expand;
-use wpp_query::hot::exact::{count_all, hot_paths, HotPaths};
+use wpp_query::hot::crossings::count_all;
+use wpp_query::hot::exact::{hot_paths, HotPaths};
 use wpp_query::hot::qualified::{qualified_frequencies, qualify};
 use wpp_query::hot::HotConfig;
 use wpp_query::oracle::{occurrences, qualified_events};
@@ -29,6 +33,47 @@ fn brute(g: &Grammar, a: &Alphabet) -> Vec<Vec<Qualified>> {
                 .collect();
             qualified_events(&events)
         })
+        .collect()
+}
+
+/// Every string of `min_length..=max_length` qualified events with its exact cost, by counting
+/// every window of every stream.
+fn all_costs(
+    streams: &[Vec<Qualified>],
+    a: &Alphabet,
+    costs: &[u64],
+    cfg: HotConfig,
+) -> BTreeMap<Vec<Qualified>, u64> {
+    let mut counts: BTreeMap<Vec<Qualified>, u64> = BTreeMap::new();
+    for s in streams {
+        for len in cfg.min_length..=cfg.max_length {
+            for w in s.windows(len) {
+                *counts.entry(w.to_vec()).or_default() += 1;
+            }
+        }
+    }
+    let unit = |k: &[Qualified]| -> u64 {
+        k.iter()
+            .map(|(e, _)| costs[a.get(e).unwrap().index()])
+            .sum()
+    };
+    counts
+        .into_iter()
+        .map(|(k, c)| {
+            let cost = c * unit(&k);
+            (k, cost)
+        })
+        .collect()
+}
+
+/// The minimal hot strings by definition: hot, and no shorter hot string (of at least
+/// `min_length` events) inside.
+fn minimal_hot(all: &BTreeMap<Vec<Qualified>, u64>, cfg: HotConfig) -> BTreeSet<Vec<Qualified>> {
+    let hot = |k: &[Qualified]| all.get(k).is_some_and(|&c| c >= cfg.min_cost);
+    all.keys()
+        .filter(|k| hot(k))
+        .filter(|k| !(cfg.min_length..k.len()).any(|m| k.windows(m).any(hot)))
+        .cloned()
         .collect()
 }
 
@@ -93,6 +138,13 @@ fn check(g: &Grammar, a: &Alphabet, costs: &[u64], cfg: HotConfig) -> HotPaths {
     dedup.sort();
     dedup.dedup();
     assert_eq!(dedup.len(), keys.len(), "no string twice");
+    let all = all_costs(&streams, a, costs, cfg);
+    let want = minimal_hot(&all, cfg);
+    assert_eq!(
+        dedup.into_iter().collect::<BTreeSet<_>>(),
+        want,
+        "exactly the minimal hot strings"
+    );
     assert!(found.paths.windows(2).all(|w| w[0].cost >= w[1].cost));
     if let Some(b) = &found.best {
         assert!(found.paths.is_empty());
@@ -105,6 +157,7 @@ fn check(g: &Grammar, a: &Alphabet, costs: &[u64], cfg: HotConfig) -> HotPaths {
             b.cost < cfg.min_cost,
             "a best window that is hot is reported as hot"
         );
+        assert_eq!(Some(&b.cost), all.values().max(), "the costliest of all");
     }
     found
 }
@@ -196,18 +249,15 @@ fn blocks_of_different_functions_are_not_merged() {
                     .eq([Event::Block(BlockId(0)), Event::Block(BlockId(1))])
             })
             .collect();
-        // Figure 7 sees a flat grammar's windows once each, never hot; a compressor's rule for
-        // the repeated pair is hot once per function. A parallel grammar of 7-event chunks
-        // has the pair in rules of its own chunks, where Figure 7 (not exhaustive) may find
-        // only one of the two; what it finds is exact all the same.
-        if name != "flat" && !name.contains("parallel") {
-            assert_eq!(b01.len(), 2, "{name}: {:?}", found.paths);
-        }
+        // Figure 7 alone would see a flat grammar's windows once each, never hot, and a
+        // parallel grammar's pair spread over its chunks' rules: the exhaustive search finds
+        // both pairs in every grammar.
+        assert_eq!(b01.len(), 2, "{name}: {:?}", found.paths);
         assert!(b01.iter().all(|p| p.count == 50), "{name}: {b01:?}");
     }
 }
 
-/// When nothing reaches the threshold, the costliest window seen is reported, exactly counted.
+/// When nothing reaches the threshold, the costliest string is reported, exactly counted.
 #[test]
 fn nothing_hot_reports_the_best_cost() {
     let t: Vec<Event> = (0..10).map(|i| Event::Block(BlockId(i % 2))).collect();
@@ -222,7 +272,7 @@ fn nothing_hot_reports_the_best_cost() {
         let found = check(&g, &a, &costs, cfg);
         let best = found.best.expect("a best window");
         assert!(found.paths.is_empty(), "{name}");
-        assert!(best.count >= 4, "{name}: {best:?}");
+        assert_eq!(best.count, 5, "{name}: {best:?}");
         assert_eq!(found.total_cost, 10);
     }
 }

@@ -72,9 +72,9 @@ enum Command {
     Functions(cmd::query::functions::Args),
     /// One function's CFG from a recording, profile or CFG JSON (`--dot` for Graphviz).
     Cfg(cmd::query::cfg::Args),
-    /// Hot paths of a `.wpp` grammar: the minimal hot subpaths Larus's search finds on the
-    /// grammar's rules (§4), with exact counts. A subpath no rule holds whole is not found, so
-    /// the list depends on the grammar (compressor, segments), not only on the run.
+    /// Hot paths of a `.wpp` grammar: every minimal hot subpath of the run (Larus §4's
+    /// question, answered exhaustively), counted exactly through the grammar's rules. The list
+    /// depends only on the run, not on the compressor or segments.
     Hot(cmd::query::hot::Args),
     /// Frequency of a subpath, counted on the grammar.
     Subpath(cmd::query::subpath::Args),

@@ -1,33 +1,35 @@
-//! Exact hot paths: Larus's minimal hot subpaths over function-qualified events, each listed
+//! Exact hot paths: every minimal hot subpath over function-qualified events, each listed
 //! once with its exact number of occurrences, sorted by cost.
 //!
-//! Figure 7 (see [`super`]) reports a string at every DAG node where a window crossing the
-//! node's children reaches the cost threshold on that node's frequency alone, so one string
-//! can come out of several nodes, each time with only that node's share of its occurrences.
-//! Here the search runs on the qualified grammar ([`super::qualified`]), its windows are merged
-//! by string, and each distinct string is then counted exactly: every occurrence has one lowest
-//! node containing it, where it crosses the node's children (Larus §3.3, as in
-//! [`Subpaths`](crate::dag::Subpaths)), so the count is the sum over nodes of crossing
-//! occurrences × node frequency. All strings are counted in one bottom-up pass, streaming each
-//! body with its children replaced by their first and last `L − 1` terminals.
+//! Larus's Figure 7 (see [`super`]) judges a string at one DAG node, on that node's frequency
+//! alone, so a string whose occurrences are spread over many nodes, none hot alone, is missed,
+//! and what it finds depends on the compressor. Here the search is exhaustive and the grammar
+//! only makes it fast: strings are counted exactly through the rules
+//! ([`crossings`](super::crossings): the occurrences crossing each rule's children × the rule's
+//! frequency), length by length as in Apriori (Agrawal & Srikant 1994): a string of length
+//! `k + 1` is a candidate only if its first and last `k` events are *open*, i.e. could still
+//! grow into a hot path. With `c` occurrences and events costing `u` in sum, any
+//! superstring of at most `L` events costs at most `c · (u + (L − k) · max cost)`, so a string
+//! below the threshold by that bound is closed, and so is a hot one (any superstring of it
+//! contains it, so is not minimal). At the default 1 % share and unit costs an open string
+//! occurs at least `N / 800` times in `N` events, so at most 800 are open per length.
 //!
-//! **Minimal**, as reported: (1) every subpath has `min_length..=max_length` events and was a
-//! hot window of Figure 7, i.e. the shortest window ending at its last event that reached the
-//! threshold within one node (a window restarts after each hot one, so no reported window
-//! contains another found in the same scan) — or, when no window was hot within one node, the
-//! costliest window seen, if its exact count brings it to the threshold; (2) no reported subpath contains another reported
-//! one (a string containing a reported string is dropped); (3) its cost — exact count × the sum
-//! of its events' costs — is at least the threshold. Like Figure 7, the search is not
-//! exhaustive: a string whose occurrences are spread over many nodes, none hot alone, is not
-//! found.
+//! **Minimal**, as reported: (1) every subpath has `min_length..=max_length` events and costs —
+//! exact count × the sum of its events' costs — at least the threshold; (2) none contains
+//! another string of at least `min_length` events that reaches it (so no reported subpath
+//! contains another); (3) every string of `min_length..=max_length` events that reaches the
+//! threshold is reported or contains a reported one. The result depends only on the trace, not
+//! on the grammar.
+
+use std::ops::RangeInclusive;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use wpp_grammar::symbol::SymbolKind;
-use wpp_grammar::Grammar;
+use wpp_grammar::{Grammar, RuleId};
 use wpp_trace::{Alphabet, FunctionId};
 
+use super::crossings::{Crossings, Filter};
 use super::qualified::{qualify, Qualified};
-use super::{first_uses, scan, HotConfig, HotSubpath};
+use super::{first_uses, HotConfig};
 use crate::dag::{rule_frequencies, terminal_frequencies};
 use crate::error::QueryError;
 
@@ -44,8 +46,8 @@ pub struct HotPath {
     pub cost: u64,
     /// Index into the grammar's starts of the thread where the occurrence below is.
     pub stream: usize,
-    /// Start position of one occurrence in that thread (the first use of the node where the
-    /// search found it).
+    /// Start position of one occurrence in that thread (in the first use of the first rule,
+    /// children before parents, where the string crosses the rule's children).
     pub position: u64,
 }
 
@@ -56,7 +58,8 @@ pub struct HotPaths {
     pub paths: Vec<HotPath>,
     /// The cost of the whole trace: every event's cost, summed.
     pub total_cost: u64,
-    /// When nothing reached the threshold: the costliest window the search saw, exactly counted.
+    /// When nothing reached the threshold: the costliest string of `min_length..=max_length`
+    /// events, exactly counted.
     pub best: Option<HotPath>,
 }
 
@@ -85,63 +88,202 @@ pub fn hot_paths(
     costs: Option<&[u64]>,
     cfg: HotConfig,
 ) -> Result<HotPaths, QueryError> {
+    if cfg.min_length == 0 || cfg.max_length < cfg.min_length || cfg.min_cost == 0 {
+        return Err(QueryError::BadQuery(format!(
+            "need 1 ≤ min length ({}) ≤ max length ({}) and a positive cost",
+            cfg.min_length, cfg.max_length
+        )));
+    }
     let q = qualify(g, alphabet)
         .map_err(|e| QueryError::BadQuery(format!("cannot qualify the grammar: {e}")))?;
     let qcosts = qualified_costs(&q, costs);
-    let (found, best) = scan(&q.grammar, Some(&qcosts), cfg)?;
     let firsts = first_uses(&q.grammar);
-    let candidates = minimal(distinct(found), cfg.min_length);
-    let strings: Vec<&[u32]> = candidates.iter().map(|h| &h.terminals[..]).collect();
-    let counts = count_all(&q.grammar, &strings, cfg.max_length);
-    let to_path = |h: &HotSubpath, count: u64| {
-        let (stream, base) = firsts[h.rule as usize].unwrap_or((0, 0));
-        let (terminals, functions) = h
-            .terminals
+    let to_path = |(terminals, c): Found| {
+        let (stream, base) = firsts[c.rule.index()].unwrap_or((0, 0));
+        let (events, functions) = terminals
             .iter()
             .map(|&t| {
                 let (orig, f) = q.events[t as usize];
                 (orig.0, f.map(|f: FunctionId| f.0))
             })
             .unzip();
-        let unit: u64 = h.terminals.iter().map(|&t| qcosts[t as usize]).sum();
         HotPath {
-            terminals,
+            terminals: events,
             functions,
-            count,
-            cost: count.saturating_mul(unit),
+            count: c.count,
+            cost: c.cost,
             stream,
-            position: base + h.offset,
+            position: base + c.offset,
         }
     };
-    let mut paths: Vec<HotPath> = candidates
-        .iter()
-        .zip(&counts)
-        .map(|(h, &c)| to_path(h, c))
-        .collect();
-    paths.sort_by(|a, b| {
+    let by_cost = |a: &HotPath, b: &HotPath| {
         (b.cost, a.terminals.len(), &a.terminals, &a.functions).cmp(&(
             a.cost,
             b.terminals.len(),
             &b.terminals,
             &b.functions,
         ))
-    });
-    let mut best = match (paths.is_empty(), best) {
-        (true, Some(b)) => {
-            let c = count_all(&q.grammar, &[&b.terminals], cfg.max_length)[0];
-            Some(to_path(&b, c))
-        }
-        _ => None,
     };
-    // Counted exactly, the costliest window may reach the threshold after all.
-    if let Some(b) = best.take_if(|b| b.cost >= cfg.min_cost) {
-        paths.push(b);
-    }
+    let search = Search::new(&q.grammar, &qcosts, cfg);
+    let (hot, costliest) = search.run(cfg.min_cost, true);
+    let mut paths: Vec<HotPath> = hot.into_iter().map(to_path).collect();
+    paths.sort_by(by_cost);
+    let best = match paths.is_empty() {
+        true => search.costliest(costliest, cfg.min_cost).map(to_path),
+        false => None,
+    };
     Ok(HotPaths {
         paths,
         total_cost: total_cost(&q.grammar, &qcosts),
         best,
     })
+}
+
+/// A string (qualified terminals) and its count.
+type Found = (Box<[u32]>, Counted);
+
+/// A string's exact count and cost, and one occurrence: a rule and an offset in its expansion.
+#[derive(Clone, Copy)]
+struct Counted {
+    count: u64,
+    /// The sum of its events' costs.
+    unit: u64,
+    cost: u64,
+    rule: RuleId,
+    offset: u64,
+}
+
+/// The level-wise search of the module documentation over a qualified grammar.
+struct Search<'a> {
+    crossings: Crossings<'a>,
+    costs: &'a [u64],
+    cfg: HotConfig,
+    max_cost: u64,
+}
+
+impl<'a> Search<'a> {
+    fn new(g: &'a Grammar, costs: &'a [u64], cfg: HotConfig) -> Self {
+        let max_cost = costs.iter().copied().max().unwrap_or(0);
+        Search {
+            crossings: Crossings::new(g),
+            costs,
+            cfg,
+            max_cost,
+        }
+    }
+
+    /// Every string of `min_length..=max_length` events costing at least `threshold` — only the
+    /// minimal ones when `minimal` — and the highest cost of any counted string of that length.
+    ///
+    /// Each pass over the grammar costs about the same whatever it counts (its time goes to
+    /// the rules' ends), so lengths are counted in passes of doubling width — 1–2, 3–4, 5–8,
+    /// 9–16 — each admitting the strings whose every substring of the pass's first length − 1
+    /// is open: a superset of the candidates, which are then picked length by length.
+    fn run(&self, threshold: u64, minimal: bool) -> (Vec<Found>, Option<u64>) {
+        let (min, max) = (self.cfg.min_length, self.cfg.max_length);
+        let mut found = Vec::new();
+        let mut costliest = None;
+        let mut open: FxHashSet<Box<[u32]>> = FxHashSet::default();
+        let mut from = 1;
+        while from <= max {
+            let to = max.min(2 * from.max(2) - 2);
+            let mut counted = self.count_pass(from..=to, &open);
+            for k in from..=to {
+                let previous = std::mem::take(&mut open);
+                let level = counted.extract_if(|s, _| s.len() == k).filter(|(s, _)| {
+                    k == from || (previous.contains(&s[..k - 1]) && previous.contains(&s[1..]))
+                });
+                for (s, c) in level {
+                    let reportable = k >= min;
+                    if reportable {
+                        costliest = costliest.max(Some(c.cost));
+                    }
+                    let hot = reportable && c.cost >= threshold;
+                    let reach = u128::from(c.count)
+                        * (u128::from(c.unit) + (max - k) as u128 * u128::from(self.max_cost));
+                    if !(hot && minimal) && k < max && reach >= u128::from(threshold) {
+                        open.insert(s.clone());
+                    }
+                    if hot {
+                        found.push((s, c));
+                    }
+                }
+                if open.is_empty() {
+                    return (found, costliest);
+                }
+            }
+            from = to + 1;
+        }
+        (found, costliest)
+    }
+
+    /// The costliest string of `min_length..=max_length` events when none reaches `threshold`,
+    /// given the highest cost `seen` so far. A search at a cost no higher than the maximum
+    /// that does not stop at strings reaching it finds the maximum among them; `seen` is such
+    /// a cost, and without one (every string closed before `min_length`) the threshold drops.
+    fn costliest(&self, mut seen: Option<u64>, mut threshold: u64) -> Option<Found> {
+        loop {
+            threshold = match seen {
+                Some(0) => return None, // every event costs nothing: no costliest
+                Some(c) => c,
+                None if threshold == 1 => return None,
+                None => (threshold / 16).max(1),
+            };
+            let (all, costliest) = self.run(threshold, false);
+            let best = all
+                .into_iter()
+                .max_by(|(a, x), (b, y)| (x.cost, b.len(), b).cmp(&(y.cost, a.len(), a)));
+            if best.is_some() {
+                return best;
+            }
+            seen = costliest.filter(|&c| c < threshold);
+        }
+    }
+
+    /// The exact count of every string of a length in `lengths` whose every substring of
+    /// `lengths.start() − 1` events is `open` (every string, for lengths from 1).
+    fn count_pass(
+        &self,
+        lengths: RangeInclusive<usize>,
+        open: &FxHashSet<Box<[u32]>>,
+    ) -> FxHashMap<Box<[u32]>, Counted> {
+        let mut level: FxHashMap<Box<[u32]>, Counted> = FxHashMap::default();
+        let k = *lengths.start() - 1;
+        let mut in_open = vec![k == 0; self.costs.len()];
+        open.iter()
+            .flatten()
+            .for_each(|&t| in_open[t as usize] = true);
+        let filter = Filter {
+            lengths,
+            k,
+            open: |s: &[u32]| {
+                in_open[s[0] as usize] && in_open[s[k - 1] as usize] && open.contains(s)
+            },
+        };
+        self.crossings.for_each(filter, |c| {
+            let s = c.terminals;
+            match level.get_mut(s) {
+                Some(e) => e.count = e.count.saturating_add(c.weight),
+                None => {
+                    let e = Counted {
+                        count: c.weight,
+                        unit: 0,
+                        cost: 0,
+                        rule: c.rule,
+                        offset: c.offset,
+                    };
+                    level.insert(s.into(), e);
+                }
+            }
+        });
+        for (s, c) in level.iter_mut() {
+            c.unit = s
+                .iter()
+                .fold(0u64, |u, &t| u.saturating_add(self.costs[t as usize]));
+            c.cost = c.count.saturating_mul(c.unit);
+        }
+        level
+    }
 }
 
 /// The cost threshold for a share of the trace's total cost (at least 1).
@@ -157,169 +299,4 @@ pub fn trace_cost(g: &Grammar, costs: Option<&[u64]>) -> u64 {
         .map(|t| costs.map_or(1, |c| c.get(t).copied().unwrap_or(0)))
         .collect();
     total_cost(g, &table)
-}
-
-/// One window per distinct string (the first found).
-fn distinct(found: Vec<HotSubpath>) -> Vec<HotSubpath> {
-    let mut seen = FxHashSet::default();
-    found
-        .into_iter()
-        .filter(|h| seen.insert(h.terminals.clone()))
-        .collect()
-}
-
-/// Drops every string that contains another of `hs` (of at least `min_length` terminals).
-fn minimal(hs: Vec<HotSubpath>, min_length: usize) -> Vec<HotSubpath> {
-    let all: FxHashSet<&[u32]> = hs.iter().map(|h| &h.terminals[..]).collect();
-    let contains_other =
-        |s: &[u32]| (min_length..s.len()).any(|m| s.windows(m).any(|w| all.contains(w)));
-    let keep: Vec<bool> = hs.iter().map(|h| !contains_other(&h.terminals)).collect();
-    hs.into_iter()
-        .zip(keep)
-        .filter_map(|(h, k)| k.then_some(h))
-        .collect()
-}
-
-/// A rule's first and last `L − 1` terminals, or its whole expansion when that is no longer
-/// than `2(L − 1)`.
-enum Edge {
-    Whole(Vec<u32>),
-    Ends(Vec<u32>, Vec<u32>),
-}
-
-/// The sliding text of one body: terminals and, per terminal, the body symbol it comes from
-/// (`2·index + 1` for a child rule, `2·index` for a terminal of the body itself).
-struct Window<'a> {
-    terms: Vec<u32>,
-    owners: Vec<u64>,
-    max_length: usize,
-    patterns: &'a FxHashMap<&'a [u32], usize>,
-    starts: &'a [bool],
-}
-
-impl Window<'_> {
-    /// Appends one terminal and counts, `weight` times, every pattern ending at it that
-    /// crosses a boundary of the body (does not lie inside one child).
-    fn push(&mut self, t: u32, owner: u64, weight: u64, counts: &mut [u64]) {
-        if self.terms.len() >= 2 * self.max_length {
-            self.terms.drain(..self.max_length);
-            self.owners.drain(..self.max_length);
-        }
-        self.terms.push(t);
-        self.owners.push(owner);
-        let n = self.terms.len();
-        for m in 1..=self.max_length.min(n) {
-            let start = n - m;
-            let inside_child = self.owners[start] == owner && owner % 2 == 1;
-            if inside_child || !self.starts[self.terms[start] as usize] {
-                continue;
-            }
-            if let Some(&i) = self.patterns.get(&self.terms[start..]) {
-                counts[i] = counts[i].saturating_add(weight);
-            }
-        }
-    }
-
-    /// A child's middle was left out: no window spans it.
-    fn gap(&mut self) {
-        self.terms.clear();
-        self.owners.clear();
-    }
-}
-
-/// Exact occurrences of each of `strings` (all of at most `max_length` terminals) in the
-/// expansion of `g`'s start rules: one bottom-up pass (see the module documentation).
-pub fn count_all(g: &Grammar, strings: &[&[u32]], max_length: usize) -> Vec<u64> {
-    let mut counts = vec![0u64; strings.len()];
-    if strings.is_empty() {
-        return counts;
-    }
-    let patterns: FxHashMap<&[u32], usize> =
-        strings.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-    let mut starts = vec![false; g.num_terminals() as usize];
-    for s in strings {
-        starts[s[0] as usize] = true;
-    }
-    let keep = max_length.saturating_sub(1).max(1);
-    let freq = rule_frequencies(g);
-    let mut remaining = g.reference_counts();
-    let mut edges: Vec<Option<Edge>> = (0..g.num_rules()).map(|_| None).collect();
-    for r in g.rules() {
-        let mut w = Window {
-            terms: Vec::with_capacity(2 * max_length),
-            owners: Vec::with_capacity(2 * max_length),
-            max_length,
-            patterns: &patterns,
-            starts: &starts,
-        };
-        let weight = freq[r.index()];
-        let mut push = |w: &mut Window, t: u32, owner: u64| {
-            if weight > 0 {
-                w.push(t, owner, weight, &mut counts);
-            }
-        };
-        for (i, &s) in g.body(r).iter().enumerate() {
-            let i = i as u64;
-            match s.kind() {
-                SymbolKind::Terminal(t) => push(&mut w, t.0, 2 * i),
-                SymbolKind::Rule(c) => {
-                    match edges[c.index()].as_ref().expect("children before parents") {
-                        Edge::Whole(all) => all.iter().for_each(|&t| push(&mut w, t, 2 * i + 1)),
-                        Edge::Ends(first, last) => {
-                            first.iter().for_each(|&t| push(&mut w, t, 2 * i + 1));
-                            w.gap();
-                            last.iter().for_each(|&t| push(&mut w, t, 2 * i + 1));
-                        }
-                    }
-                }
-            }
-        }
-        edges[r.index()] = Some(edge(g, r, &edges, keep));
-        for s in g.body(r) {
-            if let SymbolKind::Rule(c) = s.kind() {
-                remaining[c.index()] -= 1;
-                if remaining[c.index()] == 0 {
-                    edges[c.index()] = None;
-                }
-            }
-        }
-    }
-    counts
-}
-
-/// The [`Edge`] of rule `r`, from its children's.
-fn edge(g: &Grammar, r: wpp_grammar::RuleId, edges: &[Option<Edge>], keep: usize) -> Edge {
-    let parts = |s: wpp_grammar::Symbol, from_end: bool| -> Vec<u32> {
-        match s.kind() {
-            SymbolKind::Terminal(t) => vec![t.0],
-            SymbolKind::Rule(c) => match edges[c.index()].as_ref().expect("child edge") {
-                Edge::Whole(all) => all.clone(),
-                Edge::Ends(first, last) => if from_end { last } else { first }.clone(),
-            },
-        }
-    };
-    let body = g.body(r);
-    if g.expanded_len(r) <= 2 * keep as u64 {
-        return Edge::Whole(body.iter().flat_map(|&s| parts(s, false)).collect());
-    }
-    let mut first = Vec::with_capacity(keep);
-    for &s in body {
-        first.extend(parts(s, false));
-        if first.len() >= keep {
-            break;
-        }
-    }
-    first.truncate(keep);
-    let mut last: Vec<u32> = Vec::with_capacity(keep);
-    for &s in body.iter().rev() {
-        let mut p = parts(s, true);
-        p.append(&mut last);
-        last = p;
-        if last.len() >= keep {
-            break;
-        }
-    }
-    let cut = last.len() - keep;
-    last.drain(..cut);
-    Edge::Ends(first, last)
 }

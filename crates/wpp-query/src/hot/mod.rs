@@ -22,9 +22,11 @@
 //! never covers. Frequencies come from [`rule_frequencies`]; the reported frequency of a subpath
 //! is the frequency of the node where it was found, a lower bound on its occurrences.
 //!
-//! This scan is over whatever grammar it is given; `wpp hot` gives it the grammar over
-//! function-qualified events ([`qualified`]) and then counts every string it reports exactly
-//! ([`exact`]), since a string found at one node also occurs inside others.
+//! This scan is over whatever grammar it is given, and what it finds depends on the grammar: a
+//! string whose occurrences are spread over many nodes, none hot alone, is not found, and one
+//! found at a node also occurs inside others. `wpp hot` therefore does not use it: it searches
+//! exhaustively, counting strings exactly through the rules ([`exact`]), over
+//! function-qualified events ([`qualified`]).
 //!
 //! Complexity: O(E·L) time for E DAG edges, as in the paper; prefixes and suffixes are freed
 //! after their node's last parent, so space is O(L) per partially visited node, never
@@ -39,6 +41,7 @@ use wpp_trace::Terminal;
 use crate::dag::rule_frequencies;
 use crate::error::QueryError;
 
+pub mod crossings;
 pub mod exact;
 pub mod qualified;
 

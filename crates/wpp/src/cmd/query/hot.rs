@@ -1,6 +1,6 @@
-//! `wpp hot`: the hot paths of a `.wpp` grammar — Larus's minimal hot subpaths (§4.2, Figure 7)
-//! over events qualified by their function, each listed once with its exact count and cost,
-//! costliest first ([`wpp_query::hot::exact`] says what "minimal" means) — as text, JSON,
+//! `wpp hot`: the hot paths of a `.wpp` grammar — every minimal hot subpath (Larus §4.2's
+//! question) over events qualified by their function, each listed once with its exact count and
+//! cost, costliest first ([`wpp_query::hot::exact`] says what "minimal" means) — as text, JSON,
 //! folded stacks or an SVG flame graph. Paths of a path recording are shown with the blocks and
 //! source lines they decode to through the file's CFGs.
 
@@ -149,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let events = qualified_text(&wpp, b);
         writeln!(
             out,
-            "the costliest found costs {} = {} × {} ({:.2}%): {}; lower --min-share or --min-cost",
+            "the costliest path costs {} = {} × {} ({:.2}%): {}; lower --min-share or --min-cost",
             b.cost,
             b.count,
             b.cost / b.count.max(1),
