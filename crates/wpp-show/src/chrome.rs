@@ -3,8 +3,10 @@
 //! the time axis.
 //!
 //! Time is the index of an event in replay order ([`crate::walk::Recording::replay`]: a
-//! trace's events in file order, a `.wpp`'s threads one after another, each after its `T`
-//! event), one index per microsecond. Each function activation is a `B`/`E` slice pair on its
+//! trace's events in file order, a `.wpp`'s threads one after another), one index per
+//! microsecond. `T` events are not counted, so in a one-thread recording the index is the
+//! position `wpp match`, `wpp hot` and `wpp subpath` print; with a thread chosen, the index
+//! counts that thread's events only, which is the position they print for it. Each function activation is a `B`/`E` slice pair on its
 //! thread's track; each run of consecutive block/path events on one line is an `X` slice named
 //! `function:line` lasting as many events. Frames already open when the window starts are
 //! opened at its start, and those still open at its end are closed there, so every slice is
@@ -46,11 +48,11 @@ struct ThreadState {
     run: Option<(usize, String)>,
 }
 
-/// Writes events `from..to` (replay indices) of the recording as a Chrome trace.
+/// Writes events `from..to` (replay indices without `T` events, or positions in `thread` when
+/// one is given) of the recording as a Chrome trace.
 pub fn write_chrome(
     rec: &mut Recording,
-    from: u64,
-    to: u64,
+    (from, to, thread): (u64, u64, Option<ThreadId>),
     max_window: u64,
     out: impl Write,
 ) -> Result<(), ShowError> {
@@ -76,7 +78,16 @@ pub fn write_chrome(
         events: Vec::new(),
     };
     let mut index = 0u64;
+    let mut seen = thread.is_none();
     rec.replay(|e| {
+        if let Event::Thread(t) = e {
+            w.thread = t;
+            seen |= Some(t) == thread;
+            return Ok(true);
+        }
+        if thread.is_some_and(|t| t != w.thread) {
+            return Ok(true);
+        }
         let at = index;
         index += 1;
         if at >= to {
@@ -85,9 +96,19 @@ pub fn write_chrome(
         w.push(e, at, at >= from);
         Ok(true)
     })?;
+    let of = match thread {
+        Some(t) if !seen => {
+            return Err(ShowError::Request(format!(
+                "the recording has no thread {}",
+                t.0
+            )))
+        }
+        Some(t) => format!("thread {}", t.0),
+        None => "the recording".into(),
+    };
     if index <= from {
         return Err(ShowError::Request(format!(
-            "--from {from} is past the end of the recording ({index} events)"
+            "--from {from} is past the end of {of} ({index} events)"
         )));
     }
     w.close(to.min(index));
@@ -108,10 +129,6 @@ struct Window<'a> {
 
 impl Window<'_> {
     fn push(&mut self, e: Event, at: u64, inside: bool) {
-        if let Event::Thread(t) = e {
-            self.thread = t;
-            return;
-        }
         let tid = self.thread.0;
         let (db, map) = (self.db, self.map);
         let st = self.threads.entry(self.thread).or_default();

@@ -328,11 +328,35 @@ fn exports_read_back_by_real_consumers_match_the_trace() {
         assert!(depth >= 0);
     }
     assert_eq!(depth, 0, "every slice closed");
-    let want = o.events[from..to]
+    // The index does not count the `T` event (the oracle's first): it is the position
+    // `wpp match` and `wpp hot` print.
+    let want = o.events[1..][from..to]
         .iter()
         .filter(|e| e.starts_with("B "))
         .count() as u64;
     assert_eq!(block_time, want);
+    // The one thread chosen by its id: the same window.
+    let chrome = |extra: &[&str]| {
+        let mut args = vec![
+            "export",
+            "blocks.wpp",
+            "--format",
+            "chrome",
+            "--from",
+            "1000",
+        ];
+        args.extend(["--to", "3000"]);
+        args.extend(extra);
+        Command::new(env!("CARGO_BIN_EXE_wpp"))
+            .current_dir(dir)
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(chrome(&["--thread", "0"]).stdout, chrome(&[]).stdout);
+    let none = chrome(&["--thread", "7"]);
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no thread 7"));
     let too_big = Command::new(env!("CARGO_BIN_EXE_wpp"))
         .current_dir(dir)
         .args([

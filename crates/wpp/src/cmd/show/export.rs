@@ -34,14 +34,20 @@ pub struct Args {
     /// Write here instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Chrome: first event of the window (index in replay order: a trace's file order, a
-    /// `.wpp`'s threads one after another, each after its `Thread` event, which counts; so in
-    /// a one-thread recording, position P of `wpp match` or `wpp subpath` is index P + 1).
+    /// Chrome: first event of the window: its index in replay order (a trace's file order, a
+    /// `.wpp`'s threads one after another; `Thread` events are not counted), or with
+    /// `--thread` its position in that thread. Either way, the position `wpp hot`, `wpp match`
+    /// and `wpp subpath` print for a thread (`thread T @P`) is `--thread T --from P`, and in a
+    /// one-thread recording plain `--from P` (except `wpp match` on a path recording, which
+    /// counts the blocks its paths decode to).
     #[arg(long, default_value_t = 0)]
     pub from: u64,
     /// Chrome: end of the window (exclusive); default `--from` + 100000.
     #[arg(long)]
     pub to: Option<u64>,
+    /// Chrome: only this thread's events, `--from` and `--to` counted in it.
+    #[arg(long)]
+    pub thread: Option<u32>,
     /// Chrome: the largest window accepted.
     #[arg(long, default_value_t = wpp_show::chrome::MAX_WINDOW)]
     pub max_events: u64,
@@ -54,7 +60,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let name = args.file.display().to_string();
     if args.format == Format::Chrome {
         let to = args.to.unwrap_or(args.from.saturating_add(100_000));
-        wpp_show::chrome::write_chrome(&mut rec, args.from, to, args.max_events, &mut out)
+        let window = (args.from, to, args.thread.map(wpp_trace::ThreadId));
+        wpp_show::chrome::write_chrome(&mut rec, window, args.max_events, &mut out)
             .with_context(|| format!("cannot export {name}"))?;
         out.flush()?;
         return Ok(());
