@@ -893,6 +893,56 @@ fn parameter_spills_show_no_source_line() {
     assert!(!listed.contains(":0:0"), "{listed}");
 }
 
+/// The dependences on stores `wpp deps list --json` lists for `file`, each with its instances,
+/// without what only an address trace knows (the bytes).
+fn store_deps(p: &Project, file: &str) -> Vec<serde_json::Value> {
+    let out = wpp_ok(p, &["deps", "list", "--json", file]);
+    String::from_utf8_lossy(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .filter(|v| !v["store"].is_null())
+        .map(|mut v| {
+            let o = v.as_object_mut().expect("an object");
+            o.remove("offset");
+            o.remove("bytes");
+            v
+        })
+        .collect()
+}
+
+/// `wpp deps ecf` on a `trace-addr` recording of a program that `longjmp`s out of deep frames
+/// (`tests/programs/longjmp.c`; `--mode ewpp` records it too): the frame a `setjmp` returns to
+/// again goes on half-way through the `setjmp`'s block, after the `Leave`s of the frames left,
+/// with no block event. The eCF is built (it was refused: "the eCF of a recording needs whole
+/// blocks"), and `wpp deps list` of it gives exactly the address trace's dependences on
+/// stores, instance by instance.
+#[test]
+fn deps_ecf_follows_a_longjmp() {
+    let p = Project::new();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/longjmp.c");
+    for opt in ["-O0", "-O1"] {
+        let build = format!(
+            "wpp-cc --wpp-mode=trace-addr {opt} -g {} -o lj",
+            src.display()
+        );
+        p.ok(&build);
+        let out = run_raw(&p, "lj", "lj");
+        assert!(out.contains("outer returned 8 (round 3)"), "{out}");
+        let ecf = wpp_ok(
+            &p,
+            &["deps", "ecf", "lj.trace.at", "lj.trace", "-o", "lj.ecf"],
+        );
+        let ecf = String::from_utf8_lossy(&ecf);
+        assert!(
+            ecf.contains("recovered equal to the address trace's"),
+            "{ecf}"
+        );
+        let want = store_deps(&p, "lj.trace.at");
+        assert!(want.len() > 100, "{opt}: {} dependences", want.len());
+        assert_eq!(store_deps(&p, "lj.ecf"), want, "{opt}");
+    }
+}
+
 /// A project with the library `mq.c`, the late library `late.c` and their program `mm.c`.
 fn soa_project() -> Project {
     let p = Project::new();
