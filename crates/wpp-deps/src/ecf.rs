@@ -29,8 +29,29 @@
 //! memory instruction, else it comes after the next event. This is exact unless a block calls
 //! its own function (recursion) before its next memory instruction and the callee starts with
 //! that same block: then the access is given to the caller, and the callee's block comes up
-//! short, which is reported as an error (no eCF), not a wrong one; so is a block left half-way.
-//! The collection run has no such limit: it sees each access where it runs.
+//! short, which is reported as an error (no eCF), not a wrong one; so is a block left half-way
+//! where the placement cannot tell why. The collection run has no such limit: it sees each
+//! access where it runs.
+//!
+//! **`longjmp`.** A `setjmp`-like call that returns again leaves its own trace in a recording:
+//! the runtime's `Leave`s for the frames the `longjmp` abandoned (the innermost ones, whose
+//! blocks may be left half-way), then, with no block event, the accesses after the call in
+//! the `setjmp`'s block, in a frame whose current block is another (the one that made the
+//! call the `longjmp` came from). [`build`] reads it as the collection run does, whose probes
+//! emit `Block(b)` again where the call in block `b` returns (`wpp cc`'s `ewpp` build; there
+//! at every return, here only where it returns again: ranks differ, never the dependences):
+//!
+//! * a frame may end half-way through its block when the access that comes next is not one
+//!   of its function's (the `longjmp` went past it to an outer frame), and
+//! * an access of the innermost frame's function that the greedy placement could never give a
+//!   block (the rule above, followed without a half-way block up to the event where it would
+//!   be that block's next instruction, fails before) resumes its block there, after the last
+//!   of the `Leave`s that follow: the eCF gets `Block(b)` again, as the collection run's does,
+//!   and the block goes on from that access.
+//!
+//! Both apply only where the greedy placement alone fails, so every recording it aligned is
+//! aligned as before; a `longjmp` whose next access is its own function's in the frame it
+//! leaves half-way (a recursive function that `setjmp`s) is still refused.
 //!
 //! # Encoding (one check call per load instance and distinct writing store)
 //!
@@ -568,6 +589,19 @@ impl<'a> Collector<'a> {
         Ok(())
     }
 
+    /// The top frame runs block `b` again from its memory instruction number `ran` on (a
+    /// `setjmp`-like call in it returned again), as a new execution of `b`: the collection
+    /// run's `Block(b)` after such a call, which the caller writes to the eCF.
+    fn resume(&mut self, b: u32, ran: usize) -> Result<(), EcfError> {
+        let Some(frame) = self.frames.last_mut() else {
+            return Err(self.error("a block outside any function".into()));
+        };
+        let rank = self.runs.enter(frame.function, b);
+        frame.block = Some((b, rank));
+        frame.ran = ran;
+        Ok(())
+    }
+
     /// Takes one memory access of the top frame's current block, appending a check call to
     /// `out` for each distinct program store that wrote bytes it reads.
     pub fn access(&mut self, a: Access, out: &mut impl CheckEvents) -> Result<(), EcfError> {
@@ -799,7 +833,8 @@ fn block_instructions(db: &MemoryDb) -> FxHashMap<Node, Vec<u32>> {
 /// Builds the eCF of a run from its `trace-addr` recording: `events` is its block trace (one
 /// thread), `accesses` its AT. The AT does not mark where calls happen, so the accesses are
 /// placed greedily (the module docs' "Alignment") and every block execution must run all its
-/// memory instructions.
+/// memory instructions, but for the frames a `longjmp` leaves and the block its `setjmp`
+/// resumes (the module docs' "longjmp").
 pub fn build<T: Into<Run>, E>(
     db: &MemoryDb,
     events: &[Event],
@@ -835,26 +870,55 @@ where
         let (b, _) = f.block?;
         blocks.get(&(f.function, b)).map(|v| v.get(f.ran).copied())
     };
+    // Events before which the pending access is known to find its block by waiting.
+    let mut waits_until = 0;
     for (i, &e) in events.iter().enumerate() {
         if matches!(e, Event::Block(_) | Event::Leave) {
             if let Some(Some(id)) = expected(&c) {
-                let next = pending.front().map_or("its end".into(), |a: &Access| {
-                    format!("instruction {} ({})", a.id, db.location(a.id))
-                });
-                return Err(EcfError::Misaligned {
-                    event: i as u64,
-                    message: format!(
-                        "the block ends before its memory instruction {id} ({}) ran; the address trace goes on with {next} (the eCF of a recording needs whole blocks)",
-                        db.location(id)
-                    ),
-                });
+                // Left half-way by a `longjmp` to an outer frame (the module docs' "longjmp").
+                let top = c.top().map(|f| f.function);
+                let unwound = matches!(e, Event::Leave)
+                    && next_access(&mut pending)?
+                        .is_none_or(|a| Some(db.instructions[a.id as usize].function) != top);
+                if !unwound {
+                    let next = pending.front().map_or("its end".into(), |a: &Access| {
+                        format!("instruction {} ({})", a.id, db.location(a.id))
+                    });
+                    return Err(EcfError::Misaligned {
+                        event: i as u64,
+                        message: format!(
+                            "the block ends before its memory instruction {id} ({}) ran; the address trace goes on with {next} (the eCF of a recording needs whole blocks)",
+                            db.location(id)
+                        ),
+                    });
+                }
             }
         }
         c.event(e)?;
         out.push(e);
         while let Some(a) = next_access(&mut pending)? {
             if expected(&c).flatten() != Some(a.id) {
-                break;
+                let ai = &db.instructions[a.id as usize];
+                if i < waits_until || c.top().map(|f| f.function) != Some(ai.function) {
+                    break;
+                }
+                match placed_later(&c, &blocks, &events[i + 1..], a.id) {
+                    Some(j) => {
+                        waits_until = i + 1 + j;
+                        break;
+                    }
+                    // The `longjmp`'s `Leave`s go on: the frame it resumes is an outer one.
+                    None if events.get(i + 1) == Some(&Event::Leave) => break,
+                    // A `setjmp`-like call in the access's block returned again.
+                    None => {
+                        let ran = blocks[&(ai.function, ai.block)]
+                            .iter()
+                            .position(|&id| id == a.id)
+                            .expect("an instruction is in its block");
+                        c.resume(ai.block, ran)?;
+                        out.push(Event::Block(BlockId(ai.block)));
+                    }
+                }
             }
             pending.pop_front();
             c.access(a, &mut out)?;
@@ -874,6 +938,63 @@ where
         events: out,
         stats: c.stats,
     })
+}
+
+/// Where the greedy placement ([`build`]; the module docs' "Alignment") would give access `id`,
+/// pending now, its block, with `events` the events still to come: the position in `events`
+/// of the event after which it is the innermost frame's next memory instruction, or `None`
+/// where the placement fails first (a block left before its next instruction ran, or the end
+/// of the events). No access is placed meanwhile: the pending one comes first.
+fn placed_later(
+    c: &Collector,
+    blocks: &FxHashMap<Node, Vec<u32>>,
+    events: &[Event],
+    id: u32,
+) -> Option<usize> {
+    let next = |f: &Frame| {
+        let (b, _) = f.block?;
+        blocks.get(&(f.function, b))?.get(f.ran).copied()
+    };
+    // The collector's frames below `open` (those not left yet), then the frames entered since.
+    let (mut open, mut entered) = (c.frames.len(), Vec::<Frame>::new());
+    for (j, &e) in events.iter().enumerate() {
+        let top = entered.last().or(c.frames[..open].last());
+        if matches!(e, Event::Block(_) | Event::Leave) && top.and_then(next).is_some() {
+            return None;
+        }
+        match e {
+            Event::Enter(f) => entered.push(Frame {
+                function: f.0,
+                block: None,
+                ran: 0,
+            }),
+            Event::Block(b) => {
+                let frame = match entered.last_mut() {
+                    Some(f) => f,
+                    // Its block changes: the frame is the collector's no more.
+                    None => {
+                        let f = *c.frames[..open].last()?;
+                        open -= 1;
+                        entered.push(f);
+                        entered.last_mut().expect("just pushed")
+                    }
+                };
+                frame.block = Some((b.0, 0));
+                frame.ran = 0;
+            }
+            Event::Leave => {
+                if entered.pop().is_none() {
+                    open = open.checked_sub(1)?;
+                }
+            }
+            Event::Thread(_) | Event::Path(_) => {}
+        }
+        let top = entered.last().or(c.frames[..open].last());
+        if top.and_then(next) == Some(id) {
+            return Some(j);
+        }
+    }
+    None
 }
 
 /// One recovered dependence: `load` read a value `store` wrote.

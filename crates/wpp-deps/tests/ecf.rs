@@ -273,6 +273,113 @@ fn binary_search_by_hand() {
     );
 }
 
+/// A `longjmp` in a `trace-addr` recording, by hand: `g` (function 0) stores `A`, calls
+/// `setjmp`, stores and loads `r` (block 0); calls `h` (block 1), which stores `x` and calls
+/// `k`, which loads `x` and `longjmp`s back: the runtime's `Leave`s for `k` and `h` (left
+/// half-way: its load after the call never runs), then `g` stores and loads `r` again in
+/// block 0 with no block event, and loads `r` in block 2. The eCF gets `Block(0)` again where
+/// `setjmp` returned (as the collection run records it), and recovery gives the AT's
+/// dependences, instance by instance.
+#[test]
+fn a_longjmp_resumes_the_setjmp_block() {
+    let at_fn = |function, block, kind| MemInstr {
+        function,
+        block,
+        ..instruction(block, kind)
+    };
+    let db = MemoryDb {
+        version: 1,
+        instructions: vec![
+            at_fn(0, 0, AccessKind::Store), // 0: A
+            at_fn(0, 0, AccessKind::Store), // 1: r = setjmp(…)
+            at_fn(0, 0, AccessKind::Load),  // 2: if (r)
+            at_fn(0, 2, AccessKind::Load),  // 3: return r
+            at_fn(1, 0, AccessKind::Store), // 4: x = …; k();
+            at_fn(1, 0, AccessKind::Load),  // 5: … x (never runs)
+            at_fn(2, 0, AccessKind::Load),  // 6: … x; longjmp
+        ],
+        ..Default::default()
+    };
+    let (f, b) = (
+        |x| Event::Enter(FunctionId(x)),
+        |x| Event::Block(BlockId(x)),
+    );
+    let ev = [
+        f(0),
+        b(0),
+        b(1),
+        f(1),
+        b(0),
+        f(2),
+        b(0),
+        Event::Leave,
+        Event::Leave,
+        b(2),
+        Event::Leave,
+    ];
+    let a = |id, addr| Access { id, addr, size: 8 };
+    let at = vec![
+        a(0, 0),
+        a(1, 8),
+        a(2, 8),
+        a(4, 16),
+        a(6, 16),
+        a(1, 8),
+        a(2, 8),
+        a(3, 8),
+    ];
+    let ok = || [Ok::<_, std::convert::Infallible>(at.clone())];
+    let report = classify(&db, ok()).unwrap();
+    let built = ecf::build(&db, &ev, ok(), &report).unwrap();
+    let check = ecf::check_function(&db);
+    let mut program = Vec::new();
+    let mut inside = false;
+    for &e in &built.events {
+        match e {
+            Event::Enter(c) if c == check => inside = true,
+            Event::Leave if inside => inside = false,
+            _ if !inside => program.push(e),
+            _ => {}
+        }
+    }
+    let mut want = ev.to_vec();
+    want.insert(9, b(0));
+    assert_eq!(program, want);
+    let mut got = Pairs::new();
+    ecf::recover(&db, &built.events, |d| {
+        assert!(got.insert((d.load, d.store)), "{d:?} twice");
+    })
+    .unwrap();
+    assert_eq!(got, at_truth(&db, &at));
+    assert_eq!(got.len(), 4);
+}
+
+/// A block left half-way is still refused where the access that comes next is its own
+/// function's: the placement cannot tell a `longjmp` from an access it gave the wrong frame.
+#[test]
+fn a_block_left_half_way_for_its_own_function_is_refused() {
+    let db = MemoryDb {
+        version: 1,
+        instructions: vec![
+            instruction(0, AccessKind::Store),
+            instruction(0, AccessKind::Load),
+        ],
+        ..Default::default()
+    };
+    let (f, b) = (Event::Enter(FunctionId(0)), Event::Block(BlockId(0)));
+    let ev = [f, b, Event::Leave, f, b, Event::Leave];
+    let a = |id| Access {
+        id,
+        addr: 0,
+        size: 8,
+    };
+    let at = vec![a(0), a(0), a(1)];
+    let ok = || [Ok::<_, std::convert::Infallible>(at.clone())];
+    let report = classify(&db, ok()).unwrap();
+    let e = ecf::build(&db, &ev, ok(), &report).err().expect("refused");
+    assert!(e.to_string().contains("needs whole blocks"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 

@@ -598,6 +598,81 @@ fn detached_finisher_builds_the_wpp() {
     assert!(quiet.stderr.is_empty(), "WPP_QUIET=1 prints nothing");
 }
 
+/// The path-profile modes and `ewpp-filter` name their output on stderr as the trace modes do
+/// (`detached_finisher_builds_the_wpp`): one line, `wpp-rt: recorded to PATH`, where PATH is
+/// the file the run wrote (with `WPP_OUT`, and by the default name in the working
+/// directory), whether the program returns or calls `_exit`; `WPP_QUIET=1` silences it, and
+/// `WPP_QUIET=0`'s summary names the file too.
+#[test]
+fn profiles_and_filter_reports_say_where_they_recorded() {
+    let modes = [
+        InstrumentMode::Bl,
+        InstrumentMode::Ppp,
+        InstrumentMode::EwppFilter,
+    ];
+    let b = build("exits.c", &modes);
+    for (mode, exe) in &b.inst {
+        let ext = match mode {
+            InstrumentMode::Bl => "blprof",
+            InstrumentMode::Ppp => "pppprof",
+            _ => "depf",
+        };
+        for how in ["return", "_exit"] {
+            let what = format!("{} {how}", mode.name());
+            let cwd = b.dir.path(&format!("{}-{how}", mode.name()));
+            std::fs::create_dir(&cwd).unwrap();
+            let out = cwd.join("named");
+            // `ewpp-filter` appends its extension to `WPP_OUT`, as `trace-addr` does `.at`.
+            let named = match mode {
+                InstrumentMode::EwppFilter => cwd.join("named.depf"),
+                _ => out.clone(),
+            };
+            let run = |out: Option<&Path>, quiet: Option<&str>| {
+                let mut c = Command::new(exe);
+                c.arg(how).current_dir(&cwd).stdin(Stdio::null());
+                c.env_remove("WPP_OUT").env_remove("WPP_QUIET");
+                if let Some(o) = out {
+                    c.env("WPP_OUT", o);
+                }
+                if let Some(q) = quiet {
+                    c.env("WPP_QUIET", q);
+                }
+                let o = c.output().unwrap();
+                String::from_utf8_lossy(&o.stderr).into_owned()
+            };
+            let said = run(Some(&out), None);
+            assert_eq!(
+                said,
+                format!("wpp-rt: recorded to {}\n", named.display()),
+                "{what}"
+            );
+            assert!(named.exists(), "{what}");
+            std::fs::remove_file(&named).unwrap();
+            // The default name, relative to the working directory.
+            let said = run(None, None);
+            let file = said
+                .strip_prefix("wpp-rt: recorded to ")
+                .and_then(|l| l.strip_suffix('\n'))
+                .unwrap_or_else(|| panic!("{what}: {said}"));
+            assert!(!file.contains('\n'), "{what}: one line: {said}");
+            let prefix = format!("{}.", mode.name());
+            assert!(
+                file.starts_with(&prefix) && file.ends_with(ext),
+                "{what}: {file}"
+            );
+            assert!(cwd.join(file).exists(), "{what}: {file}");
+            let left = std::fs::read_dir(&cwd).unwrap().count();
+            assert_eq!(left, 1, "{what}: the one file named");
+            assert_eq!(run(Some(&out), Some("1")), "", "{what}: WPP_QUIET=1");
+            let summary = run(Some(&out), Some("0"));
+            assert!(
+                summary.contains(&named.display().to_string()),
+                "{what}: {summary}"
+            );
+        }
+    }
+}
+
 /// A `WPP_OUT` that is a FIFO (or a device: `/dev/null`) receives the `.wpp`, and its spool is
 /// written in the temporary directory, not beside it (`/dev/null.trace` only root can create).
 /// The finisher blocks opening the FIFO until the test reads it, with the spool still there:

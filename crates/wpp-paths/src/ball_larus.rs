@@ -14,7 +14,7 @@
 //! not exceed the remaining id (`O(path length × out-degree)`). Encoding sums increments.
 
 use crate::cfg::Cfg;
-use crate::dag::{Dag, DagNodeKind, ENTRY, EXIT};
+use crate::dag::{Dag, DagEdgeKind, DagNodeKind, ENTRY, EXIT};
 use crate::error::{Error, Result};
 use crate::ids::{DagEdgeId, DagNodeId, EdgeId, NodeId, PathId};
 
@@ -48,7 +48,7 @@ impl DagPath {
         self.edges
             .iter()
             .filter_map(|&e| match dag.edge(e).kind {
-                crate::dag::DagEdgeKind::Cfg(c) => Some(c),
+                DagEdgeKind::Cfg(c) => Some(c),
                 _ => None,
             })
             .collect()
@@ -117,16 +117,25 @@ impl BallLarus {
     }
 
     /// The blocks of path `id` as `wpp profile show` names them: `b3` for a block, `b3'` for
-    /// the part of block 3 after a call (a path starting at a cut).
+    /// the part of block 3 after a call (a path starting at a cut), and `b3[2]` for block 3
+    /// entered by an edge that has a parallel one (the cases of a switch that share a target):
+    /// the edge's position among the previous block's successors
+    /// ([`Dag::successor_index`]), so that two paths never read the same.
     pub fn block_names(&self, dag: &Dag, id: PathId) -> Result<Vec<String>> {
         let path = self.decode(dag, id)?;
         Ok(path
             .edges
             .iter()
-            .filter_map(|&e| match dag.node(dag.edge(e).dst) {
-                DagNodeKind::Block(b) => Some(format!("b{}", b.0)),
-                DagNodeKind::CutTail(b) => Some(format!("b{}'", b.0)),
-                _ => None,
+            .filter_map(|&e| {
+                let d = dag.edge(e);
+                match (dag.node(d.dst), d.kind) {
+                    (DagNodeKind::Block(b), DagEdgeKind::Cfg(c)) if dag.is_parallel(e) => {
+                        Some(format!("b{}[{}]", b.0, dag.successor_index(c)))
+                    }
+                    (DagNodeKind::Block(b), _) => Some(format!("b{}", b.0)),
+                    (DagNodeKind::CutTail(b), _) => Some(format!("b{}'", b.0)),
+                    _ => None,
+                }
             })
             .collect())
     }

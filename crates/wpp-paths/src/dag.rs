@@ -100,6 +100,8 @@ pub struct Dag {
     start_edge: Vec<Option<DagEdgeId>>,
     end_edge: Vec<Option<DagEdgeId>>,
     roles: Vec<CfgEdgeRole>,
+    /// Per CFG edge: its position among its source's successors.
+    successor_index: Vec<u32>,
     scratch: Scratch,
 }
 
@@ -148,6 +150,7 @@ impl Dag {
         self.start_edge.clear();
         self.end_edge.clear();
         self.roles.clear();
+        self.successor_index.clear();
     }
 
     /// CSR successor lists of the CFG and per-node / per-edge flags.
@@ -168,6 +171,8 @@ impl Dag {
         for (i, e) in cfg.edges.iter().enumerate() {
             let slot = &mut fill[e.src.index()];
             s.succ[*slot as usize] = EdgeId::from_index(i);
+            self.successor_index
+                .push(*slot - s.succ_start[e.src.index()]);
             *slot += 1;
         }
         reset(&mut s.is_cut_node, n);
@@ -440,6 +445,23 @@ impl Dag {
     /// How CFG edge `e` is treated.
     pub fn role(&self, e: EdgeId) -> CfgEdgeRole {
         self.roles[e.index()]
+    }
+
+    /// The position of CFG edge `e` among its source's successors (from 0, in CFG order: a
+    /// switch's default is 0, its cases follow).
+    pub fn successor_index(&self, e: EdgeId) -> u32 {
+        self.successor_index[e.index()]
+    }
+
+    /// Whether DAG edge `e` has a parallel edge: another edge for a CFG edge with the same
+    /// source and target (the cases of a switch that share a target).
+    pub fn is_parallel(&self, e: DagEdgeId) -> bool {
+        let d = self.edge(e);
+        matches!(d.kind, DagEdgeKind::Cfg(_))
+            && self.out_edges(d.src).any(|o| {
+                let x = self.edge(o);
+                o != e && x.dst == d.dst && matches!(x.kind, DagEdgeKind::Cfg(_))
+            })
     }
 
     /// Number of CFG edges (the length of the role table).

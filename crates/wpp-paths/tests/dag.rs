@@ -47,6 +47,22 @@ fn self_loop_and_parallel_edges_are_distinct() {
     assert_eq!(paths(&c), ["at", "at", "a"]);
 }
 
+/// `wpp profile show` names the blocks of paths through parallel edges (a switch whose cases
+/// share a target) apart: the block entered by such an edge carries the edge's position among
+/// its source's successors; every other block keeps its plain name.
+#[test]
+fn parallel_edges_have_distinct_block_names() {
+    // A switch in w (b1) after a call: default to d (b2), two cases to t (b3).
+    let c = cfg(r#""nodes":["s","w","d","t"],"entry":"s","exits":["d","t"],
+        "edges":[["s","w"],["w","d"],["w","t"],["w","t"]],"cut_nodes":["w"]"#);
+    let dag = Dag::build(&c).unwrap();
+    let bl = BallLarus::number(&dag).unwrap();
+    let names: Vec<String> = (0..bl.path_count())
+        .map(|i| bl.block_names(&dag, PathId(i)).unwrap().join(" "))
+        .collect();
+    assert_eq!(names, ["b0 b1", "b1' b2", "b1' b3[1]", "b1' b3[2]"]);
+}
+
 #[test]
 fn cut_node_ends_one_path_and_starts_the_next_at_itself() {
     // c is a call site: s→c ends at c, and c→t starts at c.

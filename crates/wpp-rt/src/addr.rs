@@ -215,7 +215,15 @@ impl Output {
                     ..c.finish()
                 };
                 std::fs::write(&path, report.to_bytes())
-                    .map_err(|e| format!("{}: {e}", path.display()))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                crate::say_recorded(&path, || {
+                    format!(
+                        "wrote the filtering report ({} pairs exercised) to {}",
+                        report.pairs.len(),
+                        path.display()
+                    )
+                });
+                Ok(())
             }
         }
     }

@@ -56,8 +56,9 @@
 //! `PROGRAM.PID.wpp`, `.trace` with `WPP_RAW=1`, `.blprof`/`.pppprof` for profiles; in a forked
 //! child a `WPP_OUT` without `%p` gets `.PID` before its extension, and a name another
 //! recording holds is not taken: [`sink::output_path`]). `WPP_QUIET=1` says
-//! nothing on stderr but errors; by default one line names the output; `WPP_QUIET=0` prints
-//! a summary (events, spool bytes, the finisher's report). `WPP_COMPRESS` chooses the
+//! nothing on stderr but errors; by default one line names the output (`recorded to PATH`, in
+//! every mode: the trace, the `bl`/`ppp` profile, the `ewpp-filter` report); `WPP_QUIET=0`
+//! prints a summary (events, spool bytes, the finisher's report). `WPP_COMPRESS` chooses the
 //! finisher's compressor (`phrase` by default, `sequitur`, … see [`finisher`]),
 //! `WPP_COMPRESS_THREADS` its threads (default: the available cores), `WPP_FINISH`
 //! how it runs (`detach`, `wait`), `WPP_FLUSH_SECONDS` the flush interval, `WPP_ZSTD_LEVEL`
@@ -145,6 +146,17 @@ fn verbosity() -> Verbosity {
         Ok("0") => Verbosity::Summary,
         Ok("") | Err(_) => Verbosity::Where,
         Ok(_) => Verbosity::Quiet,
+    }
+}
+
+/// Says on stderr where a recording that is not a trace (a path profile, a filtering report)
+/// was written, as a trace's end does ([`finish`]): `recorded to PATH` by default, `summary`
+/// (which names the file too) with `WPP_QUIET=0`, nothing with `WPP_QUIET=1`.
+pub(crate) fn say_recorded(path: &std::path::Path, summary: impl FnOnce() -> String) {
+    match verbosity() {
+        Verbosity::Summary => eprintln!("wpp-rt: {}", summary()),
+        Verbosity::Where => eprintln!("wpp-rt: recorded to {}", path.display()),
+        Verbosity::Quiet => {}
     }
 }
 

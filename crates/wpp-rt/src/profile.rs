@@ -487,9 +487,10 @@ fn write(bl: &Bl, blocking: bool) -> bool {
     if let Err(e) = &written {
         eprintln!("wpp-rt: cannot write {}: {e}", path.display());
         let _ = std::fs::remove_file(&tmp);
-    } else if std::env::var("WPP_QUIET").is_ok_and(|v| v == "0") && bl.done.load(Ordering::Acquire)
-    {
-        eprintln!("wpp-rt: wrote the path profile to {}", path.display());
+    } else if bl.done.load(Ordering::Acquire) {
+        crate::say_recorded(&path, || {
+            format!("wrote the path profile to {}", path.display())
+        });
     }
     written.is_ok()
 }

@@ -667,6 +667,70 @@ fn shared_libraries_profile_with_their_program() {
     assert_eq!(String::from_utf8_lossy(&residual).trim(), "{}");
 }
 
+/// A switch whose cases share a target (`tests/programs/switch_shared.c`, `case 1: case 2:`)
+/// has two edges from one block to another: Ball–Larus numbers two paths through the same
+/// blocks, and `wpp profile show` must not print them alike. The block each parallel edge
+/// enters carries the edge's position among the switch block's successors (`b1[1]`,
+/// `b1[2]`), as `wpp cfg` lists them; the other blocks keep their plain names.
+#[test]
+fn profile_show_tells_parallel_switch_edges_apart() {
+    let p = Project::new();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/switch_shared.c");
+    p.ok(&format!("wpp-cc --wpp-mode=bl -O0 {} -o sw", src.display()));
+    let o = Command::new(p.path("sw"))
+        .current_dir(p.path(""))
+        .env("WPP_OUT", p.path("sw.blprof"))
+        .output()
+        .expect("program runs");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "1-2: 20, 3: 10, other: 70\n"
+    );
+    let kind = &profile_functions(&p, "sw.blprof")["kind"];
+    let paths = kind["paths"].as_array().expect("paths");
+    let blocks: BTreeSet<String> = paths
+        .iter()
+        .map(|p| {
+            let b = p["blocks"].as_array().expect("blocks").iter();
+            b.map(|b| b.as_str().expect("a name"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!((paths.len(), blocks.len()), (4, 4), "{blocks:?}");
+    // The two paths of `case 1: case 2:`, ten executions each: the switch block's successors
+    // (`wpp cfg`) name the shared target twice, at the positions the paths show.
+    let cfg =
+        String::from_utf8(wpp_ok(&p, &["cfg", "sw.blprof", "--function", "kind"])).expect("utf-8");
+    let successors: Vec<&str> = cfg
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("b0 ")?.split_once("-> "))
+        .expect("b0's successors")
+        .1
+        .split(' ')
+        .collect();
+    let shared: Vec<usize> = (0..successors.len())
+        .filter(|&i| successors.iter().filter(|&&s| s == successors[i]).count() == 2)
+        .collect();
+    assert_eq!(shared.len(), 2, "{cfg}");
+    for i in shared {
+        let named = format!("{}[{i}]", successors[i]);
+        let path = paths
+            .iter()
+            .find(|p| {
+                p["blocks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|b| b == &named[..])
+            })
+            .unwrap_or_else(|| panic!("no path through {named}: {blocks:?}"));
+        assert_eq!(path["count"].as_u64(), Some(10), "{named}");
+    }
+    let text = String::from_utf8(wpp_ok(&p, &["profile", "show", "sw.blprof"])).expect("utf-8");
+    assert!(blocks.iter().all(|b| text.contains(b)), "{text}");
+}
+
 /// `libwpp_rt.so` exports the runtime's ABI, the libc functions it interposes and the
 /// thread-locals, nothing else: no program symbol can interpose its zstd or Rust std.
 #[test]
@@ -891,6 +955,56 @@ fn parameter_spills_show_no_source_line() {
         "{listed}"
     );
     assert!(!listed.contains(":0:0"), "{listed}");
+}
+
+/// The dependences on stores `wpp deps list --json` lists for `file`, each with its instances,
+/// without what only an address trace knows (the bytes).
+fn store_deps(p: &Project, file: &str) -> Vec<serde_json::Value> {
+    let out = wpp_ok(p, &["deps", "list", "--json", file]);
+    String::from_utf8_lossy(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .filter(|v| !v["store"].is_null())
+        .map(|mut v| {
+            let o = v.as_object_mut().expect("an object");
+            o.remove("offset");
+            o.remove("bytes");
+            v
+        })
+        .collect()
+}
+
+/// `wpp deps ecf` on a `trace-addr` recording of a program that `longjmp`s out of deep frames
+/// (`tests/programs/longjmp.c`; `--mode ewpp` records it too): the frame a `setjmp` returns to
+/// again goes on half-way through the `setjmp`'s block, after the `Leave`s of the frames left,
+/// with no block event. The eCF is built (it was refused: "the eCF of a recording needs whole
+/// blocks"), and `wpp deps list` of it gives exactly the address trace's dependences on
+/// stores, instance by instance.
+#[test]
+fn deps_ecf_follows_a_longjmp() {
+    let p = Project::new();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/longjmp.c");
+    for opt in ["-O0", "-O1"] {
+        let build = format!(
+            "wpp-cc --wpp-mode=trace-addr {opt} -g {} -o lj",
+            src.display()
+        );
+        p.ok(&build);
+        let out = run_raw(&p, "lj", "lj");
+        assert!(out.contains("outer returned 8 (round 3)"), "{out}");
+        let ecf = wpp_ok(
+            &p,
+            &["deps", "ecf", "lj.trace.at", "lj.trace", "-o", "lj.ecf"],
+        );
+        let ecf = String::from_utf8_lossy(&ecf);
+        assert!(
+            ecf.contains("recovered equal to the address trace's"),
+            "{ecf}"
+        );
+        let want = store_deps(&p, "lj.trace.at");
+        assert!(want.len() > 100, "{opt}: {} dependences", want.len());
+        assert_eq!(store_deps(&p, "lj.ecf"), want, "{opt}");
+    }
 }
 
 /// A project with the library `mq.c`, the late library `late.c` and their program `mm.c`.

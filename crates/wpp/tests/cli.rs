@@ -1056,7 +1056,7 @@ fn commands_read_compressed_traces_like_plain_ones() {
 #[test]
 fn match_on_paths_equals_match_on_the_decoded_blocks() {
     let dir = Dir::new();
-    let (paths, blocks, _) = path_and_block_traces(&dir);
+    let (paths, blocks, db) = path_and_block_traces(&dir);
     let (pw, bw) = (dir.path("p.wpp"), dir.path("b.wpp"));
     ok(&["compress", &paths, "-o", &pw]);
     ok(&["compress", &blocks, "-o", &bw]);
@@ -1073,6 +1073,12 @@ fn match_on_paths_equals_match_on_the_decoded_blocks() {
     let mut found = 0;
     for function in ["main", "helper"] {
         for q in &queries {
+            // A window may join the ends of two paths, or be main's blocks asked of helper: a
+            // sequence that is not a path of the function's CFG is refused
+            // (`a_block_sequence_off_the_cfg_is_refused`).
+            if !is_cfg_path(&db, function, q) {
+                continue;
+            }
             let args = |file: &str, scheme: &str| -> Value {
                 let out = ok(&[
                     "match",
@@ -1113,6 +1119,67 @@ fn match_on_paths_equals_match_on_the_decoded_blocks() {
         "2",
     ]);
     assert!(err.contains("needs a block grammar"), "{err}");
+}
+
+/// Whether the blocks `q` (`3,4,7`) follow the edges of `function`'s CFG in `db`.
+fn is_cfg_path(db: &wpp_trace::ProgramDb, function: &str, q: &str) -> bool {
+    let f = db.functions.iter().find(|f| f.name == function).unwrap();
+    let cfg = f.cfg.as_deref().unwrap();
+    let blocks: Vec<u32> = q.split(',').map(|b| b.parse().unwrap()).collect();
+    blocks.windows(2).all(|w| {
+        cfg.successors
+            .get(w[0] as usize)
+            .is_some_and(|s| s.contains(&w[1]))
+    })
+}
+
+/// `wpp match --path` with a block sequence that is not a path of the function's CFG is a
+/// usage error (exit status 2) naming the first pair that is not an edge, on a path trace, a
+/// block trace and a `.wpp` alike (it used to answer "no occurrence", as if the path had not
+/// run); a file without CFGs cannot tell, and answers as before.
+#[test]
+fn a_block_sequence_off_the_cfg_is_refused() {
+    let dir = Dir::new();
+    let (paths, blocks, db) = path_and_block_traces(&dir);
+    let (pw, bw) = (dir.path("p.wpp"), dir.path("b.wpp"));
+    ok(&["compress", &paths, "-o", &pw]);
+    ok(&["compress", &blocks, "-o", &bw]);
+    let cfg = db.functions[0].cfg.as_deref().unwrap();
+    assert_eq!(db.functions[0].name, "main");
+    // An edge a -> b, then a block c that does not follow b.
+    let (a, b, c) = (0..cfg.successors.len() as u32)
+        .find_map(|a| {
+            let &b = cfg.successors[a as usize].first()?;
+            let c = (0..cfg.successors.len() as u32)
+                .find(|c| !cfg.successors[b as usize].contains(c))?;
+            Some((a, b, c))
+        })
+        .unwrap();
+    let (good, bad) = (format!("{a},{b}"), format!("{a},{b},{c}"));
+    assert!(is_cfg_path(&db, "main", &good) && !is_cfg_path(&db, "main", &bad));
+    let says =
+        format!("--path {bad} is not a path of `main`'s CFG: {b} -> {c} is not one of its edges");
+    for file in [&paths, &blocks, &pw, &bw] {
+        ok(&["match", file, "--function", "main", "--path", &good]);
+        for args in [vec!["--path", &bad], vec!["--path", &good, "--path", &bad]] {
+            let mut all = vec!["match", file, "--function", "main"];
+            all.extend(args);
+            let r = wpp(&all);
+            assert_eq!(r.code, Some(2), "{all:?}: {}{}", r.stdout, r.stderr);
+            assert!(r.stderr.contains(&says), "{all:?}: {}", r.stderr);
+            assert!(r.stdout.is_empty(), "{all:?}: {}", r.stdout);
+        }
+    }
+    // The same block trace without CFGs (or source lines): nothing to check against.
+    let mut bare = db.clone();
+    bare.functions.iter_mut().for_each(|f| {
+        f.cfg = None;
+        f.block_lines.clear();
+    });
+    let no_cfgs = dir.path("bare.trace");
+    let (_, events) = read_events(&blocks).unwrap();
+    std::fs::write(&no_cfgs, to_binary(&bare, &events).unwrap()).unwrap();
+    ok(&["match", &no_cfgs, "--function", "main", "--path", &bad]);
 }
 
 /// `wpp hot` on a path grammar reports each hot path's decoded blocks and their source lines.

@@ -17,6 +17,12 @@ mod merge;
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Print a profile: per function, its executed paths with counts and blocks.
+    ///
+    /// Blocks are named by id: `b3` is block 3; a leading `b3'` is the part of block 3 after
+    /// its call (a path that starts at a call); `b3[2]` is block 3 entered by an edge that has
+    /// a parallel one (a switch whose cases share a target): the edge's position among the
+    /// previous block's successors, from 0, in the order `wpp cfg` lists them. Two paths never
+    /// print the same blocks.
     Show {
         /// The profile (`PROGRAM.PID.blprof` by default).
         profile: PathBuf,
@@ -29,7 +35,7 @@ pub enum Command {
     },
     /// List executed paths outside an interesting set (PPP §1's residual paths): the
     /// uninteresting paths of a `ppp` profile, or the paths of a `bl` profile that did not
-    /// run in the `--interesting` profile.
+    /// run in the `--interesting` profile. Blocks are named as `wpp profile show` names them.
     Residual {
         /// The profile of the run to examine.
         profile: PathBuf,
@@ -58,7 +64,8 @@ struct ShownPath {
     id: u64,
     count: u64,
     /// Blocks along the path (`b3`, …); a leading `b3'` is the part of block 3 after its
-    /// call (a path starting at a cut).
+    /// call (a path starting at a cut); `b3[2]`, block 3 entered by the previous block's
+    /// successor 2 where another successor is block 3 too (parallel edges).
     blocks: Vec<String>,
 }
 

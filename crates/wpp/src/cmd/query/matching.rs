@@ -41,7 +41,10 @@ pub struct Args {
     #[arg(long)]
     pub function: String,
     /// The path's block ids, e.g. `3,4,7`. Repeat to match several paths of the function at
-    /// once (schemes 1 and 3 then decompress once for all of them).
+    /// once (schemes 1 and 3 then decompress once for all of them). Where the file has the
+    /// function's CFG, each pair of consecutive blocks must be one of its edges: a sequence
+    /// that is not a path of the CFG is an error (exit status 2) naming the first pair that is
+    /// not an edge.
     #[arg(long = "path", required = true, value_parser = parse_path)]
     pub paths: Vec<BlockPath>,
     /// The matching scheme: 1 expand, 2 compressed, 3 chunked trace, 4 partitioned (needs the
@@ -93,7 +96,9 @@ fn resolve(file: &Path, name: &str, names: &[String]) -> anyhow::Result<Function
 }
 
 /// The function `name` of `db`, checking that the queried blocks are the function's where the
-/// file knows how many it has (its CFG, or its blocks' source lines).
+/// file knows how many it has (its CFG, or its blocks' source lines), and, where it has the
+/// function's CFG, that each path follows its edges: a sequence that does not is a mistake in
+/// the query (no run can take it), not a path that did not run.
 fn resolve_in(file: &Path, db: &ProgramDb, args: &Args) -> anyhow::Result<FunctionId> {
     let names: Vec<String> = db.functions.iter().map(|f| f.name.clone()).collect();
     let id = resolve(file, &args.function, &names)?;
@@ -117,6 +122,34 @@ fn resolve_in(file: &Path, db: &ProgramDb, args: &Args) -> anyhow::Result<Functi
             ))
             .into());
         }
+    }
+    let Some(cfg) = &f.cfg else {
+        return Ok(id);
+    };
+    for p in &args.paths {
+        let Some((a, b)) =
+            p.0.windows(2)
+                .map(|w| (w[0], w[1]))
+                .find(|&(a, b)| !cfg.successors[a as usize].contains(&b))
+        else {
+            continue;
+        };
+        let successors = match &cfg.successors[a as usize][..] {
+            [] => format!("block {a} has no successors"),
+            s => format!(
+                "the successors of block {a} are {}",
+                s.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let shown: Vec<String> = p.0.iter().map(u32::to_string).collect();
+        return Err(NotInFile(format!(
+            "{}: --path {} is not a path of `{}`'s CFG: {a} -> {b} is not one of its edges \
+             ({successors})",
+            file.display(),
+            shown.join(","),
+            f.name,
+        ))
+        .into());
     }
     Ok(id)
 }
