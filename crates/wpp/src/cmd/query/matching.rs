@@ -42,9 +42,9 @@ pub struct Args {
     pub function: String,
     /// The path's block ids, e.g. `3,4,7`. Repeat to match several paths of the function at
     /// once (schemes 1 and 3 then decompress once for all of them). Where the file has the
-    /// function's CFG, each pair of consecutive blocks must be one of its edges: a sequence
-    /// that is not a path of the CFG is an error (exit status 2) naming the first pair that is
-    /// not an edge.
+    /// function's CFG and a sequence is not a path of it, a note on stderr names the first
+    /// pair that is not an edge: only a `longjmp` or an exception can take it, so a count of 0
+    /// is likely a mistyped path rather than one that did not run. It is matched all the same.
     #[arg(long = "path", required = true, value_parser = parse_path)]
     pub paths: Vec<BlockPath>,
     /// The matching scheme: 1 expand, 2 compressed, 3 chunked trace, 4 partitioned (needs the
@@ -97,8 +97,8 @@ fn resolve(file: &Path, name: &str, names: &[String]) -> anyhow::Result<Function
 
 /// The function `name` of `db`, checking that the queried blocks are the function's where the
 /// file knows how many it has (its CFG, or its blocks' source lines), and, where it has the
-/// function's CFG, that each path follows its edges: a sequence that does not is a mistake in
-/// the query (no run can take it), not a path that did not run.
+/// function's CFG, noting each path that does not follow its edges: most likely a mistake in
+/// the query, though a `longjmp` or an exception can take such a sequence.
 fn resolve_in(file: &Path, db: &ProgramDb, args: &Args) -> anyhow::Result<FunctionId> {
     let names: Vec<String> = db.functions.iter().map(|f| f.name.clone()).collect();
     let id = resolve(file, &args.function, &names)?;
@@ -142,14 +142,13 @@ fn resolve_in(file: &Path, db: &ProgramDb, args: &Args) -> anyhow::Result<Functi
             ),
         };
         let shown: Vec<String> = p.0.iter().map(u32::to_string).collect();
-        return Err(NotInFile(format!(
-            "{}: --path {} is not a path of `{}`'s CFG: {a} -> {b} is not one of its edges \
-             ({successors})",
+        eprintln!(
+            "wpp match: note: {}: --path {} is not a path of `{}`'s CFG: {a} -> {b} is not one \
+             of its edges ({successors}); only a longjmp or an exception can take it",
             file.display(),
             shown.join(","),
             f.name,
-        ))
-        .into());
+        );
     }
     Ok(id)
 }
