@@ -673,6 +673,34 @@ fn profiles_and_filter_reports_say_where_they_recorded() {
     }
 }
 
+/// A `trace-addr` run names both of its files, the block trace and the address trace.
+#[test]
+fn an_address_trace_run_says_where_both_files_went() {
+    let b = build("exits.c", &[InstrumentMode::TraceAddr]);
+    let (_, exe) = &b.inst[0];
+    for how in ["return", "_exit"] {
+        let cwd = b.dir.path(&format!("addr-{how}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let named = cwd.join("named");
+        let o = Command::new(exe)
+            .arg(how)
+            .current_dir(&cwd)
+            .stdin(Stdio::null())
+            .env("WPP_OUT", &named)
+            .env("WPP_RAW", "1")
+            .env_remove("WPP_QUIET")
+            .output()
+            .unwrap();
+        let at = cwd.join("named.at");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let mut said: Vec<&str> = stderr.lines().collect();
+        said.sort_unstable();
+        let want = [&named, &at].map(|p| format!("wpp-rt: recorded to {}", p.display()));
+        assert_eq!(said, want, "{how}");
+        assert!(named.exists() && at.exists(), "{how}");
+    }
+}
+
 /// A `WPP_OUT` that is a FIFO (or a device: `/dev/null`) receives the `.wpp`, and its spool is
 /// written in the temporary directory, not beside it (`/dev/null.trace` only root can create).
 /// The finisher blocks opening the FIFO until the test reads it, with the spool still there:

@@ -115,8 +115,8 @@ pub(crate) fn prepare() {
 
 /// Where accesses go.
 enum Output {
-    /// The address trace file, written by its own thread.
-    Trace(writer::Writer),
+    /// The address trace file, written by its own thread, and its path.
+    Trace(writer::Writer, PathBuf),
     /// `ewpp-filter`: the classifier, the modules its report names (none for one), and
     /// where the report goes at the end.
     Filter(Box<Classifier<'static>>, Vec<ReportModule>, PathBuf),
@@ -136,7 +136,7 @@ impl Output {
                     .and_then(|out| {
                         let mut w = prepared.map_or_else(writer::Writer::spawn, Ok)?;
                         w.open(out);
-                        Ok(Output::Trace(w))
+                        Ok(Output::Trace(w, path.clone()))
                     })
                     .map_err(|e| format!("cannot write the address trace {shown}: {e}"))
             }
@@ -153,7 +153,7 @@ impl Output {
     }
 
     fn begin_thread(&mut self, thread: u32) -> Result<(), String> {
-        if let Output::Trace(w) = self {
+        if let Output::Trace(w, _) = self {
             // Below every number the thread takes: it has not taken one yet.
             w.begin_thread(thread, __wpp_aseq.load(Ordering::SeqCst));
         }
@@ -163,7 +163,7 @@ impl Output {
     /// What the writer thread met, as an error.
     fn failure(&self) -> Result<(), String> {
         match self {
-            Output::Trace(w) => w.failure().map_or(Ok(()), Err),
+            Output::Trace(w, _) => w.failure().map_or(Ok(()), Err),
             Output::Filter(..) => Ok(()),
         }
     }
@@ -175,7 +175,7 @@ impl Output {
     /// `slot` must be the calling thread's.
     unsafe fn flush(&mut self, thread: u32, slot: &mut Slot, len: usize) -> Result<(), String> {
         match self {
-            Output::Trace(w) => {
+            Output::Trace(w, _) => {
                 let full = std::mem::take(&mut slot.words);
                 slot.words = w.swap(thread, full, len);
                 // SAFETY: guaranteed by the caller.
@@ -189,7 +189,7 @@ impl Output {
     /// Writes (or classifies) records of thread `thread`.
     fn chunk(&mut self, thread: u32, words: &[u64]) -> Result<(), String> {
         match self {
-            Output::Trace(w) => {
+            Output::Trace(w, _) => {
                 w.copy(thread, words);
                 self.failure()
             }
@@ -200,7 +200,7 @@ impl Output {
     }
 
     fn end_thread(&mut self, thread: u32) -> Result<(), String> {
-        if let Output::Trace(w) = self {
+        if let Output::Trace(w, _) = self {
             w.end_thread(thread);
         }
         self.failure()
@@ -208,7 +208,13 @@ impl Output {
 
     fn finish(self) -> Result<(), String> {
         match self {
-            Output::Trace(w) => w.finish(),
+            Output::Trace(w, path) => {
+                w.finish()?;
+                crate::say_recorded(&path, || {
+                    format!("wrote the address trace to {}", path.display())
+                });
+                Ok(())
+            }
             Output::Filter(c, modules, path) => {
                 let report = FilterReport {
                     modules,
@@ -230,7 +236,7 @@ impl Output {
 
     fn abandon(self, message: &str) {
         match self {
-            Output::Trace(w) => w.abandon(message),
+            Output::Trace(w, _) => w.abandon(message),
             Output::Filter(.., path) => drop(std::fs::remove_file(path)),
         }
     }
@@ -458,7 +464,7 @@ impl Recorder {
 pub(crate) fn grown(db: &[u8]) {
     let mut st = lock();
     let State::Active(Recorder {
-        out: Output::Trace(w),
+        out: Output::Trace(w, _),
         ..
     }) = &mut *st
     else {
@@ -548,7 +554,7 @@ pub(crate) fn on_fatal_signal() {
         return;
     };
     if let State::Active(Recorder {
-        out: Output::Trace(w),
+        out: Output::Trace(w, _),
         ..
     }) = &*st
     {
