@@ -353,9 +353,52 @@ impl Trailer {
         db: &wpp_trace::ProgramDb,
     ) -> Result<Vec<u8>, postcard::Error> {
         let mut bytes = postcard::to_allocvec(value)?;
-        bytes.extend(postcard::to_allocvec(&Trailer::of(db))?);
+        bytes.extend(Trailer::bytes(db)?);
         Ok(bytes)
     }
+
+    /// The encoding of `db`'s trailer: the [`Trailer`], then its [`InnerLines`] when any block
+    /// has inner lines.
+    fn bytes(db: &wpp_trace::ProgramDb) -> Result<Vec<u8>, postcard::Error> {
+        let mut bytes = postcard::to_allocvec(&Trailer::of(db))?;
+        if db.has_inner_lines() {
+            let lines = InnerLines {
+                block_inner_lines: db
+                    .functions
+                    .iter()
+                    .map(|f| f.block_inner_lines.clone())
+                    .collect(),
+            };
+            bytes.extend(postcard::to_allocvec(&lines)?);
+        }
+        Ok(bytes)
+    }
+
+    /// Reads the trailer [`bytes`](Self::bytes) wrote at the start of `rest` into `db`; the
+    /// bytes after it.
+    fn take<'a>(
+        rest: &'a [u8],
+        db: &mut wpp_trace::ProgramDb,
+    ) -> Result<&'a [u8], postcard::Error> {
+        let (trailer, mut rest) = postcard::take_from_bytes::<Trailer>(rest)?;
+        trailer.apply(db);
+        if !rest.is_empty() {
+            let (lines, after) = postcard::take_from_bytes::<InnerLines>(rest)?;
+            for (f, lines) in db.functions.iter_mut().zip(lines.block_inner_lines) {
+                f.block_inner_lines = lines;
+            }
+            rest = after;
+        }
+        Ok(rest)
+    }
+}
+
+/// What follows the [`Trailer`] when a program database has inner lines (a separate struct so
+/// that trailers written before it existed still read, without them).
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct InnerLines {
+    /// Per function (by id): [`wpp_trace::Function::block_inner_lines`].
+    block_inner_lines: Vec<Vec<Vec<u32>>>,
 }
 
 /// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then that of its
@@ -369,7 +412,7 @@ pub fn embedded_bytes(program: &EmbeddedProgram) -> Result<Vec<u8>, postcard::Er
 pub fn read_embedded(bytes: &[u8]) -> Result<EmbeddedProgram, postcard::Error> {
     let (mut program, rest) = postcard::take_from_bytes::<EmbeddedProgram>(bytes)?;
     if !rest.is_empty() {
-        postcard::from_bytes::<Trailer>(rest)?.apply(&mut program.program);
+        Trailer::take(rest, &mut program.program)?;
     }
     Ok(program)
 }
@@ -461,6 +504,20 @@ mod tests {
         assert_eq!(bytes[..plain.len()], plain[..]);
         assert_eq!(read_embedded(&bytes).unwrap(), full);
         assert!(read_embedded(&bytes[..bytes.len() - 1]).is_err());
+        // Inner lines follow the trailer, which stays as it was.
+        let mut lines = full.clone();
+        lines.program.functions[0].block_lines = vec![4, 8, 9];
+        lines.program.functions[0].block_inner_lines = vec![vec![5, 6], vec![], vec![]];
+        let with = embedded_bytes(&lines).unwrap();
+        let without = embedded_bytes(&{
+            let mut w = lines.clone();
+            w.program.functions[0].block_inner_lines.clear();
+            w
+        })
+        .unwrap();
+        assert_eq!(with[..without.len()], without[..]);
+        assert_eq!(read_embedded(&with).unwrap(), lines);
+        assert!(read_embedded(&with[..with.len() - 1]).is_err());
     }
 
     /// The raw sink writes event words as the trace format's varints: the two encodings must

@@ -232,8 +232,7 @@ impl Build {
     pub fn of(program: &EmbeddedProgram) -> Build {
         Build {
             program: postcard::to_allocvec(program).expect("serializable"),
-            trailer: postcard::to_allocvec(&crate::Trailer::of(&program.program))
-                .expect("serializable"),
+            trailer: crate::Trailer::bytes(&program.program).expect("serializable"),
         }
     }
 
@@ -520,10 +519,8 @@ fn decode_body(bytes: &[u8], at: usize, version: u8) -> Result<ProfileFile, Prof
     };
     if version >= 3 {
         let offset = bytes.len() - rest.len();
-        let (trailer, after) =
-            postcard::take_from_bytes::<crate::Trailer>(rest).map_err(|e| malformed(offset, e))?;
-        trailer.apply(&mut file.program.program);
-        rest = after;
+        rest = crate::Trailer::take(rest, &mut file.program.program)
+            .map_err(|e| malformed(offset, e))?;
     }
     if !rest.is_empty() {
         return Err(ProfileError::Trailing {
@@ -806,6 +803,13 @@ mod tests {
         file.program.program.files = vec!["m.c".into(), "h.h".into()];
         file.program.program.functions[0].block_files = vec![0, 1];
         assert_eq!(ProfileFile::from_bytes(&file.to_bytes()).unwrap(), file);
+        let mut lines = file.clone();
+        lines.program.program.functions[0].block_lines = vec![3, 7];
+        lines.program.program.functions[0].block_inner_lines = vec![vec![4], vec![]];
+        assert_eq!(ProfileFile::from_bytes(&lines.to_bytes()).unwrap(), lines);
+        let build = Build::of(&lines.program);
+        assert!(build.counts(&lines.to_bytes()).unwrap().is_some());
+        assert!(build.counts(&file.to_bytes()).unwrap().is_none());
         let (body, mut without) = before_v4(&file);
         let v2 = with_header(2, &body);
         without.program.program.files.clear();

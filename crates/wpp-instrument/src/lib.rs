@@ -374,18 +374,28 @@ pub(crate) fn instrument_bl<'m>(
 }
 
 /// Each block's source line and file (an index into `files`, which grows) from its first
-/// instruction with a debug location; both empty when no block has one (no `-g`).
-fn block_locations(files: &mut Vec<String>, blocks: &[ir::Block<'_>]) -> (Vec<u32>, Vec<u32>) {
+/// instruction with a debug location, and its inner lines (the distinct other lines of its
+/// instructions' locations in that file, ascending: [`Function::block_inner_lines`]); all
+/// empty when no block has a location (no `-g`).
+fn block_locations(
+    files: &mut Vec<String>,
+    blocks: &[ir::Block<'_>],
+) -> (Vec<u32>, Vec<u32>, Vec<Vec<u32>>) {
     let locations: Vec<Option<(String, u32)>> = blocks
         .iter()
         .map(|b| b.instructions().iter().find_map(|i| i.debug_location()))
         .collect();
     if locations.iter().all(Option::is_none) {
-        return (Vec::new(), Vec::new());
+        return (Vec::new(), Vec::new(), Vec::new());
     }
     let mut lines = Vec::with_capacity(blocks.len());
     let mut indices = Vec::with_capacity(blocks.len());
-    for loc in locations {
+    let mut inner = Vec::with_capacity(blocks.len());
+    for (block, loc) in blocks.iter().zip(locations) {
+        inner.push(match &loc {
+            Some((file, line)) => inner_lines(block, file, *line),
+            None => Vec::new(),
+        });
         let (file, line) = loc.unwrap_or_default();
         let index = match files.iter().position(|f| *f == file) {
             Some(i) => i,
@@ -397,7 +407,27 @@ fn block_locations(files: &mut Vec<String>, blocks: &[ir::Block<'_>]) -> (Vec<u3
         lines.push(line);
         indices.push(index as u32);
     }
-    (lines, indices)
+    if inner.iter().all(Vec::is_empty) {
+        inner.clear();
+    }
+    (lines, indices, inner)
+}
+
+/// The distinct lines other than `first` (and 0) of `block`'s instructions whose location is
+/// in `file`, ascending: code inlined from another file (a header) is left out.
+fn inner_lines(block: &ir::Block<'_>, file: &str, first: u32) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for i in block.instructions() {
+        let line = i.debug_line();
+        if line == 0 || line == first || out.contains(&line) {
+            continue;
+        }
+        if i.debug_location().is_some_and(|(f, _)| f == file) {
+            out.push(line);
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// Stores a profile's per-function slots as a constant global and, at the start of `main`, calls
@@ -754,13 +784,15 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
             ),
             None => (None, None),
         };
-        let (block_lines, block_files) = block_locations(&mut db.files, &sites.blocks);
+        let (block_lines, block_files, block_inner_lines) =
+            block_locations(&mut db.files, &sites.blocks);
         db.functions.push(Function {
             name: f.name(),
             file: file.or_else(|| module_file.clone()),
             line,
             block_lines,
             block_files,
+            block_inner_lines,
             ..Function::default()
         });
         report.blocks += sites.blocks.len();

@@ -1,11 +1,15 @@
 //! Source lines with their execution counts: an `llvm-cov show`-like text view and an lcov
 //! tracefile (the `geninfo` format `genhtml` and IDE coverage plugins read).
 //!
-//! A line's count is the largest count of the blocks of one function that start on it (a
-//! line with a loop header runs as often as its condition), summed over the functions that
-//! have blocks on it (a `static inline` function inlined into two callers). Blocks come from
-//! the walk, so path recordings and bl/ppp profiles count the blocks their paths decode to;
-//! for those, each line also lists the hottest paths through it.
+//! A line's count is, per function, the largest count of the function's blocks that run code
+//! of the line — the blocks that start on it, and the blocks it is an inner line of (a line
+//! after a call, which does not end a block: [`wpp_trace::Function::block_inner_lines`]) —
+//! summed over the functions that have such blocks (a `static inline` function inlined into
+//! two callers). So a line with a loop header runs as often as its condition, and a line in
+//! the middle of a block as often as the block. Blocks come from the walk, so path recordings
+//! and bl/ppp profiles count the blocks their paths decode to; for those, each line also lists
+//! the hottest paths through it (the paths with a block that runs code of it). Costs (samples,
+//! the exports) stay charged to the line a block starts on; only these counts use inner lines.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -45,8 +49,7 @@ pub fn line_counts(
         }
         let mut most: FxHashMap<Loc, u64> = FxHashMap::default();
         for (b, &n) in counts.iter().enumerate() {
-            let loc = map.block_loc(f, b as u32);
-            if loc.line > 0 {
+            for loc in map.block_locs(f, b as u32) {
                 let m = most.entry(loc).or_default();
                 *m = (*m).max(n);
             }
@@ -82,8 +85,7 @@ fn add_paths(
         let mut locs: Vec<Loc> = decoder
             .blocks(FunctionId(f), PathId(p), 0)?
             .iter()
-            .map(|b| map.block_loc(f, b.0))
-            .filter(|l| l.line > 0)
+            .flat_map(|b| map.block_locs(f, b.0))
             .collect();
         locs.sort_unstable();
         locs.dedup();

@@ -21,8 +21,10 @@
 //! path.
 //!
 //! Source-line counts ([`annotate`]) count blocks: a line's count is the largest execution
-//! count of its function's blocks that start on it (so a `for` header counts its condition's
-//! executions, as `llvm-cov` does), summed over the functions it was inlined into.
+//! count of its function's blocks that run its code — that start on it or contain it past
+//! their first line (so a `for` header counts its condition's executions, as `llvm-cov` does,
+//! and a line after a call counts the call's block) — summed over the functions it was inlined
+//! into.
 //!
 //! # Exports
 //!

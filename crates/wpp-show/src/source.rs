@@ -1,5 +1,7 @@
 //! Source locations of blocks: the program database's lines and files, numbered densely per
-//! function so that the walk counts a block's line with one array index.
+//! function so that the walk counts a block's line with one array index. A block's *slot* is
+//! the line it starts on (where costs are charged); its inner locations are the other lines of
+//! its code ([`wpp_trace::Function::block_inner_lines`]), which execution counts also count.
 
 use rustc_hash::FxHashMap;
 use wpp_trace::{FunctionId, ProgramDb};
@@ -21,6 +23,9 @@ pub struct Loc {
 #[derive(Clone, Debug, Default)]
 struct FunctionLines {
     block_slot: Vec<u32>,
+    /// Per block, the locations of its inner lines (empty when it has none or none are
+    /// recorded). Not slots: costs are charged to the line a block starts on only.
+    block_inner: Vec<Vec<Loc>>,
     slots: Vec<Loc>,
 }
 
@@ -49,6 +54,7 @@ impl SourceMap {
             let own = intern(f.file.as_deref(), &mut map.files);
             let mut lines = FunctionLines {
                 block_slot: Vec::with_capacity(f.block_lines.len()),
+                block_inner: Vec::new(),
                 slots: vec![Loc { file: own, line: 0 }],
             };
             let mut index: FxHashMap<Loc, u32> = FxHashMap::default();
@@ -64,6 +70,15 @@ impl SourceMap {
                     })
                 };
                 lines.block_slot.push(slot);
+                let inner = f.block_inner_lines.get(b).filter(|_| line != 0);
+                if let Some(inner) = inner.filter(|l| !l.is_empty()) {
+                    lines.block_inner.resize(b + 1, Vec::new());
+                    lines.block_inner[b] = inner
+                        .iter()
+                        .filter(|&&l| l != 0 && l != line)
+                        .map(|&line| Loc { file, line })
+                        .collect();
+                }
             }
             map.functions.push(lines);
         }
@@ -78,6 +93,23 @@ impl SourceMap {
             .and_then(|l| l.block_slot.get(b as usize))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// The locations of block `b` of function `f`'s inner lines (other lines its code runs, in
+    /// its own file); empty when none are known.
+    pub fn inner_locs(&self, f: u32, b: u32) -> &[Loc] {
+        self.functions
+            .get(f as usize)
+            .and_then(|l| l.block_inner.get(b as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Every location block `b` of function `f` runs code of: the line it starts on, then its
+    /// inner lines (none when its line is unknown).
+    pub fn block_locs(&self, f: u32, b: u32) -> impl Iterator<Item = Loc> + '_ {
+        let first = self.block_loc(f, b);
+        let inner = self.inner_locs(f, b).iter().copied();
+        std::iter::once(first).chain(inner).filter(|l| l.line > 0)
     }
 
     /// How many slots function `f` has (1 for functions the database does not know).

@@ -289,3 +289,55 @@ fn source_table_round_trips_and_old_databases_read() {
     assert_eq!(err.offset, 100 + last as u64, "{err}");
     assert!(err.to_string().contains("block file index"), "{err}");
 }
+
+/// A line counts, per function, the most-run block that runs code of it — that starts on it
+/// or has it as an inner line — summed over functions; inner lines survive a trace file and a
+/// `.wpp`, and the lcov file shows them.
+#[test]
+fn inner_lines_count_the_runs_of_their_blocks() {
+    let mut db = db();
+    // f0: blocks on lines 1, 2, 3; block 0 also runs lines 5 and 6, block 1 lines 3 and 6.
+    db.functions[0].block_inner_lines = vec![vec![5, 6], vec![3, 6], vec![], vec![]];
+    // f1: block 0 (line 11) also runs line 6; block 2 (line 13 of h.h) runs h.h's line 14.
+    db.functions[1].block_inner_lines = vec![vec![6], vec![], vec![14], vec![]];
+    let events = [
+        Event::Enter(FunctionId(0)),
+        Event::Block(BlockId(0)),
+        Event::Block(BlockId(1)),
+        Event::Block(BlockId(1)),
+        Event::Block(BlockId(2)),
+        Event::Enter(FunctionId(1)),
+        Event::Block(BlockId(0)),
+        Event::Block(BlockId(2)),
+        Event::Leave,
+        Event::Leave,
+    ];
+    let want: BTreeMap<(&str, u32), u64> = [
+        (("a.c", 1), 1),
+        (("a.c", 2), 2),
+        (("a.c", 3), 2),
+        (("a.c", 5), 1),
+        (("a.c", 6), 3),
+        (("a.c", 11), 1),
+        (("a.c", 12), 0),
+        (("a.c", 21), 0),
+        (("a.c", 22), 0),
+        (("a.c", 23), 0),
+        (("h.h", 13), 1),
+        (("h.h", 14), 1),
+    ]
+    .into_iter()
+    .collect();
+    for (db, map, run) in [walk_trace(&db, &events), walk_wpp(&db, &events)] {
+        let lines = wpp_show::annotate::line_counts(&db, &map, &run, None).unwrap();
+        let got: BTreeMap<(&str, u32), u64> = lines
+            .iter()
+            .map(|(loc, info)| ((map.file_name(loc.file), loc.line), info.count))
+            .collect();
+        assert_eq!(got, want);
+        let mut lcov = Vec::new();
+        wpp_show::annotate::write_lcov(&db, &map, &run, &mut lcov).unwrap();
+        let lcov = String::from_utf8(lcov).unwrap();
+        assert!(lcov.contains("DA:5,1\nDA:6,3\n"), "{lcov}");
+    }
+}

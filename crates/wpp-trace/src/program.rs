@@ -89,6 +89,27 @@
 //! memory = "M" 1:u8 len, len × u8
 //! ```
 //!
+//! ## Inner-line table
+//!
+//! A block's code often spans several source lines: a call does not end an LLVM block, so at
+//! `-O0` `y = f(x);`, `y += 2;` and `if (y > 3)` can be one block starting on the first of
+//! them. Databases that know the other lines of each block ([`Function::block_inner_lines`])
+//! add, after the memory table's place, the *inner-line table*; files without it still read,
+//! with no inner lines:
+//!
+//! ```text
+//! inner = "L" 1:u8                    tag and version of the inner-line table
+//!         count                       0 or the number of functions
+//!         count × (n, n × lines)      per function: 0, or its block count (that of its
+//!                                     block lines); then per block its other lines
+//! lines = k, k × zigzag(line − previous)   ascending, distinct, none 0 nor the block's own
+//!                                     line; the first item's previous is the block's line
+//! ```
+//!
+//! Example: a function whose block 0 starts on line 10 and also runs lines 11 and 12, and whose
+//! block 1 runs line 13 only, is `4C 01  01  02  02 02 02  00` (one function of 2 blocks; block
+//! 0: 2 lines, +1, +1; block 1: none).
+//!
 //! Reading checks every count against the bytes left before allocating (each block, edge and
 //! list item takes at least one byte) and every id against its range, and reports the first
 //! problem with the function and the absolute byte offset ([`ProgramDbError`]).
@@ -114,6 +135,12 @@ pub struct Function {
     /// [`file`](Self::file) names the function's own. Stored in the source table (module docs).
     #[serde(skip)]
     pub block_files: Vec<u32>,
+    /// Per block (indexed by block id): the other source lines its instructions run, in the
+    /// block's own file (that of [`block_lines`](Self::block_lines)), ascending, without the
+    /// block's line or 0; empty when not recorded or no block has any. Stored in the
+    /// inner-line table (module docs).
+    #[serde(skip)]
+    pub block_inner_lines: Vec<Vec<u32>>,
     /// The CFG its path ids are numbered on, where the recording has one. Not part of the
     /// postcard serialization: the file formats store it in the CFG table (module docs).
     /// Boxed: most functions of a large program database have none, and an inline CFG would
@@ -263,6 +290,13 @@ impl ProgramDb {
             .any(|f| f.entry_implied || !f.implied_next.is_empty())
     }
 
+    /// Whether any block has inner lines ([`Function::block_inner_lines`]).
+    pub fn has_inner_lines(&self) -> bool {
+        self.functions
+            .iter()
+            .any(|f| f.block_inner_lines.iter().any(|l| !l.is_empty()))
+    }
+
     /// Whether any function has a CFG (so path ids can be decoded to blocks).
     pub fn has_cfgs(&self) -> bool {
         self.functions.iter().any(|f| f.cfg.is_some())
@@ -293,6 +327,9 @@ impl ProgramDb {
             out.extend_from_slice(&MEMORY_TAG);
             write_varint(&mut out, self.memory.len() as u64);
             out.extend_from_slice(&self.memory);
+        }
+        if self.has_inner_lines() {
+            encode_inner_lines(&mut out, self);
         }
         Ok(out)
     }
@@ -346,6 +383,9 @@ impl ProgramDb {
                 let len = r.count(1, "memory table length")?;
                 db.memory = r.bytes(len, "memory table")?.to_vec();
             }
+            if next(&r) == Some(INNER_LINES_TAG[0]) {
+                read_inner_lines(&mut r, &mut db)?;
+            }
         }
         if !r.is_empty() {
             return Err(ProgramDbError {
@@ -368,6 +408,119 @@ const IMPLIED_TAG: [u8; 2] = [b'I', 1];
 
 /// The mark of a database whose `Path` events stand for blocks: tag and version.
 const PATHS_ARE_BLOCKS_TAG: [u8; 2] = [b'B', 1];
+
+/// The first bytes of the inner-line table: its tag and version.
+const INNER_LINES_TAG: [u8; 2] = [b'L', 1];
+
+fn encode_inner_lines(out: &mut Vec<u8>, db: &ProgramDb) {
+    out.extend_from_slice(&INNER_LINES_TAG);
+    write_varint(out, db.functions.len() as u64);
+    for f in &db.functions {
+        let any = f.block_inner_lines.iter().any(|l| !l.is_empty());
+        let n = if any { f.block_lines.len() } else { 0 };
+        write_varint(out, n as u64);
+        for b in 0..n {
+            let lines = f.block_inner_lines.get(b).map_or(&[][..], Vec::as_slice);
+            write_varint(out, lines.len() as u64);
+            let mut prev = i64::from(f.block_lines[b]);
+            for &line in lines {
+                write_varint(out, zigzag(i64::from(line) - prev));
+                prev = i64::from(line);
+            }
+        }
+    }
+}
+
+fn read_inner_lines(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    let at = r.offset();
+    let tag = [
+        r.u8("inner-line table tag")?,
+        r.u8("inner-line table version")?,
+    ];
+    if tag != INNER_LINES_TAG {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "inner-line table version {} is not {}",
+                tag[1], INNER_LINES_TAG[1]
+            ),
+        });
+    }
+    let at = r.offset();
+    let count = r.varint("inner-line table function count")?;
+    if count != 0 && count != db.functions.len() as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "the inner-line table has {count} functions but the database {}",
+                db.functions.len()
+            ),
+        });
+    }
+    for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
+        f.block_inner_lines = read_inner_lines_function(r, f).map_err(|e| ProgramDbError {
+            offset: e.offset,
+            message: format!("inner lines of function {i} (`{}`): {}", f.name, e.message),
+        })?;
+    }
+    Ok(())
+}
+
+/// One function's entry of the inner-line table, checked: as many blocks as it has block
+/// lines, and per block distinct ascending lines in `1 ..= 2^32 − 1` other than its own.
+fn read_inner_lines_function(
+    r: &mut Reader<'_>,
+    f: &Function,
+) -> Result<Vec<Vec<u32>>, ProgramDbError> {
+    let at = r.offset();
+    // Each block and each line takes at least one byte, so no count sizes more than the input.
+    let blocks = r.count(1, "inner-line block count")?;
+    if blocks != 0 && blocks != f.block_lines.len() {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!(
+                "{blocks} blocks, but the function has {} block lines",
+                f.block_lines.len()
+            ),
+        });
+    }
+    let mut out = Vec::with_capacity(blocks);
+    for b in 0..blocks {
+        let own = i64::from(f.block_lines[b]);
+        let k = r.count(1, "inner-line count")?;
+        let mut lines = Vec::with_capacity(k);
+        let mut prev = own;
+        for _ in 0..k {
+            let at = r.offset();
+            let d = unzigzag(r.varint("inner line")?);
+            let line = prev
+                .checked_add(d)
+                .filter(|&x| (1..=i64::from(u32::MAX)).contains(&x));
+            let problem = match line {
+                None => format!("block {b}: an inner line is not in 1 ..= 2^32 - 1"),
+                Some(x) if x == own => format!("block {b}: inner line {x} is the block's own"),
+                Some(x) if !lines.is_empty() && x <= prev => {
+                    format!("block {b}: inner line {x} does not follow {prev}")
+                }
+                Some(x) => {
+                    lines.push(x as u32);
+                    prev = x;
+                    continue;
+                }
+            };
+            return Err(ProgramDbError {
+                offset: at,
+                message: problem,
+            });
+        }
+        out.push(lines);
+    }
+    // A function whose blocks have none stores none (as the writer leaves them out).
+    if out.iter().all(Vec::is_empty) {
+        out.clear();
+    }
+    Ok(out)
+}
 
 /// Reads the mark of *Blocks recorded as paths*, which needs CFGs to decode with and excludes
 /// an implied-block table (a reader restores one or the other).
@@ -738,4 +891,100 @@ fn read_cfg(r: &mut Reader<'_>) -> Result<FunctionCfg, ProgramDbError> {
         cut_nodes: read_list(r, blocks, "cut block")?,
         cut_edges: read_list(r, edges, "cut edge")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database of two functions with block lines, source files and, when `inner`, inner
+    /// lines (the module docs' example for `f`).
+    fn db(inner: bool) -> ProgramDb {
+        let mut db = ProgramDb {
+            files: vec!["m.c".into()],
+            ..ProgramDb::default()
+        };
+        db.intern("f");
+        db.intern("g");
+        db.functions[0].block_lines = vec![10, 13];
+        db.functions[0].block_files = vec![0, 0];
+        db.functions[1].block_lines = vec![20, 5, 30];
+        db.functions[1].block_files = vec![0, 0, 0];
+        if inner {
+            db.functions[0].block_inner_lines = vec![vec![11, 12], vec![]];
+            db.functions[1].block_inner_lines = vec![vec![], vec![2, 7, 300], vec![1]];
+        }
+        db
+    }
+
+    fn read(bytes: &[u8]) -> Result<ProgramDb, ProgramDbError> {
+        ProgramDb::from_bytes(bytes, 0, DbLayout::WithCfgs)
+    }
+
+    #[test]
+    fn the_inner_line_table_round_trips_and_is_optional() {
+        let without = db(false);
+        let plain = without.to_bytes().unwrap();
+        assert_eq!(read(&plain).unwrap(), without);
+        assert!(!plain.contains(&b'L'));
+        let with = db(true);
+        let bytes = with.to_bytes().unwrap();
+        assert_eq!(bytes[..plain.len()], plain[..], "the table is appended");
+        assert_eq!(read(&bytes).unwrap(), with);
+        // The module docs' example is `f`'s entry.
+        let table = &bytes[plain.len()..];
+        assert_eq!(table[..9], [b'L', 1, 2, 2, 2, 2, 2, 0, 3]);
+        // After every other table too.
+        let mut all = db(true);
+        all.memory = vec![1, 2, 3];
+        assert_eq!(read(&all.to_bytes().unwrap()).unwrap(), all);
+        // Functions without inner lines store none, and read back with none.
+        let mut some = db(true);
+        some.functions[1].block_inner_lines.clear();
+        assert_eq!(read(&some.to_bytes().unwrap()).unwrap(), some);
+        let empty = [&plain[..], &[b'L', 1, 2, 2, 0, 0, 3, 0, 0, 0]].concat();
+        assert_eq!(read(&empty).unwrap(), without);
+    }
+
+    #[test]
+    fn every_truncation_of_the_inner_line_table_is_an_error() {
+        let plain = db(false).to_bytes().unwrap();
+        let bytes = db(true).to_bytes().unwrap();
+        for cut in plain.len() + 1..bytes.len() {
+            let e = read(&bytes[..cut]).unwrap_err();
+            assert!(e.offset <= cut as u64, "cut {cut}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_inner_line_tables_are_errors() {
+        let plain = db(false).to_bytes().unwrap();
+        let with = |table: &[u8]| read(&[&plain[..], table].concat());
+        let cases: &[(&[u8], &str)] = &[
+            (&[b'L', 2, 0], "version 2 is not 1"),
+            (&[b'L', 1, 3], "has 3 functions but the database 2"),
+            (
+                &[b'L', 1, 2, 3, 0, 0, 0],
+                "3 blocks, but the function has 2 block lines",
+            ),
+            (&[b'L', 1, 2, 0x80, 0x80, 0x80, 0x80, 0x08], "truncated"),
+            (&[b'L', 1, 2, 2, 0xFF, 0xFF, 0xFF, 0x0F], "truncated"),
+            (&[b'L', 1, 2, 2, 1, 0], "is the block's own"),
+            (&[b'L', 1, 2, 2, 1, 19], "not in 1 ..= 2^32 - 1"),
+            (
+                &[b'L', 1, 2, 2, 2, 4, 1],
+                "inner line 11 does not follow 12",
+            ),
+            (
+                &[b'L', 1, 2, 2, 2, 2, 0],
+                "inner line 11 does not follow 11",
+            ),
+            (&[b'L', 1, 0, 0], "bytes after the program database"),
+        ];
+        for (table, message) in cases {
+            let e = with(table).unwrap_err();
+            assert!(e.to_string().contains(message), "{table:?}: {e}");
+        }
+        assert!(with(&[b'L', 1, 0]).is_ok());
+    }
 }

@@ -96,9 +96,10 @@ enum Command {
     Deps(cmd::query::deps::Command),
     /// Source lines with their execution counts (text or lcov), from any recording or profile.
     ///
-    /// A line counts the runs of the blocks that start on it: a line inside a block (a
-    /// condition after a call on the line before, at -O0) shows 0, or the count of another
-    /// block starting there; `llvm-cov` counts regions instead.
+    /// A line counts the runs of the blocks that run its code: per function, the largest
+    /// count of the blocks starting on it or containing it (a condition after a call on the
+    /// line before, at -O0, is inside the call's block and counts that block's runs), summed
+    /// over the functions it was inlined into. `llvm-cov` counts regions instead.
     Annotate(cmd::show::annotate::Args),
     /// The whole run as folded stacks, SVG flame graph, pprof, speedscope, callgrind or a
     /// Chrome trace window.

@@ -582,3 +582,92 @@ fn blocks_inlined_from_a_header_are_annotated_in_the_header() {
         "{profile}"
     );
 }
+
+/// The `DA:line,count` lines of an lcov tracefile, by line.
+fn lcov_lines(lcov: &str) -> BTreeMap<u32, u64> {
+    lcov.lines()
+        .filter_map(|l| l.strip_prefix("DA:"))
+        .map(|l| {
+            let (line, count) = l.split_once(',').unwrap();
+            (line.parse().unwrap(), count.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Lines inside a block count as often as the block runs: at -O0 `step`'s lines 10–12 of
+/// `tests/programs/inner_lines.c` (a call, `y += 2;`, the condition) are one block, which runs
+/// once per call of `step` (5), so each line counts 5 — as `llvm-cov gcov` says of the same
+/// program built with `clang --coverage`. Every line `wpp annotate` counts has gcov's count,
+/// in a block recording and in a bl profile (which carries the inner lines in its trailer).
+#[test]
+fn lines_inside_a_block_count_its_runs_as_gcov_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/inner_lines.c");
+    let src = src.to_str().unwrap();
+    let mut lcovs = Vec::new();
+    for (mode, out) in [("trace-blocks", "o.wpp"), ("bl", "o.blprof")] {
+        let exe = format!("prog-{mode}");
+        wpp(
+            dir,
+            &["cc", "--mode", mode, "--", "-O0", "-g", src, "-o", &exe],
+        );
+        let run = Command::new(dir.join(&exe))
+            .current_dir(dir)
+            .env("WPP_OUT", out)
+            .env("WPP_FINISH", "wait")
+            .env("WPP_QUIET", "1")
+            .output()
+            .unwrap();
+        assert!(run.status.success());
+        assert_eq!(String::from_utf8_lossy(&run.stdout), "42\n");
+        let lcov = String::from_utf8(wpp(dir, &["annotate", out, "--format", "lcov"]).stdout);
+        lcovs.push(lcov_lines(&lcov.unwrap()));
+    }
+    assert_eq!(
+        lcovs[0], lcovs[1],
+        "the profile counts lines as the recording"
+    );
+    let wpp_lines = &lcovs[0];
+    for line in [10, 11, 12] {
+        assert_eq!(wpp_lines.get(&line), Some(&5), "line {line}: {wpp_lines:?}");
+    }
+    // The same program under gcov's counters.
+    tool(
+        dir,
+        "clang-22",
+        &["--coverage", "-O0", "-g", src, "-o", "cov"],
+    );
+    let run = Command::new(dir.join("cov"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let gcov = tool(
+        dir,
+        "llvm-cov-22",
+        &["gcov", "-t", "-o", ".", "cov-inner_lines.gcda"],
+    );
+    let gcov_lines: BTreeMap<u32, u64> = gcov
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let count = parts.next()?.trim().parse().ok()?;
+            Some((parts.next()?.trim().parse().ok()?, count))
+        })
+        .collect();
+    for line in [10, 11, 12] {
+        assert_eq!(
+            gcov_lines.get(&line),
+            Some(&5),
+            "gcov, line {line}:\n{gcov}"
+        );
+    }
+    for (line, n) in wpp_lines {
+        assert_eq!(
+            gcov_lines.get(line),
+            Some(n),
+            "line {line}: wpp {wpp_lines:?}, gcov:\n{gcov}"
+        );
+    }
+}
