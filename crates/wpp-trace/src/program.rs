@@ -369,17 +369,7 @@ impl ProgramDb {
                 read_paths_are_blocks(&mut r, &mut db)?;
             }
             if next(&r) == Some(MEMORY_TAG[0]) {
-                let at = r.offset();
-                let tag = [r.u8("memory table tag")?, r.u8("memory table version")?];
-                if tag != MEMORY_TAG {
-                    return Err(ProgramDbError {
-                        offset: at,
-                        message: format!(
-                            "memory table version {} is not {}",
-                            tag[1], MEMORY_TAG[1]
-                        ),
-                    });
-                }
+                read_tag(&mut r, MEMORY_TAG, "memory table")?;
                 let len = r.count(1, "memory table length")?;
                 db.memory = r.bytes(len, "memory table")?.to_vec();
             }
@@ -432,31 +422,8 @@ fn encode_inner_lines(out: &mut Vec<u8>, db: &ProgramDb) {
 }
 
 fn read_inner_lines(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
-    let at = r.offset();
-    let tag = [
-        r.u8("inner-line table tag")?,
-        r.u8("inner-line table version")?,
-    ];
-    if tag != INNER_LINES_TAG {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!(
-                "inner-line table version {} is not {}",
-                tag[1], INNER_LINES_TAG[1]
-            ),
-        });
-    }
-    let at = r.offset();
-    let count = r.varint("inner-line table function count")?;
-    if count != 0 && count != db.functions.len() as u64 {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!(
-                "the inner-line table has {count} functions but the database {}",
-                db.functions.len()
-            ),
-        });
-    }
+    read_tag(r, INNER_LINES_TAG, "inner-line table")?;
+    let count = read_function_count(r, db.functions.len(), "inner-line table")?;
     for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
         f.block_inner_lines = read_inner_lines_function(r, f).map_err(|e| ProgramDbError {
             offset: e.offset,
@@ -564,31 +531,8 @@ fn encode_implied(out: &mut Vec<u8>, db: &ProgramDb) {
 }
 
 fn read_implied(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
-    let at = r.offset();
-    let tag = [
-        r.u8("implied-block table tag")?,
-        r.u8("implied-block table version")?,
-    ];
-    if tag != IMPLIED_TAG {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!(
-                "implied-block table version {} is not {}",
-                tag[1], IMPLIED_TAG[1]
-            ),
-        });
-    }
-    let at = r.offset();
-    let count = r.varint("implied-block table function count")?;
-    if count != 0 && count != db.functions.len() as u64 {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!(
-                "the implied-block table has {count} functions but the database {}",
-                db.functions.len()
-            ),
-        });
-    }
+    read_tag(r, IMPLIED_TAG, "implied-block table")?;
+    let count = read_function_count(r, db.functions.len(), "implied-block table")?;
     for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
         (f.implied_next, f.entry_implied) =
             read_implied_function(r, f).map_err(|e| ProgramDbError {
@@ -707,15 +651,40 @@ fn encode_sources(out: &mut Vec<u8>, db: &ProgramDb) {
     }
 }
 
-fn read_sources(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+/// Reads an optional table's tag and version, which must be `tag`; `table` names it in errors
+/// (`"source table"`).
+fn read_tag(r: &mut Reader<'_>, tag: [u8; 2], table: &'static str) -> Result<(), ProgramDbError> {
     let at = r.offset();
-    let tag = [r.u8("source table tag")?, r.u8("source table version")?];
-    if tag != SOURCE_TAG {
+    let got = [r.u8(table)?, r.u8(table)?];
+    if got != tag {
         return Err(ProgramDbError {
             offset: at,
-            message: format!("source table version {} is not {}", tag[1], SOURCE_TAG[1]),
+            message: format!("{table} version {} is not {}", got[1], tag[1]),
         });
     }
+    Ok(())
+}
+
+/// Reads an optional table's function count: 0 (no function has the table's data) or the
+/// database's number of functions.
+fn read_function_count(
+    r: &mut Reader<'_>,
+    functions: usize,
+    table: &'static str,
+) -> Result<u64, ProgramDbError> {
+    let at = r.offset();
+    let count = r.varint(table)?;
+    if count != 0 && count != functions as u64 {
+        return Err(ProgramDbError {
+            offset: at,
+            message: format!("the {table} has {count} functions but the database {functions}"),
+        });
+    }
+    Ok(count)
+}
+
+fn read_sources(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    read_tag(r, SOURCE_TAG, "source table")?;
     let n = r.count(1, "source file count")?;
     db.files = Vec::with_capacity(n);
     for _ in 0..n {
@@ -728,17 +697,7 @@ fn read_sources(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbE
         })?;
         db.files.push(name.to_owned());
     }
-    let at = r.offset();
-    let count = r.varint("source table function count")?;
-    if count != 0 && count != db.functions.len() as u64 {
-        return Err(ProgramDbError {
-            offset: at,
-            message: format!(
-                "the source table has {count} functions but the database {}",
-                db.functions.len()
-            ),
-        });
-    }
+    let count = read_function_count(r, db.functions.len(), "source table")?;
     for f in db.functions.iter_mut().filter(|_| count != 0) {
         let at = r.offset();
         let blocks = r.count(1, "block file count")?;
