@@ -45,9 +45,10 @@
 //!   of its function's (the `longjmp` went past it to an outer frame), and
 //! * an access of the innermost frame's function that the greedy placement could never give a
 //!   block (the rule above, followed without a half-way block up to the event where it would
-//!   be that block's next instruction, fails before) resumes its block there, after the last
-//!   of the `Leave`s that follow: the eCF gets `Block(b)` again, as the collection run's does,
-//!   and the block goes on from that access.
+//!   be that block's next instruction, fails before) resumes its block there, if it comes
+//!   right after the last of the `Leave`s: the eCF gets `Block(b)` again, as the collection
+//!   run's does, and the block goes on from that access. Anywhere else it is an error (a
+//!   block trace of another run), as before.
 //!
 //! Both apply only where the greedy placement alone fails, so every recording it aligned is
 //! aligned as before; a `longjmp` whose next access is its own function's in the frame it
@@ -909,6 +910,9 @@ where
                     }
                     // The `longjmp`'s `Leave`s go on: the frame it resumes is an outer one.
                     None if events.get(i + 1) == Some(&Event::Leave) => break,
+                    // Only the end of a `longjmp`'s `Leave`s resumes a block: elsewhere an
+                    // access that has no block is a block trace of another run.
+                    None if e != Event::Leave => break,
                     // A `setjmp`-like call in the access's block returned again.
                     None => {
                         let ran = blocks[&(ai.function, ai.block)]
