@@ -35,30 +35,32 @@ struct Edges {
 }
 
 impl Edges {
+    /// Where rule `r`'s first terminals (all of them when its expansion is short) or, with
+    /// `from_end`, its last ones are in the arena; its first ones for a short expansion.
+    fn range(&self, r: RuleId, from_end: bool) -> std::ops::Range<usize> {
+        let (at, first, last) = self.spans[r.index()];
+        let (first, last) = (first as usize, last as usize);
+        match from_end && last > 0 {
+            true => at + first..at + first + last,
+            false => at..at + first,
+        }
+    }
+
     /// The first terminals of `r` (all of them when its expansion is short).
     fn first(&self, r: RuleId) -> &[u32] {
-        let (at, first, _) = self.spans[r.index()];
-        &self.terms[at..][..first as usize]
+        &self.terms[self.range(r, false)]
     }
 
     /// The last terminals of `r`, or `None` when [`first`](Self::first) is the whole expansion.
     fn last(&self, r: RuleId) -> Option<&[u32]> {
-        let (at, first, last) = self.spans[r.index()];
-        (last > 0).then(|| &self.terms[at + first as usize..][..last as usize])
+        (self.spans[r.index()].2 > 0).then(|| &self.terms[self.range(r, true)])
     }
 
     /// Where a symbol's terminals at one end are: itself, or a range of this arena.
     fn part(&self, s: Symbol, from_end: bool) -> Part {
         match s.kind() {
             SymbolKind::Terminal(t) => Part::Terminal(t.0),
-            SymbolKind::Rule(c) => {
-                let (at, first, last) = self.spans[c.index()];
-                let (first, last) = (first as usize, last as usize);
-                match from_end && last > 0 {
-                    true => Part::Range(at + first..at + first + last),
-                    false => Part::Range(at..at + first),
-                }
-            }
+            SymbolKind::Rule(c) => Part::Range(self.range(c, from_end)),
         }
     }
 
