@@ -6,11 +6,12 @@
 //! trace's events in file order, a `.wpp`'s threads one after another), one index per
 //! microsecond. `T` events are not counted, so in a one-thread recording the index is the
 //! position `wpp match`, `wpp hot` and `wpp subpath` print; with a thread chosen, the index
-//! counts that thread's events only, which is the position they print for it. Each function activation is a `B`/`E` slice pair on its
-//! thread's track; each run of consecutive block/path events on one line is an `X` slice named
-//! `function:line` lasting as many events. Frames already open when the window starts are
-//! opened at its start, and those still open at its end are closed there, so every slice is
-//! balanced. The window is capped ([`MAX_WINDOW`] by default) so the file stays loadable.
+//! counts that thread's events only, which is the position they print for it. Each function
+//! activation is a `B`/`E` slice pair on its thread's track; each run of consecutive
+//! block/path events on one line is an `X` slice named `function:line` lasting as many events.
+//! Frames already open when the window starts are opened at its start, and those still open at
+//! its end are closed there, so every slice is balanced. The window is capped ([`MAX_WINDOW`]
+//! by default) so the file stays loadable.
 
 use std::io::Write;
 
@@ -78,11 +79,11 @@ pub fn write_chrome(
         events: Vec::new(),
     };
     let mut index = 0u64;
-    let mut seen = thread.is_none();
+    let mut seen = std::collections::BTreeSet::new();
     rec.replay(|e| {
         if let Event::Thread(t) = e {
             w.thread = t;
-            seen |= Some(t) == thread;
+            seen.insert(t.0);
             return Ok(true);
         }
         if thread.is_some_and(|t| t != w.thread) {
@@ -97,11 +98,13 @@ pub fn write_chrome(
         Ok(true)
     })?;
     let of = match thread {
-        Some(t) if !seen => {
+        Some(t) if !seen.contains(&t.0) => {
+            let ids: Vec<String> = seen.iter().map(u32::to_string).collect();
             return Err(ShowError::Request(format!(
-                "the recording has no thread {}",
-                t.0
-            )))
+                "the recording has no thread {}; choose --thread from its threads: {}",
+                t.0,
+                ids.join(", ")
+            )));
         }
         Some(t) => format!("thread {}", t.0),
         None => "the recording".into(),

@@ -356,7 +356,11 @@ fn exports_read_back_by_real_consumers_match_the_trace() {
     assert_eq!(chrome(&["--thread", "0"]).stdout, chrome(&[]).stdout);
     let none = chrome(&["--thread", "7"]);
     assert!(!none.status.success());
-    assert!(String::from_utf8_lossy(&none.stderr).contains("no thread 7"));
+    let said = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        said.contains("no thread 7; choose --thread from its threads: 0"),
+        "{said}"
+    );
     let too_big = Command::new(env!("CARGO_BIN_EXE_wpp"))
         .current_dir(dir)
         .args([
