@@ -276,3 +276,34 @@ fn nothing_hot_reports_the_best_cost() {
         assert_eq!(found.total_cost, 10);
     }
 }
+
+/// A rule that pushes more frames than any one body pops: the events after it, spread over its
+/// parents' bodies, pop down into them (frequency's grammar of this trace read `B 0` in no
+/// function when it keeps only as many frames as one body pops).
+#[test]
+fn frames_popped_by_later_rules_are_kept() {
+    use common::Op::*;
+    let ops = [
+        Block(2),
+        Recurse(0, 2, 6),
+        Leave,
+        Leave,
+        Leave,
+        Block(0),
+        Block(0),
+        Recurse(0, 2, 6),
+        Leave,
+        Block(1),
+        Block(0),
+    ];
+    let (a, terms) = intern(&[events(&ops)]);
+    let costs = vec![1u64; a.len()];
+    let cfg = HotConfig {
+        min_length: 1,
+        max_length: 1,
+        min_cost: 1,
+    };
+    for (_, g) in grammars(&a, &terms) {
+        check(&g, &a, &costs, cfg);
+    }
+}

@@ -9,7 +9,8 @@
 //!
 //! 1. bottom-up, each rule's stack effect: how far below its start it pops (`pops`), its net
 //!    depth change, and the functions it leaves pushed (only the top `reach` of them, where
-//!    `reach` bounds how deep any body suffix reads the stack, so nothing read is dropped);
+//!    `reach` bounds how deep any suffix of a thread's events reads the stack, so nothing read
+//!    is dropped);
 //! 2. top-down (parents before children, as in [`rule_frequencies`](crate::dag::rule_frequencies)),
 //!    each rule is specialised by its *context*: the top `pops + 1` functions of the stack
 //!    where it starts, which fix every function its expansion reads. A rule used under two
@@ -65,34 +66,58 @@ fn move_of(e: Event) -> Move {
     }
 }
 
-/// Per rule `(pops, net)`, and the deepest any body suffix reads below its own start plus one:
-/// the number of top frames that can ever be read, and so the most of a pushed list to keep.
-fn depths(g: &Grammar, moves: &[Move]) -> (Vec<(usize, i64)>, usize) {
+/// A symbol's `(pops, net)`: how far below its start it pops, and its depth change.
+fn symbol_depth(s: Symbol, moves: &[Move], rules: &[(usize, i64)]) -> (i64, i64) {
+    match s.kind() {
+        SymbolKind::Terminal(t) => match moves[t.index()] {
+            Move::Push(_) => (0, 1),
+            Move::Pop => (1, -1),
+            Move::Stay => (0, 0),
+        },
+        SymbolKind::Rule(c) => {
+            let (p, n) = rules[c.index()];
+            (p as i64, n)
+        }
+    }
+}
+
+/// Per rule `(pops, net)`, bottom-up. Right to left over a body, prepending `s` to a suffix
+/// gives `pops = max(pops_s, pops_suffix − net_s)`.
+fn depths(g: &Grammar, moves: &[Move]) -> Vec<(usize, i64)> {
     let mut out: Vec<(usize, i64)> = Vec::with_capacity(g.num_rules());
-    let mut reach = 1usize;
     for r in g.rules() {
-        // Right to left: the suffix's (pops, net); prepending s gives
-        // pops = max(pops_s, pops_suffix − net_s).
         let (mut pops, mut net) = (0i64, 0i64);
         for &s in g.body(r).iter().rev() {
-            let (ps, ns) = match s.kind() {
-                SymbolKind::Terminal(t) => match moves[t.index()] {
-                    Move::Push(_) => (0, 1),
-                    Move::Pop => (1, -1),
-                    Move::Stay => (0, 0),
-                },
-                SymbolKind::Rule(c) => {
-                    let (p, n) = out[c.index()];
-                    (p as i64, n)
-                }
-            };
+            let (ps, ns) = symbol_depth(s, moves, &out);
             pops = ps.max(pops - ns);
             net += ns;
-            reach = reach.max(pops as usize + 1);
         }
         out.push((pops as usize, net));
     }
-    (out, reach)
+    out
+}
+
+/// The number of top frames ever read: one more than the deepest any suffix of a thread's
+/// events pops below the stack where it starts. Such a suffix may start inside a rule and go
+/// on after the rule's end, through its parents' bodies, so the deepest the events after a use
+/// of each rule pop flows from parents to children (as frequencies do in
+/// [`rule_frequencies`](crate::dag::rule_frequencies)); a rule's own body bounds none of it.
+fn reach(g: &Grammar, moves: &[Move], depths: &[(usize, i64)]) -> usize {
+    let mut after = vec![0i64; g.num_rules()];
+    let mut deepest = 0i64;
+    for r in g.rules().rev() {
+        let mut pops = after[r.index()];
+        deepest = deepest.max(pops);
+        for &s in g.body(r).iter().rev() {
+            if let SymbolKind::Rule(c) = s.kind() {
+                after[c.index()] = after[c.index()].max(pops);
+            }
+            let (ps, ns) = symbol_depth(s, moves, depths);
+            pops = ps.max(pops - ns);
+            deepest = deepest.max(pops);
+        }
+    }
+    deepest as usize + 1
 }
 
 /// The functions each rule leaves pushed (top `reach` only).
@@ -199,7 +224,8 @@ struct Specialiser<'g> {
 impl<'g> Specialiser<'g> {
     fn new(g: &'g Grammar, alphabet: &Alphabet) -> Self {
         let moves: Vec<Move> = alphabet.events().iter().map(|&e| move_of(e)).collect();
-        let (pops, reach) = depths(g, &moves);
+        let pops = depths(g, &moves);
+        let reach = reach(g, &moves, &pops);
         let effects = pushed_lists(g, &moves, &pops, reach);
         Specialiser {
             g,
