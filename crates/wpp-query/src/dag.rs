@@ -23,14 +23,14 @@
 //!   reaches p before q".
 //! * **Execution context** ([`context`], [`call_stacks`]): the terminals around a position (the
 //!   paths executed before and after, Larus §3.3) by a descent along rule lengths, and the call
-//!   stack at positions by one streaming pass.
+//!   stack at positions by a pass over the start rule's body ([`crate::stack`]).
 
 use wpp_grammar::symbol::SymbolKind;
 use wpp_grammar::{Grammar, RuleId, Symbol};
-use wpp_trace::{Alphabet, Event, FunctionId, Terminal, ThreadId};
+use wpp_trace::{Terminal, ThreadId};
 
 use crate::error::QueryError;
-use crate::expand::{expand_range, for_each_terminal};
+use crate::expand::expand_range;
 
 /// How many times each rule occurs in the expansion of all start rules (saturating).
 pub fn rule_frequencies(g: &Grammar) -> Vec<u64> {
@@ -368,39 +368,4 @@ pub fn context(
     (b, a)
 }
 
-/// The call stack (outermost first) just before each of `positions` (sorted ascending) in
-/// `rule`'s expansion, by one streaming pass up to the last position.
-pub fn call_stacks(
-    g: &Grammar,
-    alphabet: &Alphabet,
-    rule: RuleId,
-    positions: &[u64],
-) -> Vec<Vec<FunctionId>> {
-    let mut out = Vec::with_capacity(positions.len());
-    let mut stack: Vec<FunctionId> = Vec::new();
-    let mut pos = 0u64;
-    let mut next = 0usize;
-    let events = alphabet.events();
-    for_each_terminal(g, rule, |t| {
-        while next < positions.len() && positions[next] <= pos {
-            out.push(stack.clone());
-            next += 1;
-        }
-        if next == positions.len() {
-            return false;
-        }
-        match events.get(t.index()) {
-            Some(Event::Enter(f)) => stack.push(*f),
-            Some(Event::Leave) => {
-                stack.pop();
-            }
-            _ => {}
-        }
-        pos += 1;
-        true
-    });
-    while out.len() < positions.len() {
-        out.push(stack.clone());
-    }
-    out
-}
+pub use crate::stack::call_stacks;

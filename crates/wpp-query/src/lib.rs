@@ -37,5 +37,6 @@ pub mod matching;
 pub mod oracle;
 pub mod pattern;
 pub mod report;
+pub mod stack;
 
 pub use error::QueryError;

@@ -48,7 +48,7 @@ pub fn event_text(e: Event, db: &ProgramDb) -> String {
 }
 
 /// Decodes hot subpaths found at `places` (per subpath: index into `g.starts()` and start
-/// position there): call stack (one streaming pass per thread up to the last place), events
+/// position there): call stack (one pass over each thread's start rule), events
 /// and location. [`first_places`] gives the places of Figure 7's reports.
 pub fn decode_hot(
     g: &Grammar,

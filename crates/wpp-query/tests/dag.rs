@@ -133,8 +133,11 @@ proptest! {
             let a = at as usize;
             prop_assert_eq!(&before[..], &trace[a.saturating_sub(3)..a]);
             prop_assert_eq!(&after[..], &trace[(a + 2).min(trace.len())..(a + 6).min(trace.len())]);
-            let stacks = call_stacks(&g, &alphabet, rule, &[0, at, at + 1]);
-            for (i, &pos) in [0, at, at + 1].iter().enumerate() {
+            // Unsorted, repeated, past the end.
+            let end = trace.len() as u64;
+            let positions = [at + 1, 0, at, end + 3, at / 2, at, end];
+            let stacks = call_stacks(&g, &alphabet, rule, &positions);
+            for (i, &pos) in positions.iter().enumerate() {
                 let mut st: Vec<FunctionId> = Vec::new();
                 for t in &trace[..(pos as usize).min(trace.len())] {
                     match alphabet.event(*t).unwrap() {

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use wpp_grammar::Grammar;
 use wpp_query::expand::expand;
 use wpp_query::hot::crossings::count_all;
-use wpp_query::hot::exact::{hot_paths, HotPaths};
+use wpp_query::hot::exact::{hot_paths_on, HotPaths};
 use wpp_query::hot::qualified::{qualified_frequencies, qualify};
 use wpp_query::hot::HotConfig;
 use wpp_query::oracle::{occurrences, qualified_events};
@@ -107,7 +107,12 @@ fn check(g: &Grammar, a: &Alphabet, costs: &[u64], cfg: HotConfig) -> HotPaths {
         freq.iter().sum::<u64>(),
         streams.iter().map(|s| s.len() as u64).sum::<u64>()
     );
-    let found = hot_paths(g, a, Some(costs), cfg).unwrap();
+    let found = hot_paths_on(g, a, Some(costs), cfg, 1).unwrap();
+    for threads in [2, 3, 8] {
+        // Passes cut inside long bodies, each part counted apart: the same answer.
+        let other = hot_paths_on(g, a, Some(costs), cfg, threads).unwrap();
+        assert_eq!(other, found, "{threads} threads");
+    }
     let key = |p: &wpp_query::hot::exact::HotPath| -> Vec<Qualified> {
         p.terminals
             .iter()
@@ -203,7 +208,10 @@ proptest! {
         uniq.dedup();
         let refs: Vec<&[u32]> = uniq.iter().map(|s| &s[..]).collect();
         for (_, g) in grammars(&a, &terms) {
-            let got = count_all(&g, &refs, 6);
+            let got = count_all(&g, &refs, 6, 1);
+            for threads in [2, 5] {
+                prop_assert_eq!(&count_all(&g, &refs, 6, threads), &got);
+            }
             for (s, c) in uniq.iter().zip(got) {
                 let want: u64 = terms
                     .iter()

@@ -1193,6 +1193,39 @@ fn a_block_sequence_off_the_cfg_is_noted() {
     assert!(!r.stderr.contains("note"), "{}", r.stderr);
 }
 
+/// `wpp hot --threads N` cuts each pass over the grammar into N parts: the output is the same
+/// bytes on any number, the occurrences and call stacks reported included.
+#[test]
+fn hot_paths_are_the_same_on_any_number_of_threads() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "200000", "--threads", "2"]);
+    let w = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &w]);
+    let hot = |threads: &str| {
+        ok(&[
+            "hot",
+            &w,
+            "--min-share",
+            "0.002",
+            "--top",
+            "1000",
+            "--json",
+            "--threads",
+            threads,
+        ])
+    };
+    let one = hot("1");
+    let found: Value = serde_json::from_str(&one).unwrap();
+    let paths = found["paths"].as_array().unwrap();
+    assert!(paths.len() > 10, "{one}");
+    assert!(paths
+        .iter()
+        .any(|p| !p["stack"].as_array().unwrap().is_empty()));
+    for threads in ["2", "3", "16"] {
+        assert_eq!(hot(threads), one, "--threads {threads}");
+    }
+}
+
 /// `wpp hot` on a path grammar reports each hot path's decoded blocks and their source lines.
 #[test]
 fn hot_paths_show_their_blocks_and_lines() {

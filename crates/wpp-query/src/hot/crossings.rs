@@ -13,6 +13,9 @@ use wpp_grammar::{Grammar, RuleId, Symbol};
 
 use crate::dag::rule_frequencies;
 
+/// A place in the pass over the rules' bodies: a rule and one of its body symbols.
+type Place = (u32, usize);
+
 /// One crossing occurrence of a string in a rule's body.
 pub struct Crossing<'a> {
     /// The string.
@@ -69,6 +72,17 @@ impl Edges {
             Part::Terminal(t) => self.terms.push(t),
             Part::Range(r) => self.terms.extend_from_within(r),
         }
+    }
+
+    /// The edges of every rule of `g`, keeping `keep` terminals at each end.
+    fn of(g: &Grammar, keep: usize) -> Self {
+        let mut edges = Edges {
+            terms: Vec::new(),
+            spans: Vec::with_capacity(g.num_rules()),
+            keep,
+        };
+        g.rules().for_each(|r| edges.push_rule(g, r));
+        edges
     }
 
     /// Appends rule `r`'s edge, from its children's.
@@ -147,13 +161,24 @@ pub struct Filter<F> {
 }
 
 impl Window {
+    fn new(max_length: usize) -> Self {
+        Window {
+            terms: Vec::with_capacity(2 * max_length),
+            owners: Vec::with_capacity(2 * max_length),
+            offsets: Vec::with_capacity(2 * max_length),
+            runs: Vec::with_capacity(2 * max_length),
+            max_length,
+        }
+    }
+
     /// Appends one terminal and visits every admitted string that ends at it and crosses a
     /// boundary of the body (does not lie inside one child).
-    fn push<F: FnMut(&[u32]) -> bool>(
+    fn push<F: Fn(&[u32]) -> bool>(
         &mut self,
         (t, owner, offset): (u32, u64, u64),
-        filter: &mut Filter<F>,
+        filter: &Filter<F>,
         (rule, weight): (RuleId, u64),
+        seen: bool,
         visit: &mut impl FnMut(Crossing<'_>),
     ) {
         if self.terms.len() >= 2 * self.max_length {
@@ -172,6 +197,9 @@ impl Window {
             false => 0,
         };
         self.runs.push(run);
+        if !seen {
+            return; // a terminal before the walk's part of the body: context only
+        }
         for m in *filter.lengths.start()..=(*filter.lengths.end()).min(n) {
             if k > 0 && run + k <= m {
                 break; // a substring of `k` inside is not open, and so for every longer one
@@ -202,77 +230,152 @@ impl Window {
 pub struct Crossings<'g> {
     g: &'g Grammar,
     freq: Vec<u64>,
+    threads: usize,
 }
 
 impl<'g> Crossings<'g> {
-    /// Prepares `g` (one pass for the rules' frequencies).
-    pub fn new(g: &'g Grammar) -> Self {
+    /// Prepares `g` (one pass for the rules' frequencies) for passes on `threads` threads
+    /// (at least one).
+    pub fn new(g: &'g Grammar, threads: usize) -> Self {
         Crossings {
             g,
             freq: rule_frequencies(g),
+            threads: threads.max(1),
         }
     }
 
     /// Visits every crossing occurrence of every string whose length is in `lengths`, in the
-    /// rules reachable from `g`'s starts, children before parents. A string of `m` events
-    /// crossing a boundary takes at most `m − 1` from a child, so each child stands in for its
-    /// expansion with only that many terminals at each end.
-    pub fn for_each<F: FnMut(&[u32]) -> bool>(
+    /// rules reachable from `g`'s starts. A string of `m` events crossing a boundary takes at
+    /// most `m − 1` from a child, so each child stands in for its expansion with only that many
+    /// terminals at each end.
+    ///
+    /// The pass over the rules' bodies (children before parents) is cut into one part per
+    /// thread, of about equal work, a long body (a start rule) into several. Each part's
+    /// occurrences go to its own accumulator (`init`, then `visit`), and the accumulators come
+    /// back in the pass's order: merged in that order, they see the occurrences as one pass
+    /// would, on any number of cores.
+    pub fn fold<A: Send, F: Fn(&[u32]) -> bool + Sync>(
         &self,
-        mut filter: Filter<F>,
-        mut visit: impl FnMut(Crossing<'_>),
-    ) {
-        let g = self.g;
+        filter: Filter<F>,
+        init: impl Fn() -> A + Sync,
+        visit: impl Fn(&mut A, Crossing<'_>) + Sync,
+    ) -> Vec<A> {
         let max_length = (*filter.lengths.end()).max(1);
-        let mut edges = Edges {
-            terms: Vec::new(),
-            spans: Vec::with_capacity(g.num_rules()),
-            keep: max_length - 1,
-        };
-        let mut w = Window {
-            terms: Vec::with_capacity(2 * max_length),
-            owners: Vec::with_capacity(2 * max_length),
-            offsets: Vec::with_capacity(2 * max_length),
-            runs: Vec::with_capacity(2 * max_length),
-            max_length,
-        };
-        for r in g.rules() {
-            let weight = self.freq[r.index()];
-            if weight > 0 {
-                w.gap();
-                let mut push = |w: &mut Window, t, owner, offset| {
-                    w.push((t, owner, offset), &mut filter, (r, weight), &mut visit)
-                };
-                let mut at = 0u64;
-                for (i, &s) in (0u64..).zip(g.body(r)) {
-                    match s.kind() {
-                        SymbolKind::Terminal(t) => push(&mut w, t.0, 2 * i, at),
-                        SymbolKind::Rule(c) => {
-                            let o = 2 * i + 1;
-                            let first = edges.first(c);
-                            (0..)
-                                .zip(first)
-                                .for_each(|(j, &t)| push(&mut w, t, o, at + j));
-                            if let Some(last) = edges.last(c) {
-                                w.gap();
-                                let from = at + g.expanded_len(c) - last.len() as u64;
-                                (0..)
-                                    .zip(last)
-                                    .for_each(|(j, &t)| push(&mut w, t, o, from + j));
-                            }
-                        }
-                    }
-                    at += g.symbol_len(s);
+        let edges = Edges::of(self.g, max_length - 1);
+        let part = |(from, to): (Place, Place)| {
+            let mut acc = init();
+            let mut w = Window::new(max_length);
+            for r in from.0..to.0.saturating_add(1).min(self.g.num_rules() as u32) {
+                let body = self.g.body(RuleId(r)).len();
+                let first = if r == from.0 { from.1 } else { 0 };
+                let end = if r == to.0 { to.1 } else { body };
+                if first < end {
+                    let mut visit = |c: Crossing<'_>| visit(&mut acc, c);
+                    self.walk(RuleId(r), first..end, &edges, &mut w, &filter, &mut visit);
                 }
             }
-            edges.push_rule(g, r);
+            acc
+        };
+        let parts = self.parts(self.threads, max_length - 1);
+        if parts.len() == 1 {
+            return vec![part(parts[0])];
+        }
+        std::thread::scope(|s| {
+            let workers: Vec<_> = parts.iter().map(|&p| s.spawn(move || part(p))).collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    }
+
+    /// The pass cut into at most `n` parts `[from, to)` of about equal work: the terminals
+    /// [`walk`](Self::walk) pushes, a child's at most `2·keep`, in the rules that occur (the
+    /// others are skipped).
+    fn parts(&self, n: usize, keep: usize) -> Vec<(Place, Place)> {
+        let g = self.g;
+        let cost = |s: &Symbol| g.symbol_len(*s).min(2 * keep as u64);
+        let work = |r: RuleId| match self.freq[r.index()] {
+            0 => 0,
+            _ => g.body(r).iter().map(cost).sum::<u64>(),
+        };
+        let total: u64 = g.rules().map(work).sum();
+        let mut cuts: Vec<Place> = vec![(0, 0)];
+        let mut done = 0u64;
+        for r in g.rules() {
+            let w = work(r);
+            // The k-th cut is where the work done reaches k/n of the total.
+            while cuts.len() < n && w > 0 && (done + w) * n as u64 >= total * cuts.len() as u64 {
+                let target = (total * cuts.len() as u64).div_ceil(n as u64);
+                let (mut at, mut i) = (done, 0);
+                for s in g.body(r) {
+                    if at >= target {
+                        break;
+                    }
+                    at += cost(s);
+                    i += 1;
+                }
+                cuts.push((r.0, i));
+            }
+            done += w;
+        }
+        cuts.push((g.num_rules() as u32, 0));
+        cuts.windows(2).map(|c| (c[0], c[1])).collect()
+    }
+
+    /// Visits the crossing occurrences that end in body symbols `symbols` of rule `r`. The
+    /// window first takes at least `max_length` terminals of the symbols before, unvisited, so
+    /// that it holds what one pass over the whole body would.
+    fn walk<F: Fn(&[u32]) -> bool>(
+        &self,
+        r: RuleId,
+        symbols: std::ops::Range<usize>,
+        edges: &Edges,
+        w: &mut Window,
+        filter: &Filter<F>,
+        visit: &mut impl FnMut(Crossing<'_>),
+    ) {
+        let g = self.g;
+        let weight = self.freq[r.index()];
+        if weight == 0 {
+            return;
+        }
+        let body = g.body(r);
+        let mut from = symbols.start;
+        let mut primed = 0u64;
+        while from > 0 && primed < w.max_length as u64 {
+            from -= 1;
+            primed += g.symbol_len(body[from]);
+        }
+        w.gap();
+        let mut at: u64 = body[..from].iter().map(|&s| g.symbol_len(s)).sum();
+        for (i, &s) in (from as u64..).zip(&body[from..symbols.end]) {
+            let seen = i >= symbols.start as u64;
+            let mut push = |w: &mut Window, t, owner, offset| {
+                w.push((t, owner, offset), filter, (r, weight), seen, visit)
+            };
+            match s.kind() {
+                SymbolKind::Terminal(t) => push(w, t.0, 2 * i, at),
+                SymbolKind::Rule(c) => {
+                    let o = 2 * i + 1;
+                    (0..)
+                        .zip(edges.first(c))
+                        .for_each(|(j, &t)| push(w, t, o, at + j));
+                    if let Some(last) = edges.last(c) {
+                        w.gap();
+                        let from = at + g.expanded_len(c) - last.len() as u64;
+                        (0..).zip(last).for_each(|(j, &t)| push(w, t, o, from + j));
+                    }
+                }
+            }
+            at += g.symbol_len(s);
         }
     }
 }
 
 /// Exact occurrences of each of `strings` (all of at most `max_length` terminals) in the
-/// expansion of `g`'s start rules: one bottom-up pass (module docs).
-pub fn count_all(g: &Grammar, strings: &[&[u32]], max_length: usize) -> Vec<u64> {
+/// expansion of `g`'s start rules: one bottom-up pass (module docs) on `threads` threads.
+pub fn count_all(g: &Grammar, strings: &[&[u32]], max_length: usize, threads: usize) -> Vec<u64> {
     let mut counts = vec![0u64; strings.len()];
     if strings.is_empty() {
         return counts;
@@ -288,13 +391,22 @@ pub fn count_all(g: &Grammar, strings: &[&[u32]], max_length: usize) -> Vec<u64>
         k: 0,
         open: |_: &[u32]| true,
     };
-    Crossings::new(g).for_each(all, |c| {
-        if !starts[c.terminals[0] as usize] {
-            return;
+    let parts = Crossings::new(g, threads).fold(
+        all,
+        || vec![0u64; strings.len()],
+        |counts, c| {
+            if !starts[c.terminals[0] as usize] {
+                return;
+            }
+            if let Some(&i) = patterns.get(c.terminals) {
+                counts[i] = counts[i].saturating_add(c.weight);
+            }
+        },
+    );
+    for part in parts {
+        for (n, p) in counts.iter_mut().zip(part) {
+            *n = n.saturating_add(p);
         }
-        if let Some(&i) = patterns.get(c.terminals) {
-            counts[i] = counts[i].saturating_add(c.weight);
-        }
-    });
+    }
     counts
 }

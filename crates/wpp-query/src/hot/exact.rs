@@ -27,7 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use wpp_grammar::{Grammar, RuleId};
 use wpp_trace::{Alphabet, FunctionId};
 
-use super::crossings::{Crossings, Filter};
+use super::crossings::{Crossing, Crossings, Filter};
 use super::qualified::{qualify, Qualified};
 use super::{first_uses, HotConfig};
 use crate::dag::{rule_frequencies, terminal_frequencies};
@@ -52,7 +52,7 @@ pub struct HotPath {
 }
 
 /// The outcome of a search.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct HotPaths {
     /// The hot paths, costliest first (ties: shorter, then by terminals).
     pub paths: Vec<HotPath>,
@@ -87,6 +87,19 @@ pub fn hot_paths(
     alphabet: &Alphabet,
     costs: Option<&[u64]>,
     cfg: HotConfig,
+) -> Result<HotPaths, QueryError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    hot_paths_on(g, alphabet, costs, cfg, cores)
+}
+
+/// [`hot_paths`] with each pass over the grammar on `threads` threads (at least one). The
+/// answer is the same on any number, the reported occurrence of each path included.
+pub fn hot_paths_on(
+    g: &Grammar,
+    alphabet: &Alphabet,
+    costs: Option<&[u64]>,
+    cfg: HotConfig,
+    threads: usize,
 ) -> Result<HotPaths, QueryError> {
     if cfg.min_length == 0 || cfg.max_length < cfg.min_length || cfg.min_cost == 0 {
         return Err(QueryError::BadQuery(format!(
@@ -124,7 +137,7 @@ pub fn hot_paths(
             &b.functions,
         ))
     };
-    let search = Search::new(&q.grammar, &qcosts, cfg);
+    let search = Search::new(&q.grammar, &qcosts, cfg, threads);
     let (hot, costliest) = search.run(cfg.min_cost, true);
     let mut paths: Vec<HotPath> = hot.into_iter().map(to_path).collect();
     paths.sort_by(by_cost);
@@ -162,10 +175,10 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    fn new(g: &'a Grammar, costs: &'a [u64], cfg: HotConfig) -> Self {
+    fn new(g: &'a Grammar, costs: &'a [u64], cfg: HotConfig, threads: usize) -> Self {
         let max_cost = costs.iter().copied().max().unwrap_or(0);
         Search {
-            crossings: Crossings::new(g),
+            crossings: Crossings::new(g, threads),
             costs,
             cfg,
             max_cost,
@@ -247,7 +260,6 @@ impl<'a> Search<'a> {
         lengths: RangeInclusive<usize>,
         open: &FxHashSet<Box<[u32]>>,
     ) -> FxHashMap<Box<[u32]>, Counted> {
-        let mut level: FxHashMap<Box<[u32]>, Counted> = FxHashMap::default();
         let k = *lengths.start() - 1;
         let mut in_open = vec![k == 0; self.costs.len()];
         open.iter()
@@ -260,7 +272,7 @@ impl<'a> Search<'a> {
                 in_open[s[0] as usize] && in_open[s[k - 1] as usize] && open.contains(s)
             },
         };
-        self.crossings.for_each(filter, |c| {
+        let visit = |level: &mut FxHashMap<Box<[u32]>, Counted>, c: Crossing<'_>| {
             let s = c.terminals;
             match level.get_mut(s) {
                 Some(e) => e.count = e.count.saturating_add(c.weight),
@@ -275,7 +287,21 @@ impl<'a> Search<'a> {
                     level.insert(s.into(), e);
                 }
             }
-        });
+        };
+        let mut parts = self
+            .crossings
+            .fold(filter, FxHashMap::default, visit)
+            .into_iter();
+        let mut level: FxHashMap<Box<[u32]>, Counted> = parts.next().unwrap_or_default();
+        for part in parts {
+            // Later parts' rules come later in the pass: an occurrence already kept stays.
+            for (s, c) in part {
+                level
+                    .entry(s)
+                    .and_modify(|e| e.count = e.count.saturating_add(c.count))
+                    .or_insert(c);
+            }
+        }
         for (s, c) in level.iter_mut() {
             c.unit = s
                 .iter()

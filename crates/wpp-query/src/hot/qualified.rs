@@ -24,7 +24,9 @@ use rustc_hash::FxHashMap;
 use wpp_grammar::grammar::GrammarError;
 use wpp_grammar::symbol::SymbolKind;
 use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
-use wpp_trace::{Alphabet, Event, FunctionId, Terminal};
+use wpp_trace::{Alphabet, FunctionId, Terminal};
+
+use crate::stack::{depths, moves, symbol_depth, Move};
 
 /// A function on the stack, or [`NONE`] below the bottom (a thread's first events, or a
 /// recording that started inside a call).
@@ -49,52 +51,6 @@ struct Effect {
     pops: usize,
     /// Frames it leaves pushed (the top `reach` of them), bottom first.
     pushed: Vec<Frame>,
-}
-
-/// How each event moves the stack: `Some(f)` pushes `f`, `None` pops; blocks and paths neither.
-enum Move {
-    Push(Frame),
-    Pop,
-    Stay,
-}
-
-fn move_of(e: Event) -> Move {
-    match e {
-        Event::Enter(f) => Move::Push(f.0),
-        Event::Leave => Move::Pop,
-        _ => Move::Stay,
-    }
-}
-
-/// A symbol's `(pops, net)`: how far below its start it pops, and its depth change.
-fn symbol_depth(s: Symbol, moves: &[Move], rules: &[(usize, i64)]) -> (i64, i64) {
-    match s.kind() {
-        SymbolKind::Terminal(t) => match moves[t.index()] {
-            Move::Push(_) => (0, 1),
-            Move::Pop => (1, -1),
-            Move::Stay => (0, 0),
-        },
-        SymbolKind::Rule(c) => {
-            let (p, n) = rules[c.index()];
-            (p as i64, n)
-        }
-    }
-}
-
-/// Per rule `(pops, net)`, bottom-up. Right to left over a body, prepending `s` to a suffix
-/// gives `pops = max(pops_s, pops_suffix − net_s)`.
-fn depths(g: &Grammar, moves: &[Move]) -> Vec<(usize, i64)> {
-    let mut out: Vec<(usize, i64)> = Vec::with_capacity(g.num_rules());
-    for r in g.rules() {
-        let (mut pops, mut net) = (0i64, 0i64);
-        for &s in g.body(r).iter().rev() {
-            let (ps, ns) = symbol_depth(s, moves, &out);
-            pops = ps.max(pops - ns);
-            net += ns;
-        }
-        out.push((pops as usize, net));
-    }
-    out
 }
 
 /// The number of top frames ever read: one more than the deepest any suffix of a thread's
@@ -191,6 +147,10 @@ impl Contexts {
     /// The number of context `ctx` of rule `r`, added if new (allocating only then: this runs
     /// once per symbol of the grammar).
     fn id(&mut self, r: RuleId, ctx: &[Frame]) -> u32 {
+        // Most rules have one context: compare with it before hashing.
+        if self.list[r.index()].first().is_some_and(|c| c[..] == *ctx) {
+            return 0;
+        }
         if let Some(&k) = self.map[r.index()].get(ctx) {
             return k;
         }
@@ -223,7 +183,7 @@ struct Specialiser<'g> {
 
 impl<'g> Specialiser<'g> {
     fn new(g: &'g Grammar, alphabet: &Alphabet) -> Self {
-        let moves: Vec<Move> = alphabet.events().iter().map(|&e| move_of(e)).collect();
+        let moves = moves(alphabet);
         let pops = depths(g, &moves);
         let reach = reach(g, &moves, &pops);
         let effects = pushed_lists(g, &moves, &pops, reach);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use wpp_grammar::file::WppFile;
 
 use anyhow::Context;
-use wpp_query::hot::exact::{hot_paths, min_cost_for_share, trace_cost, HotPath};
+use wpp_query::hot::exact::{hot_paths_on, min_cost_for_share, trace_cost, HotPath};
 use wpp_query::hot::{HotConfig, HotSubpath};
 use wpp_query::report::{decode_hot, event_text, folded_line, HotReport};
 
@@ -48,6 +48,10 @@ pub struct Args {
     /// listed cost 1. Without it every terminal costs 1.
     #[arg(long)]
     pub costs: Option<PathBuf>,
+    /// Search threads: each pass over the grammar is cut into as many parts. Default: the
+    /// available cores. The answer is the same on any number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: Option<u64>,
 }
 
 /// Reads `TERMINAL COST` lines into a cost table over `n` terminals (default cost 1).
@@ -96,7 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         max_length: args.max_length,
         min_cost,
     };
-    let found = hot_paths(&wpp.grammar, &wpp.alphabet, costs.as_deref(), cfg)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.map_or(cores, |t| t as usize);
+    let found = hot_paths_on(&wpp.grammar, &wpp.alphabet, costs.as_deref(), cfg, threads)?;
     let shown = &found.paths[..found.paths.len().min(args.top)];
     let mut reports = decode(&wpp, shown);
     for (r, p) in reports.iter_mut().zip(shown) {
