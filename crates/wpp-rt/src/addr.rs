@@ -28,10 +28,11 @@
 //! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
 //! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing
 //! (as for the block trace). A full buffer is handed to the address trace's own writer thread
-//! (`writer`), which encodes, deflates and writes it while the program goes on; after `kill -9`
-//! every chunk written so far is readable, and what was still queued is lost like the accesses
-//! still in the threads' buffers (the reader gives the accesses certainly complete, then
-//! reports the missing end record).
+//! (`writer`), which encodes, deflates and writes it while the program goes on. The runtime's
+//! flush timer also hands over what each thread's buffer holds ([`flush_all`]), and so does a
+//! fatal signal, so after `kill -9` the file holds every access up to the last flush interval
+//! (what the writer had not yet written is lost), after a fatal signal every access (the
+//! reader gives the accesses certainly complete, then reports the missing end record).
 
 use crate::abi::{AT_BUF_CAP, AT_RECORD_WORDS};
 use std::cell::Cell;
@@ -71,6 +72,8 @@ struct Slot {
     abuf: *mut *mut u64,
     aidx: *mut u32,
     words: Vec<u64>,
+    /// Words at the start of `words` already handed over by a periodic flush ([`peek`]).
+    peeked: usize,
     alive: bool,
 }
 
@@ -176,8 +179,10 @@ impl Output {
     unsafe fn flush(&mut self, thread: u32, slot: &mut Slot, len: usize) -> Result<(), String> {
         match self {
             Output::Trace(w, _) => {
-                let full = std::mem::take(&mut slot.words);
-                slot.words = w.swap(thread, full, len);
+                let mut full = std::mem::take(&mut slot.words);
+                let peeked = std::mem::take(&mut slot.peeked).min(len);
+                full.drain(..peeked);
+                slot.words = w.swap(thread, full, len - peeked);
                 // SAFETY: guaranteed by the caller.
                 unsafe { *slot.abuf = slot.words.as_mut_ptr() };
                 self.failure()
@@ -419,6 +424,7 @@ impl Recorder {
             abuf,
             aidx,
             words,
+            peeked: 0,
             alive: true,
         });
         THREAD.with(|c| c.set(t));
@@ -437,15 +443,37 @@ impl Recorder {
             return Ok(());
         }
         // SAFETY: guaranteed by the caller.
-        let len = unsafe { *slot.aidx } as usize;
+        let len = (unsafe { *slot.aidx } as usize).min(slot.words.len());
         slot.alive = !ending;
-        self.out
-            .chunk(t, &slot.words[..len.min(slot.words.len())])?;
+        let peeked = std::mem::take(&mut slot.peeked).min(len);
+        self.out.chunk(t, &slot.words[peeked..len])?;
         // SAFETY: as above.
         unsafe { *slot.aidx = 0 };
         match ending {
             true => self.out.end_thread(t),
             false => Ok(()),
+        }
+    }
+
+    /// Copies each live thread's records past its last hand-off to the address trace's
+    /// writer (not in `ewpp-filter`, whose report is written at the end). Reading a running
+    /// thread's buffer is the benign race of the block trace's `peek` (`lib.rs`): on x86-64 its
+    /// stores become visible in program order, the record before the index that covers it.
+    fn peek_all(&mut self) {
+        let Output::Trace(w, _) = &mut self.out else {
+            return;
+        };
+        for (t, slot) in (0u32..).zip(&mut self.threads) {
+            if !slot.alive {
+                continue;
+            }
+            // SAFETY: a live thread's TLS index; volatile, since the thread may be running.
+            let len = unsafe { std::ptr::read_volatile(slot.aidx) } as usize;
+            let len = len.min(slot.words.len());
+            if len > slot.peeked {
+                w.copy(t, &slot.words[slot.peeked..len]);
+                slot.peeked = len;
+            }
         }
     }
 
@@ -545,20 +573,33 @@ pub(crate) fn end() {
     }
 }
 
-/// A fatal signal: has the writer write the buffers handed to it, so that the address trace
-/// holds every access up to the threads' last flushes, as when they wrote their own chunks.
-/// No end record: the reader reports the truncation. Skipped if the dying thread holds the
+/// Hands every live thread's records since its last hand-off to the writer, which writes
+/// them when its queue runs empty: called by the runtime's flush timer, so that a `kill -9`
+/// loses at most the last flush interval's accesses, as for the block trace. The threads keep
+/// their buffers and go on appending; their next hand-off starts after what was peeked.
+pub(crate) fn flush_all() {
+    let mut st = lock();
+    if let State::Active(r) = &mut *st {
+        r.peek_all();
+    }
+}
+
+/// A fatal signal: hands over what every thread's buffer holds ([`flush_all`]; the dying
+/// thread's own is whole, others' best effort) and has the writer write everything handed to
+/// it. No end record: the reader reports the truncation. Skipped if the dying thread holds the
 /// recorder's lock.
 pub(crate) fn on_fatal_signal() {
-    let Ok(st) = STATE.try_lock() else {
+    let Ok(mut st) = STATE.try_lock() else {
         return;
     };
-    if let State::Active(Recorder {
-        out: Output::Trace(w, _),
-        ..
-    }) = &*st
-    {
-        w.sync(std::time::Duration::from_secs(10));
+    if let State::Active(r) = &mut *st {
+        r.peek_all();
+        if let Output::Trace(w, path) = &r.out {
+            w.sync(std::time::Duration::from_secs(10));
+            crate::say_recorded(path, || {
+                format!("the address trace is in {}", path.display())
+            });
+        }
     }
 }
 

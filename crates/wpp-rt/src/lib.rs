@@ -492,6 +492,7 @@ fn start_flush_timer() {
             if rt.finished.load(Ordering::Acquire) || !flush_all(rt) {
                 return;
             }
+            addr::flush_all();
         });
     if let Err(e) = spawned {
         eprintln!("wpp-rt: cannot start the flush timer ({e}); recording without it");
