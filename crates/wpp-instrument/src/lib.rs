@@ -676,7 +676,9 @@ fn ewpp_tables(
 /// same name) each keeps its full name: the path with its hash (`…::h75ec1b21ea22c99e`), the
 /// signature (`f(int)`, `f(double)`). Every name must still pick one function (`--function
 /// NAME`), so where even full names collide (a constructor's complete- and base-object variants
-/// are both `A::A()`) the linkage names stay. Other names (C) are left as they are.
+/// are both `A::A()`) a constructor's or destructor's variant is named (`A::~A() [deleting]`,
+/// `A::~A() [base]`), and where that is not enough the linkage names stay. Other names (C) are
+/// left as they are.
 fn demangle_names(functions: &mut [Function]) {
     let demangled: Vec<Option<(String, String)>> = functions
         .iter()
@@ -698,11 +700,49 @@ fn demangle_names(functions: &mut [Function]) {
         })
         .collect();
     let names = uses(chosen.iter());
+    let chosen: Vec<String> = functions
+        .iter()
+        .zip(&chosen)
+        .map(
+            |(f, name)| match (names[name.as_str()], structor_variant(&f.name)) {
+                (2.., Some(variant)) => format!("{name} [{variant}]"),
+                _ => name.clone(),
+            },
+        )
+        .collect();
+    let names = uses(chosen.iter());
     for (f, name) in functions.iter_mut().zip(&chosen) {
         if names[name.as_str()] == 1 {
             f.name.clone_from(name);
         }
     }
+}
+
+/// The Itanium C++ ABI variant a constructor's or destructor's linkage name is: `C1` complete
+/// object, `C2` base object, `C3` allocating; `D0` deleting, `D1` complete object, `D2` base
+/// object. The code ends the nested name, so it is followed by `E`, or by `I` for a
+/// constructor template's arguments; the first such code is the function's own.
+fn structor_variant(linkage: &str) -> Option<&'static str> {
+    const VARIANTS: [(&str, &str); 6] = [
+        ("C1", "complete"),
+        ("C2", "base"),
+        ("C3", "allocating"),
+        ("D0", "deleting"),
+        ("D1", "complete"),
+        ("D2", "base"),
+    ];
+    let at = |code: &str| {
+        ["E", "I"]
+            .iter()
+            .filter_map(|end| linkage.find(&format!("{code}{end}")))
+            .min()
+    };
+    linkage.starts_with("_Z").then_some(())?;
+    VARIANTS
+        .iter()
+        .filter_map(|&(code, name)| Some((at(code)?, name)))
+        .min()
+        .map(|(_, name)| name)
 }
 
 /// How many times each name occurs.

@@ -580,6 +580,54 @@ fn cpp_functions_have_demangled_names() {
         .starts_with("geo::twice: "));
 }
 
+/// A destructor's variants (the deleting one `delete` calls, the base-object one the others
+/// call) share their C++ name: each is named with its variant, not by its linkage name, with
+/// its hand-counted entries, and `--function` finds it by that name.
+#[test]
+fn cpp_destructor_variants_are_named_by_their_variant() {
+    let p = Project::new();
+    std::fs::write(p.path("dtor.cpp"), DTOR_CPP).expect("write source");
+    p.ok("wpp-c++ -O0 -g dtor.cpp -o dtor");
+    let (stdout, _) = p.record("dtor");
+    assert_eq!(stdout, "bye\nbye\n");
+    let got = entries(&p);
+    assert!(got.keys().all(|f| !f.starts_with("_Z")), "{got:?}");
+    // `delete b` enters the deleting destructor, which runs the base-object one, as does `d`'s
+    // end; each runs `Base`'s base-object destructor.
+    assert_eq!(
+        got.get("Derived::~Derived() [deleting]"),
+        Some(&1),
+        "{got:?}"
+    );
+    assert_eq!(got.get("Derived::~Derived() [base]"), Some(&2), "{got:?}");
+    assert_eq!(got.get("Base::~Base() [base]"), Some(&2), "{got:?}");
+    let cfg = wpp_ok(
+        &p,
+        &["cfg", "rec.wpp", "--function", "Derived::~Derived() [base]"],
+    );
+    assert!(String::from_utf8(cfg)
+        .unwrap()
+        .starts_with("Derived::~Derived() [base]: "));
+}
+
+const DTOR_CPP: &str = r#"#include <cstdio>
+struct Base {
+    virtual ~Base() {}
+    virtual int f() { return 1; }
+};
+struct Derived : Base {
+    ~Derived() override { std::puts("bye"); }
+    int f() override { return 2; }
+};
+int main() {
+    Base *b = new Derived;
+    int r = b->f();
+    delete b;
+    Derived d;
+    return r - 2;
+}
+"#;
+
 /// The standard output of `wpp ARGS`, run in the project directory, which must succeed.
 fn wpp_ok(p: &Project, args: &[&str]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
