@@ -510,15 +510,14 @@ impl<R: Read + Seek> AtReader<R> {
         if crc != crc32fast::hash(&db) {
             return Err(self.err(at, format!("{what} checksum mismatch")));
         }
-        let db: MemoryDb = postcard::from_bytes(&db)
-            .map_err(|e| self.err(at, format!("cannot decode the {what}: {e}")))?;
-        if db.version != MEMORY_DB_VERSION {
-            let v = db.version;
+        if let Some(v) = MemoryDb::version_of(&db).filter(|&v| v != MEMORY_DB_VERSION) {
             return Err(self.err(
                 at,
-                format!("{what} version {v} (this wpp reads {MEMORY_DB_VERSION})"),
+                format!("{what} version {v} (this wpp reads {MEMORY_DB_VERSION}; record it again)"),
             ));
         }
+        let db: MemoryDb = postcard::from_bytes(&db)
+            .map_err(|e| self.err(at, format!("cannot decode the {what}: {e}")))?;
         Ok(db)
     }
 
@@ -912,9 +911,11 @@ mod tests {
                 block: 0,
                 line: 3,
                 column: 1,
+                file: crate::memdb::NO_FILE,
                 kind: AccessKind::Store,
                 what: "store i32".into(),
             }],
+            files: Vec::new(),
         };
         postcard::to_allocvec(&db).unwrap()
     }

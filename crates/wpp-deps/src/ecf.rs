@@ -199,8 +199,9 @@ pub fn check_function(db: &MemoryDb) -> FunctionId {
 /// The version of an eWPP's memory table ([`attach`]): the memory database's layout and the
 /// encoding of the checks. 1: the paper's checks; 2: with the pair's predictions ([`AGAIN`],
 /// [`NEXT`]), whose eCFs version 1 would misread; 3: a distance from the prediction instead of
-/// a search when both miss; 4: the stream's predictions ([`OTHER`] … [`LATEST_BACK`]).
-pub const TABLE_VERSION: u32 = 4;
+/// a search when both miss; 4: the stream's predictions ([`OTHER`] … [`LATEST_BACK`]); 5: each
+/// instruction's source file (memory database version 2).
+pub const TABLE_VERSION: u32 = 5;
 
 /// The check routine's name in an eWPP's program database.
 pub const CHECK_NAME: &str = "__wpp_check";
@@ -213,6 +214,7 @@ pub fn attach(program: &mut ProgramDb, db: &MemoryDb) {
         version: TABLE_VERSION,
         program: ProgramDb::default(),
         instructions: db.instructions.clone(),
+        files: db.files.clone(),
     };
     program.memory = postcard::to_allocvec(&table).expect("plain data encodes");
     program.functions.push(wpp_trace::Function {
@@ -227,23 +229,24 @@ pub fn memory_db(program: &ProgramDb) -> Result<Option<MemoryDb>, String> {
     if program.memory.is_empty() {
         return Ok(None);
     }
-    let mut db: MemoryDb = postcard::from_bytes(&program.memory)
-        .map_err(|e| format!("cannot decode the memory table: {e}"))?;
-    match db.version {
-        TABLE_VERSION => db.version = crate::memdb::MEMORY_DB_VERSION,
-        1..=3 => {
+    match MemoryDb::version_of(&program.memory) {
+        Some(TABLE_VERSION) | None => {}
+        Some(1..=4) => {
             return Err(
                 "an eWPP of an older wpp, whose checks are encoded differently: \
                  record it again"
                     .into(),
             )
         }
-        v => {
+        Some(v) => {
             return Err(format!(
                 "memory table version {v} (this wpp reads {TABLE_VERSION})"
             ))
         }
     }
+    let mut db: MemoryDb = postcard::from_bytes(&program.memory)
+        .map_err(|e| format!("cannot decode the memory table: {e}"))?;
+    db.version = crate::memdb::MEMORY_DB_VERSION;
     let mut functions = program.functions.clone();
     if functions.pop().map(|f| f.name) != Some(CHECK_NAME.into()) {
         return Err(format!(

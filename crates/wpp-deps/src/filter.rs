@@ -379,10 +379,12 @@ mod tests {
                     block: 0,
                     line: 1,
                     column: 0,
+                    file: crate::memdb::NO_FILE,
                     kind,
                     what: String::new(),
                 })
                 .collect(),
+            files: Vec::new(),
         }
     }
 

@@ -6,8 +6,13 @@
 use serde::{Deserialize, Serialize};
 use wpp_trace::ProgramDb;
 
-/// Version of [`MemoryDb`]'s postcard layout.
-pub const MEMORY_DB_VERSION: u32 = 1;
+/// Version of [`MemoryDb`]'s postcard layout. 2: each instruction's source file
+/// ([`MemInstr::file`]).
+pub const MEMORY_DB_VERSION: u32 = 2;
+
+/// [`MemInstr::file`] of an instruction without a source location of its own: its function's
+/// file stands for it.
+pub const NO_FILE: u32 = u32::MAX;
 
 /// What a memory instruction does to the bytes it touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,6 +40,10 @@ pub struct MemInstr {
     pub line: u32,
     /// Source column, 0 when unknown.
     pub column: u32,
+    /// Its source file, an index into [`MemoryDb::files`], or [`NO_FILE`]: the file of the
+    /// code it comes from, which for code inlined from another file (a lambda run by a
+    /// header's template, a header's inline function) is not its function's.
+    pub file: u32,
     /// What it does.
     pub kind: AccessKind,
     /// A short description (`load i32`, `memcpy dst`, `malloc`).
@@ -50,9 +59,16 @@ pub struct MemoryDb {
     pub program: ProgramDb,
     /// Memory instructions by id.
     pub instructions: Vec<MemInstr>,
+    /// The source files [`MemInstr::file`] indexes.
+    pub files: Vec<String>,
 }
 
 impl MemoryDb {
+    /// The version of an encoded database, read before the rest, whose layout depends on it.
+    pub fn version_of(bytes: &[u8]) -> Option<u32> {
+        postcard::take_from_bytes::<u32>(bytes).ok().map(|(v, _)| v)
+    }
+
     /// The instruction with this id.
     pub fn get(&self, id: u32) -> Option<&MemInstr> {
         self.instructions.get(id as usize)
@@ -71,22 +87,30 @@ impl MemoryDb {
         position(name, i.line, i.column)
     }
 
-    /// The ids of the instructions whose source line is `line` (in any function whose file
-    /// name ends with `file`, or any function when `file` is empty) and whose kind is `kind`.
+    /// The ids of the instructions whose source line is `line` (in a file whose name ends with
+    /// `file`, or in any file when `file` is empty) and whose kind is `kind`.
     pub fn at_line(&self, file: &str, line: u32, kind: AccessKind) -> Vec<u32> {
         (0..self.instructions.len() as u32)
             .filter(|&id| {
                 let i = &self.instructions[id as usize];
-                let in_file = file.is_empty()
-                    || self
-                        .program
-                        .functions
-                        .get(i.function as usize)
-                        .and_then(|f| f.file.as_deref())
-                        .is_some_and(|f| f.ends_with(file));
+                let in_file = file.is_empty() || self.file(id).is_some_and(|f| f.ends_with(file));
                 i.line == line && i.kind == kind && in_file
             })
             .collect()
+    }
+
+    /// The source file of instruction `id`: its own, or its function's.
+    pub fn file(&self, id: u32) -> Option<&str> {
+        let i = self.get(id)?;
+        match self.files.get(i.file as usize) {
+            Some(f) => Some(f),
+            None => self
+                .program
+                .functions
+                .get(i.function as usize)?
+                .file
+                .as_deref(),
+        }
     }
 }
 

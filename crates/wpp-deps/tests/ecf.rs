@@ -55,6 +55,7 @@ fn program(r: &mut Rng) -> Program {
                     block: b,
                     line: r.below(2) as u32,
                     column: 0,
+                    file: wpp_deps::memdb::NO_FILE,
                     kind,
                     what: String::new(),
                 });
@@ -203,6 +204,7 @@ fn instruction(block: u32, kind: AccessKind) -> MemInstr {
         block,
         line: 1,
         column: 0,
+        file: wpp_deps::memdb::NO_FILE,
         kind,
         what: String::new(),
     }

@@ -19,10 +19,12 @@ fn db_strategy() -> impl Strategy<Value = MemoryDb> {
                 block,
                 line,
                 column: 0,
+                file: wpp_deps::memdb::NO_FILE,
                 kind: [AccessKind::Load, AccessKind::Store, AccessKind::Clobber][k as usize % 3],
                 what: String::new(),
             })
             .collect(),
+        files: Vec::new(),
     })
 }
 

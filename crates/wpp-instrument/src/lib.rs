@@ -854,6 +854,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: db.clone(),
         instructions: std::mem::take(&mut memory_sites.instructions),
+        files: std::mem::take(&mut memory_sites.files),
     });
     let ewpp = match (&memory_db, opts.mode) {
         (Some(mdb), Mode::Ewpp) => {

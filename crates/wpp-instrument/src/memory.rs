@@ -132,6 +132,9 @@ pub(crate) struct Sites<'m> {
     probes: Vec<Probe<'m>>,
     /// The memory database's instructions (index = id).
     pub instructions: Vec<MemInstr>,
+    /// The source files they name ([`MemInstr::file`]), and each one's index.
+    pub files: Vec<String>,
+    file_ids: std::collections::HashMap<String, u32>,
 }
 
 /// One access of a library call (see [`call_accesses`]).
@@ -354,6 +357,22 @@ impl<'m> Sites<'m> {
         Sites {
             probes: Vec::new(),
             instructions: Vec::new(),
+            files: Vec::new(),
+            file_ids: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The index of the source file of `inst`'s debug location ([`MemInstr::file`]).
+    fn file_of(&mut self, inst: Value<'m>) -> u32 {
+        match inst.debug_location() {
+            Some((file, _)) if !file.is_empty() => {
+                let next = self.files.len() as u32;
+                *self.file_ids.entry(file).or_insert_with_key(|f| {
+                    self.files.push(f.clone());
+                    next
+                })
+            }
+            _ => wpp_deps::memdb::NO_FILE,
         }
     }
 
@@ -363,11 +382,13 @@ impl<'m> Sites<'m> {
             for inst in b.instructions() {
                 let mut add_at = |kind, what: &str, ptr, size, when, after| {
                     let id = self.instructions.len() as u32;
+                    let file = self.file_of(inst);
                     self.instructions.push(MemInstr {
                         function: fid,
                         block: bi as u32,
                         line: inst.debug_line(),
                         column: inst.debug_column(),
+                        file,
                         kind,
                         what: what.to_string(),
                     });

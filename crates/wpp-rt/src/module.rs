@@ -357,17 +357,25 @@ impl Modules {
             .collect();
         ranges.sort_unstable_by_key(|&(at, ..)| at);
         let mut instructions = Vec::with_capacity(self.memory_ids() as usize);
+        let mut files = Vec::new();
         for (at, base, db) in ranges {
             debug_assert_eq!(at as usize, instructions.len(), "memory ranges are dense");
+            let first_file = files.len() as u32;
             instructions.extend(db.instructions.iter().map(|i| MemInstr {
                 function: i.function + base.0,
+                file: match i.file {
+                    wpp_deps::memdb::NO_FILE => i.file,
+                    f => f + first_file,
+                },
                 ..i.clone()
             }));
+            files.extend(db.files.iter().cloned());
         }
         MemoryDb {
             version: wpp_deps::memdb::MEMORY_DB_VERSION,
             program: self.merged(),
             instructions,
+            files,
         }
     }
 
@@ -508,10 +516,12 @@ mod tests {
                     block: 0,
                     line: line + k,
                     column: 1,
+                    file: k,
                     kind: wpp_deps::AccessKind::Load,
                     what: "load".into(),
                 })
                 .collect(),
+            files: names.iter().map(|n| format!("{name}/{n}.c")).collect(),
         };
         ms.register(name, &db, p, Some(memory)).unwrap()
     }
@@ -553,6 +563,19 @@ mod tests {
                 ("libq.so!helper", 21),
                 ("libq.so#2!q", 30),
                 ("libq.so#2!helper", 31)
+            ]
+        );
+        // Each instruction keeps its own source file through the merge.
+        let files: Vec<_> = (0..6).map(|id| merged.file(id).unwrap()).collect();
+        assert_eq!(
+            files,
+            [
+                "prog/main.c",
+                "prog/helper.c",
+                "libq.so/q.c",
+                "libq.so/helper.c",
+                "libq.so/q.c",
+                "libq.so/helper.c"
             ]
         );
     }

@@ -806,9 +806,11 @@ mod tests {
                 block: 0,
                 line: 1,
                 column: 1,
+                file: wpp_deps::memdb::NO_FILE,
                 kind: AccessKind::Store,
                 what: "store i64".into(),
             }],
+            files: Vec::new(),
         };
         let mut program = EmbeddedProgram {
             version: abi::EMBEDDED_VERSION,

@@ -1005,6 +1005,49 @@ fn parameter_spills_show_no_source_line() {
     assert!(!listed.contains(":0:0"), "{listed}");
 }
 
+/// A load inlined from another file keeps its own file: `get_value`'s `*p` (inline.c:3) runs
+/// inside `apply`, a function of apply.h. `--load inline.c:3` finds it, as the source shows
+/// it; `--load apply.h:3` (a line apply.h has, of another statement) finds no load.
+#[test]
+fn loads_inlined_from_another_file_are_found_by_their_own_file() {
+    let p = Project::new();
+    let main = "#include <stdio.h>\n\
+                static inline int get_value(int *p) {\n\
+                \x20   return *p;\n\
+                }\n\
+                #include \"apply.h\"\n\
+                int main(void) {\n\
+                \x20   int x = 41;\n\
+                \x20   printf(\"%d\\n\", apply(&x));\n\
+                \x20   return 0;\n\
+                }\n";
+    let header = "__attribute__((noinline))\n\
+                  static int apply(int *p) {\n\
+                  \x20   return get_value(p) + 1;\n\
+                  }\n";
+    std::fs::write(p.path("inline.c"), main).expect("write source");
+    std::fs::write(p.path("apply.h"), header).expect("write header");
+    p.ok("wpp-cc --wpp-mode=trace-addr -O1 -g inline.c -o inline");
+    assert_eq!(run_raw(&p, "inline", "inline"), "42\n");
+    let at = "inline.trace.at";
+    let listed = wpp_ok(&p, &["deps", "list", at, "--load", "inline.c:3"]);
+    let listed = String::from_utf8(listed).expect("utf-8");
+    assert!(
+        listed.contains("apply:3:") && listed.contains("main:7:"),
+        "{listed}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["deps", "list", at, "--load", "apply.h:3"])
+        .current_dir(p.path(""))
+        .output()
+        .expect("wpp runs");
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 /// The dependences on stores `wpp deps list --json` lists for `file`, each with its instances,
 /// without what only an address trace knows (the bytes).
 fn store_deps(p: &Project, file: &str) -> Vec<serde_json::Value> {

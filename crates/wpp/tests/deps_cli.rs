@@ -21,6 +21,7 @@ fn instr(kind: AccessKind, line: u32) -> MemInstr {
         block: 0,
         line,
         column: 1,
+        file: wpp_deps::memdb::NO_FILE,
         kind,
         what: format!("{kind:?}"),
     }
@@ -51,6 +52,7 @@ fn sample_with(more: Vec<Access>) -> Vec<u8> {
             instr(AccessKind::Load, 12),
             instr(AccessKind::Clobber, 13),
         ],
+        files: Vec::new(),
     };
     let a = |id, addr| Access { id, addr, size: 4 };
     let run = [
@@ -242,6 +244,7 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: program.clone(),
         instructions: vec![s, l],
+        files: Vec::new(),
     };
     let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
     let a = |id| Access {
