@@ -1672,3 +1672,18 @@ fn a_duplicated_chunk_is_refused_with_the_file_and_offset() {
         );
     }
 }
+
+/// Trial D7: `wpp cfg` on a block trace without path probes names the recordings that carry
+/// CFGs and what this one is, not "a trace-blocks recording?" (trace-blocks carries them).
+#[test]
+fn a_recording_without_cfgs_says_which_recordings_carry_them() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "2000", "--kind", "blocks"]);
+    let err = fails(&["cfg", &trace, "--function", "f"]);
+    assert!(
+        err.contains("it is a block trace without path probes (`--mode trace-addr`")
+            && err.contains("--mode trace-paths, trace-blocks (by default), bl and ppp embed them")
+            && !err.contains("a trace-blocks recording?"),
+        "{err}"
+    );
+}
