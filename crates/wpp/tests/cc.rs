@@ -1316,3 +1316,27 @@ fn a_library_dlopened_while_another_thread_records() {
         assert_eq!(store.0, "work", "{d:?}");
     }
 }
+
+/// Trial D9: an `--exercised` or `--interesting` file of another kind (here a trace) is named
+/// for what it is, with what the option takes; nothing is built.
+#[test]
+fn a_wrong_kind_of_exercised_or_interesting_file_is_named() {
+    let p = Project::new();
+    std::fs::write(p.path("run.trace"), "F main\nB 0\nE\n").expect("write trace");
+    for (option, takes) in [
+        (
+            "--wpp-mode=ewpp --wpp-exercised=run.trace",
+            "is a text trace, not a dependence report: --exercised takes the filtering run's report",
+        ),
+        (
+            "--wpp-mode=ppp --wpp-interesting=run.trace",
+            "is a text trace, not a bl/ppp path profile: --interesting takes the path profile of a `--mode bl` run",
+        ),
+    ] {
+        let out = p.sh(&format!("wpp-cc {option} -O1 main.c -o m"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("run.trace {takes}")), "{err}");
+        assert!(!p.path("m").exists());
+    }
+}
