@@ -1340,3 +1340,36 @@ fn a_wrong_kind_of_exercised_or_interesting_file_is_named() {
         assert!(!p.path("m").exists());
     }
 }
+
+/// Trial D8: an eWPP built without `--exercised` (accepted by design: no pair exercised) says
+/// so at run time, not that a filtering run missed them, and names the file the recording
+/// ends up in: the `.wpp` the finisher makes of the spool, or the raw trace.
+#[test]
+fn an_ewpp_without_a_report_names_its_output_and_no_filtering_run() {
+    let p = Project::new();
+    let src = "#include <stdio.h>\nstatic volatile int x;\n\
+               int main(void) { x = 5; printf(\"%d\\n\", x); return 0; }\n";
+    std::fs::write(p.path("dep.c"), src).expect("write source");
+    p.ok("wpp-cc --wpp-mode=ewpp -O1 -g dep.c -o dep");
+    for (out, raw) in [("run.wpp", "0"), ("run.trace", "1")] {
+        let o = Command::new(p.path("dep"))
+            .current_dir(p.path(""))
+            .env("WPP_OUT", p.path(out))
+            .env("WPP_FINISH", "wait")
+            .env("WPP_RAW", raw)
+            .output()
+            .expect("program runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let says = format!(
+            "dependences recorded, each marked unexpected in {}: the program was built \
+             without a filtering run's report (--wpp-exercised) naming any",
+            p.path(out).display()
+        );
+        assert!(err.contains(&says), "{err}");
+        assert!(
+            p.path(out).exists() && !err.contains("filtering run (--"),
+            "{err}"
+        );
+    }
+}
