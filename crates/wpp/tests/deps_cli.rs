@@ -280,6 +280,14 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (p, events) = wpp_paths::trace::read_events(&out).unwrap();
     assert_eq!(p.functions[1].name, "__wpp_check");
     assert_eq!(events.len(), 6 + 2 * 5);
+    // The block trace as a default run leaves it, a `.wpp`, gives the same eCF (trial D20).
+    let (good_wpp, from_wpp) = (dir.path().join("t.wpp"), dir.path().join("w.trace"));
+    let (gw, fw) = (good_wpp.to_str().unwrap(), from_wpp.to_str().unwrap());
+    let (code, _, err) = wpp(&["compress", &good, "-o", gw]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, again, err) = wpp(&["deps", "ecf", e, gw, "-o", fw]);
+    assert_eq!((code, again), (Some(0), stdout), "{err}");
+    assert_eq!(wpp_paths::trace::read_events(&from_wpp).unwrap().1, events);
     let bad = write_trace("bad.trace", &[0, 0, 1]);
     let (code, _, err) = wpp(&["deps", "ecf", e, &bad, "-o", o]);
     assert_eq!(code, Some(1));

@@ -73,7 +73,8 @@ pub enum Command {
     Ecf {
         /// The address trace (`PROGRAM.PID.at`).
         file: PathBuf,
-        /// Its block trace (`PROGRAM.PID.trace`).
+        /// Its block trace: the run's `PROGRAM.PID.wpp` (one thread), or its raw trace
+        /// (`WPP_RAW=1`: `PROGRAM.PID.trace`).
         trace: PathBuf,
         /// Write the eCF here (a binary block trace).
         #[arg(short, long)]
@@ -794,6 +795,31 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The program and events of the block trace `wpp deps ecf` reads: a raw trace, or a `.wpp`
+/// of one thread, expanded.
+fn block_trace(trace: &Path) -> anyhow::Result<(wpp_trace::ProgramDb, Vec<Event>)> {
+    use crate::input::Kind;
+    let kinds = [Kind::Trace, Kind::TextTrace, Kind::Wpp];
+    if crate::input::expect(trace, &kinds, "deps ecf")? != Kind::Wpp {
+        return wpp_trace::file::read_events(trace)
+            .with_context(|| format!("cannot read the block trace {}", trace.display()));
+    }
+    let wpp = crate::input::read_wpp(trace, "deps ecf")?;
+    let [start] = wpp.grammar.starts() else {
+        anyhow::bail!(
+            "{} has {}; an eCF is built from the block trace of one thread",
+            trace.display(),
+            crate::util::threads(wpp.grammar.starts().len())
+        )
+    };
+    let alphabet = wpp.alphabet.events();
+    let flat = Flattened::new(&wpp.grammar);
+    let events = Expander::flattened(&flat, start.rule)
+        .map(|t| alphabet[t.index()])
+        .collect();
+    Ok((wpp.program.clone(), events))
+}
+
 fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> anyhow::Result<()> {
     use wpp_deps::ecf;
     let db = open(file)?.db().clone();
@@ -808,9 +834,7 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
         }
         None => wpp_deps::filter::classify(&db, open(file)?)?,
     };
-    crate::input::expect(trace, &crate::input::TRACES, "deps ecf")?;
-    let (mut program, events) = wpp_trace::file::read_events(trace)
-        .with_context(|| format!("cannot read the block trace {}", trace.display()))?;
+    let (mut program, events) = block_trace(trace)?;
     let built = ecf::build(&db, &events, open(file)?, &report)
         .with_context(|| format!("{} and {}", trace.display(), file.display()))?;
     let mut want = std::collections::BTreeSet::new();
