@@ -29,6 +29,9 @@ use wpp_trace::{Event, FunctionId, ThreadId};
 pub(crate) struct Checks {
     collector: Collector<'static>,
     thread: Option<u32>,
+    /// Whether the build's filtering-run report (`--wpp-exercised`) exercised any pair; a build
+    /// without one embeds an empty report (every dependence unexpected, by design).
+    reported: bool,
 }
 
 /// Makes the program database an eWPP's (see [`wpp_deps::ecf::attach`]); a no-op in other
@@ -51,6 +54,7 @@ impl Checks {
         Some(Checks {
             collector: Collector::new(db, &t.exercised),
             thread: None,
+            reported: !t.exercised.pairs.is_empty(),
         })
     }
 
@@ -111,6 +115,25 @@ impl Checks {
     /// The checks so far.
     pub fn stats(&self) -> &CheckStats {
         self.collector.stats()
+    }
+
+    /// The note on the dependences no filtering run exercised, which `file` (the recording
+    /// as it will be left) marks unexpected; `None` when there are none.
+    pub fn unexercised_note(&self, file: &std::path::Path) -> Option<String> {
+        let c = self.stats();
+        let file = file.display();
+        match (c.unexpected, self.reported) {
+            (0, _) => None,
+            (n, true) => Some(format!(
+                "{n} of {} dependences were not exercised by the filtering run \
+                 (--wpp-exercised): recorded, marked unexpected in {file}",
+                c.dependences
+            )),
+            (n, false) => Some(format!(
+                "{n} dependences recorded, each marked unexpected in {file}: the program was \
+                 built without a filtering run's report (--wpp-exercised) naming any"
+            )),
+        }
     }
 }
 

@@ -153,7 +153,8 @@ impl Sink {
     /// returns a one-line summary. `verbose` (`WPP_QUIET=0`) lets a detached finisher report
     /// on a terminal.
     pub fn finish(&mut self, ending: Ending, verbose: bool) -> Result<String, SinkError> {
-        let written = self.raw.finish()?;
+        let destination = self.destination(ending).to_path_buf();
+        let written = self.raw.finish(&destination)?;
         match (&self.plan, ending) {
             (None, _) => Ok(written),
             (Some(plan), Ending::Signal) => Ok(format!(
@@ -438,8 +439,9 @@ impl RawSink {
     }
 
     /// Waits for the writer to write everything queued and the end marker; returns a one-line
-    /// summary.
-    pub fn finish(&mut self) -> Result<String, SinkError> {
+    /// summary. `destination`: the file the recording ends up in (the `.wpp` the finisher
+    /// makes of the spool, or this trace), which the note on unexercised dependences names.
+    pub fn finish(&mut self, destination: &Path) -> Result<String, SinkError> {
         let path = self.path.display().to_string();
         let Some(w) = self.pipe.finish() else {
             return Ok(format!("{path}: the writer thread did not finish"));
@@ -454,14 +456,10 @@ impl RawSink {
             String::new()
         };
         let checks = self.checks.as_ref().map_or(String::new(), |c| {
-            let c = c.stats();
-            if c.unexpected > 0 {
-                eprintln!(
-                    "wpp-rt: {} of {} dependences were not exercised by the filtering run \
-                     (--wpp-exercised): recorded, marked unexpected in {path}",
-                    c.unexpected, c.dependences
-                );
+            if let Some(note) = c.unexercised_note(destination) {
+                eprintln!("wpp-rt: {note}");
             }
+            let c = c.stats();
             format!(
                 "; {} dependences checked ({} fixed-cost, {} predicted, {} unexpected; {:.2} \
                  comparisons each)",
@@ -843,7 +841,7 @@ mod tests {
         });
         let waited = synced.recv_timeout(std::time::Duration::from_secs(20));
         assert!(waited.is_ok(), "sync waits for a batch that was never sent");
-        waiter.join().unwrap().finish().unwrap();
+        waiter.join().unwrap().finish(&path).unwrap();
         let events = wpp_trace::file::read_events(&path).map(|(_, e)| e);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(

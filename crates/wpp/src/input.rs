@@ -262,27 +262,42 @@ pub fn read_cfgs(path: &Path, command: &str) -> anyhow::Result<Vec<Cfg>> {
         Kind::Wpp,
         Kind::Profile,
     ];
-    let cfgs: Vec<Cfg> = match expect(path, &kinds, command)? {
+    match expect(path, &kinds, command)? {
         Kind::CfgJson => {
             let text = read_text(path)?;
-            return wpp_paths::CfgFile::parse(&text)
-                .with_context(|| format!("in {}", path.display()));
+            wpp_paths::CfgFile::parse(&text).with_context(|| format!("in {}", path.display()))
         }
-        Kind::Profile => read_profile(path, command)?.program.cfgs,
-        _ => read_program(path, command)?
-            .functions
-            .iter()
-            .filter_map(|f| Some(Cfg::from_record(&f.name, f.cfg.as_ref()?)))
-            .collect(),
-    };
-    if cfgs.is_empty() {
-        bail!(
-            "{} carries no CFGs (a trace-blocks recording?); record with --mode trace-paths, \
-             bl or ppp, or give a CFG JSON file",
-            path.display()
-        );
+        Kind::Profile => Ok(read_profile(path, command)?.program.cfgs),
+        _ => {
+            let program = read_program(path, command)?;
+            let cfgs: Vec<Cfg> = program
+                .functions
+                .iter()
+                .filter_map(|f| Some(Cfg::from_record(&f.name, f.cfg.as_ref()?)))
+                .collect();
+            match cfgs.is_empty() {
+                true => Err(no_cfgs(path, &program)),
+                false => Ok(cfgs),
+            }
+        }
     }
-    Ok(cfgs)
+}
+
+/// Why the recording at `path` has no CFGs: which recordings embed them, and which this is
+/// (the instrumenter embeds them for the path probes and the path profiles only).
+fn no_cfgs(path: &Path, program: &ProgramDb) -> anyhow::Error {
+    let what = match program.memory.is_empty() {
+        true => {
+            "a block trace without path probes (`--mode trace-addr`, or trace-blocks \
+                 with `--wpp-no-elide`)"
+        }
+        false => "an eWPP (`--mode ewpp`)",
+    };
+    anyhow::anyhow!(
+        "{} carries no CFGs: it is {what}; recordings in --mode trace-paths, trace-blocks \
+         (by default), bl and ppp embed them: record the program so, or give a CFG JSON file",
+        path.display()
+    )
 }
 
 /// The start rules of a `.wpp` in the order its threads are written out: ascending thread id.

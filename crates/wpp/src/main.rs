@@ -73,8 +73,9 @@ enum Command {
     /// One function's CFG from a recording, profile or CFG JSON (`--dot` for Graphviz).
     Cfg(cmd::query::cfg::Args),
     /// Hot paths of a `.wpp` grammar: every minimal hot subpath of the run (Larus §4's
-    /// question, answered exhaustively), counted exactly through the grammar's rules. The list
-    /// depends only on the run, not on the compressor or segments.
+    /// question, answered exhaustively), counted exactly through the grammar's rules. The paths
+    /// and their counts depend only on the run, not on the compressor or segments; the
+    /// `thread T @P` shown is one occurrence's, which may differ between them.
     Hot(cmd::query::hot::Args),
     /// Frequency of a subpath, counted on the grammar.
     Subpath(cmd::query::subpath::Args),

@@ -58,7 +58,7 @@ impl std::error::Error for NotInFile {}
 
 /// The names of `names` nearest to `name` (Jaro–Winkler similarity ≥ 0.8, or `name` inside
 /// them), best first, at most 5.
-fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+pub fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let mut scored: Vec<(f64, &str)> = names
         .into_iter()
         .map(|n| (strsim::jaro_winkler(name, n), n))

@@ -1407,3 +1407,60 @@ fn a_library_dlopened_while_another_thread_records() {
         assert_eq!(store.0, "work", "{d:?}");
     }
 }
+
+/// Trial D9: an `--exercised` or `--interesting` file of another kind (here a trace) is named
+/// for what it is, with what the option takes; nothing is built.
+#[test]
+fn a_wrong_kind_of_exercised_or_interesting_file_is_named() {
+    let p = Project::new();
+    std::fs::write(p.path("run.trace"), "F main\nB 0\nE\n").expect("write trace");
+    for (option, takes) in [
+        (
+            "--wpp-mode=ewpp --wpp-exercised=run.trace",
+            "is a text trace, not a dependence report: --exercised takes the filtering run's report",
+        ),
+        (
+            "--wpp-mode=ppp --wpp-interesting=run.trace",
+            "is a text trace, not a bl/ppp path profile: --interesting takes the path profile of a `--mode bl` run",
+        ),
+    ] {
+        let out = p.sh(&format!("wpp-cc {option} -O1 main.c -o m"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("run.trace {takes}")), "{err}");
+        assert!(!p.path("m").exists());
+    }
+}
+
+/// Trial D8: an eWPP built without `--exercised` (accepted by design: no pair exercised) says
+/// so at run time, not that a filtering run missed them, and names the file the recording
+/// ends up in: the `.wpp` the finisher makes of the spool, or the raw trace.
+#[test]
+fn an_ewpp_without_a_report_names_its_output_and_no_filtering_run() {
+    let p = Project::new();
+    let src = "#include <stdio.h>\nstatic volatile int x;\n\
+               int main(void) { x = 5; printf(\"%d\\n\", x); return 0; }\n";
+    std::fs::write(p.path("dep.c"), src).expect("write source");
+    p.ok("wpp-cc --wpp-mode=ewpp -O1 -g dep.c -o dep");
+    for (out, raw) in [("run.wpp", "0"), ("run.trace", "1")] {
+        let o = Command::new(p.path("dep"))
+            .current_dir(p.path(""))
+            .env("WPP_OUT", p.path(out))
+            .env("WPP_FINISH", "wait")
+            .env("WPP_RAW", raw)
+            .output()
+            .expect("program runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let says = format!(
+            "dependences recorded, each marked unexpected in {}: the program was built \
+             without a filtering run's report (--wpp-exercised) naming any",
+            p.path(out).display()
+        );
+        assert!(err.contains(&says), "{err}");
+        assert!(
+            p.path(out).exists() && !err.contains("filtering run (--"),
+            "{err}"
+        );
+    }
+}

@@ -1672,3 +1672,74 @@ fn a_duplicated_chunk_is_refused_with_the_file_and_offset() {
         );
     }
 }
+
+/// Trial D7: `wpp cfg` on a block trace without path probes names the recordings that carry
+/// CFGs and what this one is, not "a trace-blocks recording?" (trace-blocks carries them).
+#[test]
+fn a_recording_without_cfgs_says_which_recordings_carry_them() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "2000", "--kind", "blocks"]);
+    let err = fails(&["cfg", &trace, "--function", "f"]);
+    assert!(
+        err.contains("it is a block trace without path probes (`--mode trace-addr`")
+            && err.contains("--mode trace-paths, trace-blocks (by default), bl and ppp embed them")
+            && !err.contains("a trace-blocks recording?"),
+        "{err}"
+    );
+}
+
+/// Trial D10: an export or annotation that fails leaves no output file (it used to leave an
+/// empty one); one that succeeds writes it.
+#[test]
+fn a_failed_export_leaves_no_output_file() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "2000", "--kind", "blocks"]);
+    let out = dir.path("x.json");
+    let err = fails(&[
+        "export", &trace, "--format", "chrome", "--from", "99999999", "-o", &out,
+    ]);
+    assert!(err.contains("t.trace"), "{err}");
+    assert!(!Path::new(&out).exists(), "{err}");
+    let lcov = dir.path("x.lcov");
+    let functions: Value = serde_json::from_str(&ok(&["functions", &trace, "--json"])).unwrap();
+    let f = functions[0]["name"].as_str().unwrap();
+    // `--function` applies to the text format only: refused once the output is open.
+    fails(&[
+        "annotate",
+        &trace,
+        "--format",
+        "lcov",
+        "--function",
+        f,
+        "-o",
+        &lcov,
+    ]);
+    assert!(!Path::new(&lcov).exists());
+    ok(&["export", &trace, "--format", "chrome", "-o", &out]);
+    assert!(std::fs::metadata(&out).unwrap().len() > 0);
+}
+
+/// Trial D4 and D11: overlapping occurrences each count (`B 0, B 0` 999 times in 1000 `B 0`s),
+/// so a share exceeds 100%: the header and `--min-share` say so; `--help` says the position
+/// shown is one occurrence's.
+#[test]
+fn hot_says_that_overlapping_occurrences_count() {
+    let dir = Dir::new();
+    let trace = dir.path("t.txt");
+    let events = format!("F main\n{}E\n", "B 0\n".repeat(1000));
+    std::fs::write(&trace, events).unwrap();
+    let w = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &w]);
+    let out = ok(&["hot", &w, "--top", "1"]);
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .ends_with("costs count overlapping occurrences, so a share can exceed 100%"),
+        "{out}"
+    );
+    let help = ok(&["hot", "--help"]);
+    assert!(help.contains("counts overlapping occurrences"), "{help}");
+    assert!(help.contains("is one occurrence's"), "{help}");
+    assert!(!help.contains("The list depends only on the run"), "{help}");
+}

@@ -35,11 +35,16 @@ fn sample() -> Vec<u8> {
 
 /// [`sample`] with `more` accesses at its end.
 fn sample_with(more: Vec<Access>) -> Vec<u8> {
+    sample_named("f", more)
+}
+
+/// [`sample_with`] with its function named `name`.
+fn sample_named(name: &str, more: Vec<Access>) -> Vec<u8> {
     let db = MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: ProgramDb {
             functions: vec![Function {
-                name: "f".into(),
+                name: name.into(),
                 file: Some("t.c".into()),
                 ..Function::default()
             }],
@@ -278,6 +283,14 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (p, events) = wpp_paths::trace::read_events(&out).unwrap();
     assert_eq!(p.functions[1].name, "__wpp_check");
     assert_eq!(events.len(), 6 + 2 * 5);
+    // The block trace as a default run leaves it, a `.wpp`, gives the same eCF (trial D20).
+    let (good_wpp, from_wpp) = (dir.path().join("t.wpp"), dir.path().join("w.trace"));
+    let (gw, fw) = (good_wpp.to_str().unwrap(), from_wpp.to_str().unwrap());
+    let (code, _, err) = wpp(&["compress", &good, "-o", gw]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, again, err) = wpp(&["deps", "ecf", e, gw, "-o", fw]);
+    assert_eq!((code, again), (Some(0), stdout), "{err}");
+    assert_eq!(wpp_paths::trace::read_events(&from_wpp).unwrap().1, events);
     let bad = write_trace("bad.trace", &[0, 0, 1]);
     let (code, _, err) = wpp(&["deps", "ecf", e, &bad, "-o", o]);
     assert_eq!(code, Some(1));
@@ -322,6 +335,13 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (code, _, err) = wpp(&["deps", "list", w, "--load", "0"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("is not a load"), "{err}");
+    // It carries no CFGs, and says what it is (trial D7).
+    let (code, _, err) = wpp(&["cfg", w, "--function", "f"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("e.wpp carries no CFGs: it is an eWPP"),
+        "{err}"
+    );
 
     // Chains from the eWPP are the address trace's (Figure 21).
     let (code, from_at, err) = wpp(&["deps", "chain", e, "--load", "1", "--json"]);
@@ -406,4 +426,69 @@ fn a_closed_pipe_is_not_an_error() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
     }
+}
+
+/// A block trace of several threads (trace-blocks, or trace-addr's `.wpp`) records no
+/// dependences: said as for one thread, not as an eWPP with a thread too many (trial D6).
+#[test]
+fn a_block_recording_of_several_threads_records_no_dependences() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    let wpp_file = dir.path().join("t.wpp");
+    let (t, w) = (trace.to_str().unwrap(), wpp_file.to_str().unwrap());
+    let args = ["synth", "--seed", "3", "--kind", "blocks", "--threads", "3"];
+    let (code, _, err) = wpp(&[&args[..], &["--events", "20000", "-o", t]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = wpp(&["compress", t, "-o", w]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = wpp(&["deps", "list", w]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("t.wpp records no memory dependences") && err.contains("PROGRAM.PID.at"),
+        "{err}"
+    );
+}
+
+/// `--load` takes an id as listings print it (`#1`, trial D13), and a file the program does not
+/// have is said to be missing, with the nearest names, not blamed on `-g` (trial D14).
+#[test]
+fn load_ids_as_printed_and_unknown_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("t.at");
+    std::fs::write(&at, sample()).unwrap();
+    let at = at.to_str().unwrap();
+    let (code, by_hash, err) = wpp(&["deps", "list", at, "--load", "#1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(by_hash, wpp(&["deps", "list", at, "--load", "1"]).1);
+    let (code, _, err) = wpp(&["deps", "list", at, "--load", "t.cc:12"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains(
+            "--load t.cc:12: no source file of the program ends with `t.cc`; did you mean `t.c`?"
+        ),
+        "{err}"
+    );
+    let (_, _, err) = wpp(&["deps", "chain", at, "--load", "nosuch.cpp:12"]);
+    assert!(
+        err.contains("ends with `nosuch.cpp`; none of its 1 source files"),
+        "{err}"
+    );
+    let (_, _, err) = wpp(&["deps", "list", at, "--load", "t.c:99"]);
+    assert!(err.contains("no load at that line"), "{err}");
+}
+
+/// A long (C++) name overflows its own row of `wpp deps filter`; the other rows are not padded
+/// to it (trial D16).
+#[test]
+fn filter_rows_are_not_padded_to_a_long_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("t.at");
+    let long = format!("std::vector<{}>::push_back", "x".repeat(300));
+    std::fs::write(&at, sample_named(&long, Vec::new())).unwrap();
+    let (code, out, err) = wpp(&["deps", "filter", at.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let widths: Vec<usize> = out.lines().map(|l| l.chars().count()).collect();
+    assert_eq!(widths.len(), 3, "{out}");
+    assert!(widths[1] > 300, "{out}");
+    assert!(widths[0] < 160 && widths[2] < 160, "{widths:?}");
 }

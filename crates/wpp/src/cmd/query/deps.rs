@@ -28,7 +28,8 @@ pub enum Command {
         /// The address trace (`PROGRAM.PID.at`), or an eWPP (the trace or `.wpp` of a
         /// `--mode ewpp` run).
         file: PathBuf,
-        /// Only this load: a memory-instruction id, or `FILE:LINE` (`:LINE` for any file).
+        /// Only this load: a memory-instruction id (`1620` or `#1620`, as listings print it),
+        /// or `FILE:LINE` (`:LINE` for any file).
         #[arg(long)]
         load: Option<String>,
         /// Print JSON Lines (one object per dependence).
@@ -72,7 +73,8 @@ pub enum Command {
     Ecf {
         /// The address trace (`PROGRAM.PID.at`).
         file: PathBuf,
-        /// Its block trace (`PROGRAM.PID.trace`).
+        /// Its block trace: the run's `PROGRAM.PID.wpp` (one thread), or its raw trace
+        /// (`WPP_RAW=1`: `PROGRAM.PID.trace`).
         trace: PathBuf,
         /// Write the eCF here (a binary block trace).
         #[arg(short, long)]
@@ -88,7 +90,7 @@ pub enum Command {
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
-        /// The load: a memory-instruction id, or `FILE:LINE`.
+        /// The load: a memory-instruction id (`1620` or `#1620`), or `FILE:LINE`.
         #[arg(long)]
         load: String,
         /// Longest chain, in dependences (at least 1).
@@ -174,9 +176,6 @@ fn input(file: &Path) -> anyhow::Result<Input> {
     let (program, source) = match crate::input::sniff(file)? {
         Kind::Wpp => {
             let wpp = crate::input::read_wpp(file, "deps")?;
-            if wpp.grammar.starts().len() > 1 {
-                anyhow::bail!("{shown} has several threads; an eWPP has one");
-            }
             (wpp.program.clone(), Ecf::Wpp(wpp))
         }
         Kind::Trace | Kind::TextTrace => {
@@ -191,13 +190,19 @@ fn input(file: &Path) -> anyhow::Result<Input> {
             k.readers()
         ),
     };
-    match ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? {
-        Some(db) => Ok(Input::Ecf(db, Box::new(source))),
-        None => anyhow::bail!(
+    // The mode first: a block trace of several threads is no eWPP with a thread too many.
+    let Some(db) = ecf::memory_db(&program).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? else {
+        anyhow::bail!(
             "{shown} records no memory dependences: record with `--mode ewpp` (an eWPP) or \
              `--mode trace-addr` (then give `wpp deps` its PROGRAM.PID.at)"
-        ),
+        )
+    };
+    if let Ecf::Wpp(wpp) = &source {
+        if wpp.grammar.starts().len() > 1 {
+            anyhow::bail!("{shown} has several threads; an eWPP has one");
+        }
     }
+    Ok(Input::Ecf(db, Box::new(source)))
 }
 
 /// The events of a trace, one by one, each shown to `inspect` first; a read error ends them
@@ -339,9 +344,10 @@ fn ecf_recover(
     }
 }
 
-/// The load ids `spec` names: an id, or `FILE:LINE`.
+/// The load ids `spec` names: an id (`#` before it, as listings print it, or not), or
+/// `FILE:LINE`.
 fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
-    if let Ok(id) = spec.parse::<u32>() {
+    if let Ok(id) = spec.strip_prefix('#').unwrap_or(spec).parse::<u32>() {
         match db.get(id) {
             Some(i) if i.kind == AccessKind::Load => return Ok(vec![id]),
             Some(_) => anyhow::bail!(
@@ -360,9 +366,29 @@ fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
         .with_context(|| format!("--load {spec}: expected an id or FILE:LINE"))?;
     let ids = db.at_line(file, line, AccessKind::Load);
     if ids.is_empty() {
-        anyhow::bail!("--load {spec}: no load at that line (was the program compiled with -g?)");
+        anyhow::bail!("--load {spec}: {}", no_load(db, file));
     }
     Ok(ids)
+}
+
+/// Why no load is at `file`'s line: no source file of the program ends with `file` (the
+/// nearest names suggested), or none of its loads is on that line.
+fn no_load(db: &MemoryDb, file: &str) -> String {
+    let files: std::collections::BTreeSet<&str> = (db.program.functions.iter())
+        .filter_map(|f| f.file.as_deref())
+        .collect();
+    if file.is_empty() || files.iter().any(|f| f.ends_with(file)) {
+        return "no load at that line (was the program compiled with -g?)".into();
+    }
+    let names = files.iter().map(|f| f.rsplit('/').next().unwrap_or(f));
+    let hint = match &crate::util::nearest(file, names)[..] {
+        [] => format!(
+            "none of its {} source files has a name like it",
+            files.len()
+        ),
+        near => format!("did you mean `{}`?", near.join("`, `")),
+    };
+    format!("no source file of the program ends with `{file}`; {hint}")
 }
 
 /// One end of a dependence, for output.
@@ -700,6 +726,9 @@ struct FilterOut {
     total: wpp_deps::filter::Distribution,
 }
 
+/// The widest `wpp deps filter` pads its function column to.
+const FILTER_NAME_WIDTH: usize = 48;
+
 fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> {
     use wpp_deps::filter::{classify, Class, FilterReport};
     let mut magic = [0u8; 8];
@@ -735,13 +764,14 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
         });
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    // As wide as the longest name, so the columns stay aligned.
+    // As wide as the longest name up to a cap: a longer name (C++ ones run to hundreds of
+    // characters) overflows its own row rather than pad every row to its width.
     let w = functions
         .keys()
         .map(|f| f.chars().count())
         .max()
         .unwrap_or(0)
-        .max(24);
+        .clamp(24, FILTER_NAME_WIDTH);
     writeln!(
         out,
         "{:<w$} {:>8} {:>8} {:>8} {:>8} {:>8}   (dynamic dependences; pairs per class)",
@@ -765,6 +795,31 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The program and events of the block trace `wpp deps ecf` reads: a raw trace, or a `.wpp`
+/// of one thread, expanded.
+fn block_trace(trace: &Path) -> anyhow::Result<(wpp_trace::ProgramDb, Vec<Event>)> {
+    use crate::input::Kind;
+    let kinds = [Kind::Trace, Kind::TextTrace, Kind::Wpp];
+    if crate::input::expect(trace, &kinds, "deps ecf")? != Kind::Wpp {
+        return wpp_trace::file::read_events(trace)
+            .with_context(|| format!("cannot read the block trace {}", trace.display()));
+    }
+    let wpp = crate::input::read_wpp(trace, "deps ecf")?;
+    let [start] = wpp.grammar.starts() else {
+        anyhow::bail!(
+            "{} has {}; an eCF is built from the block trace of one thread",
+            trace.display(),
+            crate::util::threads(wpp.grammar.starts().len())
+        )
+    };
+    let alphabet = wpp.alphabet.events();
+    let flat = Flattened::new(&wpp.grammar);
+    let events = Expander::flattened(&flat, start.rule)
+        .map(|t| alphabet[t.index()])
+        .collect();
+    Ok((wpp.program.clone(), events))
+}
+
 fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> anyhow::Result<()> {
     use wpp_deps::ecf;
     let db = open(file)?.db().clone();
@@ -779,9 +834,7 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
         }
         None => wpp_deps::filter::classify(&db, open(file)?)?,
     };
-    crate::input::expect(trace, &crate::input::TRACES, "deps ecf")?;
-    let (mut program, events) = wpp_trace::file::read_events(trace)
-        .with_context(|| format!("cannot read the block trace {}", trace.display()))?;
+    let (mut program, events) = block_trace(trace)?;
     let built = ecf::build(&db, &events, open(file)?, &report)
         .with_context(|| format!("{} and {}", trace.display(), file.display()))?;
     let mut want = std::collections::BTreeSet::new();

@@ -24,6 +24,8 @@ pub struct Args {
     #[arg(long, default_value_t = 8)]
     pub max_length: usize,
     /// Minimum cost (C) as a fraction of the whole trace's cost (every event's cost, summed).
+    /// A path's cost counts overlapping occurrences (`B2,B2` occurs 9 times in 10 `B2`s), so
+    /// it can exceed the trace's: a share above 100%.
     #[arg(long, default_value_t = 0.01, conflicts_with = "min_cost")]
     pub min_share: f64,
     /// Minimum cost (C) as a number: count × the sum of the events' costs.
@@ -144,7 +146,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(
         out,
         "{} hot paths of {}..={} events costing ≥ {min_cost} ({:.2}% of the trace's {}); \
-         minimal: none contains another",
+         minimal: none contains another; costs count overlapping occurrences, so a share can \
+         exceed 100%",
         found.paths.len(),
         cfg.min_length,
         cfg.max_length,

@@ -107,12 +107,36 @@ impl Mode {
     }
 }
 
+/// Checks that the file `option` names is of `kind` (`made`: what that is and how one is made);
+/// otherwise an error naming what the file is.
+#[cfg(feature = "llvm")]
+fn expect_kind(
+    path: &std::path::Path,
+    kind: crate::input::Kind,
+    option: &str,
+    made: &str,
+) -> anyhow::Result<()> {
+    let found = crate::input::sniff(path)?;
+    if found != kind {
+        anyhow::bail!(
+            "{} is {}, not {}: {option} takes {made}",
+            path.display(),
+            found.with_article(),
+            kind.with_article()
+        );
+    }
+    Ok(())
+}
+
 /// Reads the interesting set of `--mode ppp` from a `--mode bl` profile.
 #[cfg(feature = "llvm")]
 pub fn read_interesting(
     path: &std::path::Path,
 ) -> anyhow::Result<std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>>> {
     use anyhow::Context as _;
+    let made = "the path profile of a `--mode bl` run (PROGRAM.PID.blprof, or several merged \
+                by `wpp profile merge`)";
+    expect_kind(path, crate::input::Kind::Profile, "--interesting", made)?;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = wpp_abi::profile::ProfileFile::from_bytes(&bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -123,6 +147,14 @@ pub fn read_interesting(
 #[cfg(feature = "llvm")]
 pub fn read_exercised(path: &std::path::Path) -> anyhow::Result<wpp_deps::filter::FilterReport> {
     use anyhow::Context as _;
+    let made = "the filtering run's report (PROGRAM.PID.depf of a `--mode ewpp-filter` run, or \
+                `wpp deps filter PROGRAM.PID.at -o FILE`)";
+    expect_kind(
+        path,
+        crate::input::Kind::DependenceReport,
+        "--exercised",
+        made,
+    )?;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(wpp_deps::filter::FilterReport::from_bytes(
         &bytes,

@@ -56,15 +56,14 @@ pub struct Args {
 /// Runs `wpp export`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut rec = super::open_recording(&args.file, "export")?;
-    let mut out = super::output(args.output.as_deref())?;
+    let mut out = super::Output::create(args.output.as_deref())?;
     let name = args.file.display().to_string();
     if args.format == Format::Chrome {
         let to = args.to.unwrap_or(args.from.saturating_add(100_000));
         let window = (args.from, to, args.thread.map(wpp_trace::ThreadId));
         wpp_show::chrome::write_chrome(&mut rec, window, args.max_events, &mut out)
             .with_context(|| format!("cannot export {name}"))?;
-        out.flush()?;
-        return Ok(());
+        return Ok(out.finish()?);
     }
     let (db, map, run) = rec.walk().with_context(|| format!("cannot walk {name}"))?;
     match args.format {
@@ -80,6 +79,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Format::Chrome => unreachable!("handled above"),
     }
-    out.flush()?;
-    Ok(())
+    Ok(out.finish()?)
 }

@@ -92,12 +92,58 @@ pub fn function_index(file: &Path, db: &ProgramDb, name: &str) -> anyhow::Result
     Ok(crate::util::function_position(file, name, names)? as u32)
 }
 
-/// Creates `path` for writing, or standard output for `None` / `-`.
-pub fn output(path: Option<&Path>) -> anyhow::Result<Box<dyn std::io::Write>> {
-    Ok(match path {
-        Some(p) if p != Path::new("-") => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        _ => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    })
+/// Where `annotate` and `export` write: `path`, or standard output for `None` / `-`. A file
+/// the command fails to finish is removed (an error leaves no empty or partial output); only
+/// [`Output::finish`] keeps it.
+pub struct Output {
+    writer: Box<dyn std::io::Write>,
+    /// The file written, until finished.
+    unfinished: Option<std::path::PathBuf>,
+}
+
+impl Output {
+    /// Creates `path` for writing, or standard output for `None` / `-`.
+    pub fn create(path: Option<&Path>) -> anyhow::Result<Output> {
+        Ok(match path {
+            Some(p) if p != Path::new("-") => Output {
+                writer: Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(p)
+                        .with_context(|| format!("cannot create {}", p.display()))?,
+                )),
+                unfinished: Some(p.to_path_buf()),
+            },
+            _ => Output {
+                writer: Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+                unfinished: None,
+            },
+        })
+    }
+
+    /// Flushes the output and keeps its file.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.writer.flush()?;
+        self.unfinished = None;
+        Ok(())
+    }
+}
+
+impl std::io::Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writer.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
+
+impl Drop for Output {
+    /// Removes an unfinished output file (a regular file only: never `/dev/null` or a pipe).
+    fn drop(&mut self) {
+        if let Some(p) = &self.unfinished {
+            if p.metadata().is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
 }
