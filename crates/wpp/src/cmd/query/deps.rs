@@ -374,8 +374,13 @@ fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
 /// Why no load is at `file`'s line: no source file of the program ends with `file` (the
 /// nearest names suggested), or none of its loads is on that line.
 fn no_load(db: &MemoryDb, file: &str) -> String {
-    let files: std::collections::BTreeSet<&str> = (db.program.functions.iter())
-        .filter_map(|f| f.file.as_deref())
+    let functions = db
+        .program
+        .functions
+        .iter()
+        .filter_map(|f| f.file.as_deref());
+    let files: std::collections::BTreeSet<&str> = functions
+        .chain(db.files.iter().map(String::as_str))
         .collect();
     if file.is_empty() || files.iter().any(|f| f.ends_with(file)) {
         return "no load at that line (was the program compiled with -g?)".into();
