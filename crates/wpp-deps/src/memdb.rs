@@ -84,7 +84,16 @@ impl MemoryDb {
             .functions
             .get(i.function as usize)
             .map_or("?", |f| f.name.as_str());
-        position(name, i.line, i.column)
+        position(name, self.inlined_from(id), i.line, i.column)
+    }
+
+    /// The source file of instruction `id` when it is not its function's: code inlined from
+    /// another file, whose line is that file's.
+    pub fn inlined_from(&self, id: u32) -> Option<&str> {
+        let i = self.get(id)?;
+        let own = self.files.get(i.file as usize)?;
+        let function = self.program.functions.get(i.function as usize)?;
+        (function.file.as_deref() != Some(own.as_str())).then_some(own.as_str())
     }
 
     /// The ids of the instructions whose source line is `line` (in a file whose name ends with
@@ -114,13 +123,17 @@ impl MemoryDb {
     }
 }
 
-/// `function:line:column`, or `function (no source line)` where debug information gives the
-/// instruction none (line 0: a parameter's spill at -O0, code built without `-g`), which a
-/// listing must not show as a line.
-pub fn position(function: &str, line: u32, column: u32) -> String {
-    if line == 0 {
-        format!("{function} (no source line)")
-    } else {
-        format!("{function}:{line}:{column}")
+/// `function:line:column`; `function (file:line:column)` for a line of another file than the
+/// function's (`inlined_from`, shown by its name without directories); or `function (no source
+/// line)` where debug information gives the instruction none (line 0: a parameter's spill at
+/// -O0, code built without `-g`), which a listing must not show as a line.
+pub fn position(function: &str, inlined_from: Option<&str>, line: u32, column: u32) -> String {
+    match (line, inlined_from) {
+        (0, _) => format!("{function} (no source line)"),
+        (_, Some(file)) => {
+            let name = file.rsplit('/').next().unwrap_or(file);
+            format!("{function} ({name}:{line}:{column})")
+        }
+        (_, None) => format!("{function}:{line}:{column}"),
     }
 }

@@ -1032,9 +1032,21 @@ fn loads_inlined_from_another_file_are_found_by_their_own_file() {
     let at = "inline.trace.at";
     let listed = wpp_ok(&p, &["deps", "list", at, "--load", "inline.c:3"]);
     let listed = String::from_utf8(listed).expect("utf-8");
+    // The load's line is inline.c's, in apply (of apply.h): shown with its file.
     assert!(
-        listed.contains("apply:3:") && listed.contains("main:7:"),
+        listed.contains("apply (inline.c:3:") && listed.contains("main:7:"),
         "{listed}"
+    );
+    let json = wpp_ok(&p, &["deps", "list", at, "--load", "inline.c:3", "--json"]);
+    let first = json.split(|&b| b == b'\n').next().unwrap();
+    let dep: serde_json::Value = serde_json::from_slice(first).expect("json");
+    assert!(
+        dep["load"]["file"].as_str().unwrap().ends_with("inline.c"),
+        "{dep}"
+    );
+    assert!(
+        dep["store"]["file"].as_str().unwrap().ends_with("inline.c"),
+        "{dep}"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
         .args(["deps", "list", at, "--load", "apply.h:3"])

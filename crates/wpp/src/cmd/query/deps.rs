@@ -402,9 +402,15 @@ struct End {
     id: u32,
     instance: u64,
     function: String,
+    /// The source file of the line: the function's, or the one its code was inlined from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
     line: u32,
     column: u32,
     what: String,
+    /// The file of the line when it is not the function's.
+    #[serde(skip)]
+    inlined_from: Option<String>,
 }
 
 fn end(db: &MemoryDb, i: Instance) -> End {
@@ -415,9 +421,11 @@ fn end(db: &MemoryDb, i: Instance) -> End {
         function: m
             .and_then(|m| db.program.functions.get(m.function as usize))
             .map_or_else(String::new, |f| f.name.clone()),
+        file: db.file(i.id).map(str::to_owned),
         line: m.map_or(0, |m| m.line),
         column: m.map_or(0, |m| m.column),
         what: m.map_or_else(String::new, |m| m.what.clone()),
+        inlined_from: db.inlined_from(i.id).map(str::to_owned),
     }
 }
 
@@ -443,7 +451,8 @@ struct DepOut {
 }
 
 fn show(e: &End) -> String {
-    let at = wpp_deps::memdb::position(&e.function, e.line, e.column);
+    use wpp_deps::memdb::position;
+    let at = position(&e.function, e.inlined_from.as_deref(), e.line, e.column);
     format!("#{}({}) {at} {}", e.id, e.instance, e.what)
 }
 
