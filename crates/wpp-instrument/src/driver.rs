@@ -692,6 +692,9 @@ impl Driver {
                 output.display()
             );
         }
+        if let Some(why) = &report.foreign_profile {
+            eprintln!("wpp cc: warning: {}: {why}", output.display());
+        }
         if let Finish::Passes(passes) = finish(options.mode) {
             finish_module(&module, passes)?;
         }

@@ -243,6 +243,39 @@ pub struct Report {
     /// if no pair were exercised (configure's test programs, a library the filtering run did
     /// not load, other sources).
     pub foreign_report: Option<String>,
+    /// `ppp`: why the `--interesting` profile looks like another program's (it names none of
+    /// this module's functions but `main`), which leaves every path uninteresting.
+    pub foreign_profile: Option<String>,
+}
+
+/// Why `opts.interesting` seems another program's profile: it names none of `functions`
+/// (under their module-qualified names either), or only `main` of several. A library's or an
+/// executable's profile names the functions of the whole process, so a partial match is
+/// normal.
+fn foreign_profile(functions: &[Function], opts: &Options) -> Option<String> {
+    let named = |f: &&Function| {
+        let qualified = opts.module_name.as_ref().map(|m| format!("{m}!{}", f.name));
+        qualified.is_some_and(|q| opts.interesting.contains_key(&q))
+            || opts.interesting.contains_key(&f.name)
+    };
+    let found: Vec<&str> = functions
+        .iter()
+        .filter(named)
+        .map(|f| f.name.as_str())
+        .collect();
+    let only_main = found == ["main"] && functions.len() > 1;
+    (found.is_empty() || only_main).then(|| {
+        format!(
+            "the --interesting profile names {} of this module's {} functions (it has {} \
+             functions of its own): is it another program's? The paths it does not name \
+             are all uninteresting",
+            found
+                .first()
+                .map_or("none".into(), |f| format!("only `{f}`")),
+            functions.len(),
+            opts.interesting.len()
+        )
+    })
 }
 
 /// Parses a bitcode file into `ctx`.
@@ -850,6 +883,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         fp.cfg.name.clone_from(&f.name);
     }
     let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
+    if opts.mode == Mode::Ppp {
+        report.foreign_profile = foreign_profile(&db.functions, opts);
+    }
     let memory_db = addresses.then(|| wpp_deps::MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: db.clone(),

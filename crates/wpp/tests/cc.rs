@@ -706,8 +706,25 @@ fn shared_libraries_profile_with_their_program() {
         (Some(32), Some(10))
     );
 
-    p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 -fPIC -shared q.c -o libq.so");
-    p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 m.c -L. -lq -Wl,-rpath,\"$PWD\" -o m");
+    let lib_built =
+        p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 -fPIC -shared q.c -o libq.so");
+    let exe_built = p.ok(
+        "wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O1 m.c -L. -lq -Wl,-rpath,\"$PWD\" -o m",
+    );
+    for built in [lib_built, exe_built] {
+        assert!(!built.contains("another program"), "{built}");
+    }
+    // Another program given this profile (it names only `main` of its functions): warned.
+    std::fs::write(
+        p.path("other.c"),
+        "int other(int x) { return x > 2 ? x : 0; }\nint main(int c, char **v) { (void)v; return other(c); }\n",
+    )
+    .expect("write source");
+    let other = p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=lib.blprof -O0 other.c -o other");
+    assert!(
+        other.contains("warning") && other.contains("another program's"),
+        "{other}"
+    );
     run("m", "lib.pppprof");
     assert_eq!(profile_functions(&p, "lib.pppprof"), lib);
     // Every path that ran was interesting, the qualified `helper`s' included.

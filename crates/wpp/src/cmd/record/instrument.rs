@@ -184,6 +184,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(why) = &report.foreign_report {
         eprintln!("wpp: warning: {why}; no pair counts as exercised");
     }
+    if let Some(why) = &report.foreign_profile {
+        eprintln!("wpp: warning: {why}");
+    }
     if args.json {
         crate::util::print_json(&report)?;
     } else {
