@@ -85,8 +85,11 @@ pub enum Command {
     },
     /// Dependence chains from a load (Figure 21's RecoverChain/ChainFreq): load → the store
     /// it read → a load of that store's statement → … , each chain with the number of the
-    /// load's instances that start it. Holds the run's dependences in memory; from a `.wpp`
-    /// eWPP, only those of the loads the chains reach, recovered on its rules.
+    /// load's instances that start it. A statement may use several loads, so one instance
+    /// starts a chain through each, and a chain ends early where a use read bytes no store
+    /// wrote or its store's statement uses none: the counts of a load's chains can add up to
+    /// more than its instances. Holds the run's dependences in memory; from a `.wpp` eWPP,
+    /// only those of the loads the chains reach, recovered on its rules.
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
