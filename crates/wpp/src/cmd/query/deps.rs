@@ -85,11 +85,11 @@ pub enum Command {
     },
     /// Dependence chains from a load (Figure 21's RecoverChain/ChainFreq): load → the store
     /// it read → a load of that store's statement → … , each chain with the number of the
-    /// load's instances that start it. A statement may use several loads, so one instance
-    /// starts a chain through each, and a chain ends early where a use read bytes no store
-    /// wrote or its store's statement uses none: the counts of a load's chains can add up to
-    /// more than its instances. Holds the run's dependences in memory; from a `.wpp` eWPP,
-    /// only those of the loads the chains reach, recovered on its rules.
+    /// load's instances that start it. Every chain of at most `--depth` dependences is listed,
+    /// each prefix of a longer one too (a chain in its own right), and a statement that uses
+    /// several loads branches: so one instance starts several chains, and the counts of a
+    /// load's chains add up to more than its instances. Holds the run's dependences in memory;
+    /// from a `.wpp` eWPP, only those of the loads the chains reach, recovered on its rules.
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
