@@ -381,6 +381,7 @@ fn deps_files(root: &Path) {
         block: 0,
         line: 1,
         column: 1,
+        file: wpp_deps::memdb::NO_FILE,
         kind,
         what: String::new(),
     };
@@ -394,6 +395,7 @@ fn deps_files(root: &Path) {
             instr(AccessKind::Load),
             instr(AccessKind::Clobber),
         ],
+        files: Vec::new(),
     };
     let at = |accesses: &[(u32, u64, u64)]| {
         let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
