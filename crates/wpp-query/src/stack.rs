@@ -86,6 +86,9 @@ pub fn call_stacks(
     let mut segments: Vec<(Symbol, u64)> = Vec::new();
     let mut at = 0u64;
     for &s in g.body(rule) {
+        if next.peek().is_none() {
+            break; // every position answered: the rest of the body is not needed
+        }
         let len = g.symbol_len(s);
         while let Some(&&i) = next.peek().filter(|&&&i| positions[i] < at + len) {
             out[i] = walk.stack_inside(&segments, s, positions[i] - at);
