@@ -576,12 +576,22 @@ fn a_killed_program_keeps_the_accesses_before_the_last_flush() {
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line, "stored 400000\n");
-    // Ten flush intervals.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    child.kill().unwrap();
-    child.wait().unwrap();
     let mut at = trace.into_os_string();
     at.push(".at");
+    // Until the flushes have written every access, or 20 s (400 intervals) on a loaded machine.
+    let on_disk = || {
+        AtReader::open(Path::new(&at)).map_or(0, |r| {
+            r.filter_map(Result::ok).map(|r| r.accesses.len()).sum()
+        })
+    };
+    for _ in 0..400 {
+        if on_disk() >= 400_002 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
     let (accesses, ended) = at_accesses(Path::new(&at));
     assert_eq!(
         accesses, 400_002,
