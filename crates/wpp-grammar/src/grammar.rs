@@ -81,15 +81,6 @@ pub enum GrammarError {
         /// The number of rules.
         rules: u32,
     },
-    /// Joining grammars whose rules are used once would splice more than `limit` symbols
-    /// ([`crate::join::Joiner::set_symbol_limit`]).
-    #[error(
-        "joining the grammars would splice more than {limit} symbols (rules used once, chained)"
-    )]
-    SpliceLimit {
-        /// The limit.
-        limit: usize,
-    },
     /// Too many rules or symbols for 32-bit ids.
     #[error("the grammar has more than 2^31 rules or 2^32 symbols")]
     TooLarge,

@@ -77,8 +77,6 @@ pub struct Joiner {
     /// A body being translated (scratch, reused).
     body: Vec<Symbol>,
     seams: Seams,
-    /// The most symbols [`finish`](Self::finish) may build (see [`set_symbol_limit`](Self::set_symbol_limit)).
-    symbol_limit: Option<usize>,
 }
 
 /// One chunk's start-rule body for one thread.
@@ -311,15 +309,7 @@ impl Joiner {
             Seams::Kept => (rules, starts),
             Seams::Compressed => compress_starts(rules, starts, num_terminals),
         };
-        let limit = self.symbol_limit.unwrap_or(usize::MAX);
-        Flat::new(&rules, &starts, limit)?.renumber(num_terminals, &start_threads)
-    }
-
-    /// Makes [`finish`](Self::finish) fail with [`GrammarError::SpliceLimit`] rather than build
-    /// more than `symbols` symbols while splicing rules used once: a reader joining untrusted
-    /// grammars bounds its memory so (compressors' grammars splice almost nothing).
-    pub fn set_symbol_limit(&mut self, symbols: usize) {
-        self.symbol_limit = Some(symbols);
+        Flat::new(&rules, &starts).renumber(num_terminals, &start_threads)
     }
 
     /// Whether [`finish`](Self::finish) compresses the joined start rules (by default not).
@@ -425,7 +415,7 @@ struct Flat {
 }
 
 impl Flat {
-    fn new(rules: &Rules, starts: &Rules, limit: usize) -> Result<Flat, GrammarError> {
+    fn new(rules: &Rules, starts: &Rules) -> Flat {
         let mut uses = vec![0u32; rules.len()];
         for s in rules.symbols.iter().chain(&starts.symbols) {
             if let SymbolKind::Rule(r) = s.kind() {
@@ -448,9 +438,6 @@ impl Flat {
                 }
             }
             flat.offsets.push(flat.symbols.len());
-            if flat.symbols.len() > limit {
-                return Err(GrammarError::SpliceLimit { limit });
-            }
         }
         let mut flat_starts = Rules {
             symbols: Vec::with_capacity(starts.symbols.len()),
@@ -466,15 +453,12 @@ impl Flat {
                 }
             }
             flat_starts.offsets.push(flat_starts.symbols.len());
-            if flat_starts.symbols.len() > limit {
-                return Err(GrammarError::SpliceLimit { limit });
-            }
         }
-        Ok(Flat {
+        Flat {
             rules: flat,
             starts: flat_starts,
             keep,
-        })
+        }
     }
 
     /// The body of entity `e`: rule `e`, or start rule `e - rules` after the rules.

@@ -103,6 +103,12 @@ fn assert_sound(events: &[Event], segment: u64, chunk: Option<usize>) {
                 .filter(|s| s.iter().any(|e| !matches!(e, Event::Thread(_))))
                 .map(|s| s.len() as u64);
             assert_eq!(counted, with_blocks.sum::<u64>(), "{what}: {table:?}");
+            // Concatenated: every segment keeps its rules, and its start rules become part of
+            // one per thread.
+            let starts: u64 = table.iter().map(|s| s.threads).sum();
+            let rules: u64 = table.iter().map(|s| s.rules).sum();
+            let joined = rules - starts + threads(&file).len() as u64;
+            assert_eq!(file.grammar.num_rules() as u64, joined, "{what}: {table:?}");
         }
         if events.len() as u64 <= segment {
             assert_eq!(
@@ -355,45 +361,4 @@ fn a_flipped_byte_in_a_segment_is_a_checksum_error() {
     bytes[20] ^= 0x40;
     let e = WppFile::from_bytes(&bytes).unwrap_err();
     assert!(matches!(e, WppError::Checksum { .. }), "{e}");
-}
-
-/// Rules used once are spliced into their user when joining (rule utility); a chain of them
-/// copies quadratically many symbols, so a reader's limit turns a hostile chain into an error.
-#[test]
-fn a_chain_of_rules_used_once_is_bounded_by_the_splice_limit() {
-    use wpp_grammar::grammar::GrammarError;
-    use wpp_grammar::join::Joiner;
-    use wpp_grammar::{Grammar, RuleId, StartRule, Symbol};
-    use wpp_trace::Terminal;
-    // X0 = X0' = t0 t1; Xi = X(i-1) t2 and Xi' = X(i-1)' t2: each pair merges when joined,
-    // leaving X(i-1) used once, so every Xi is spliced into X(i+1).
-    let n = 400u32;
-    let t = |x| Symbol::terminal(Terminal(x));
-    let r = |x| Symbol::rule(RuleId(x));
-    let mut bodies = vec![vec![t(0), t(1)], vec![t(0), t(1)]];
-    for i in 1..n {
-        bodies.push(vec![r(2 * i - 2), t(2)]);
-        bodies.push(vec![r(2 * i - 1), t(2)]);
-    }
-    bodies.push(vec![r(2 * n - 2), r(2 * n - 1)]);
-    let starts = vec![StartRule {
-        thread: ThreadId(0),
-        rule: RuleId(2 * n),
-    }];
-    let g = Grammar::new(3, bodies, starts).unwrap();
-    let join = |limit: Option<usize>| {
-        let mut j = Joiner::default();
-        if let Some(l) = limit {
-            j.set_symbol_limit(l);
-        }
-        j.add(0, &g);
-        j.finish(3, &[ThreadId(0)])
-    };
-    let joined = join(None).unwrap();
-    let len = joined.expanded_len(joined.starts()[0].rule);
-    assert_eq!(len, 2 * (2 + u64::from(n) - 1));
-    assert_eq!(
-        join(Some(10_000)).unwrap_err(),
-        GrammarError::SpliceLimit { limit: 10_000 }
-    );
 }

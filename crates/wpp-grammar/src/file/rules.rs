@@ -176,7 +176,11 @@ enum Part {
 /// `job(i)` for every `i < jobs`, in that order, on up to `threads` scoped threads, each
 /// taking the next job when done (the same results on any number). A job whose thread
 /// panicked runs again on the calling thread.
-fn on_threads<T: Send>(jobs: usize, threads: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(super) fn on_threads<T: Send>(
+    jobs: usize,
+    threads: usize,
+    job: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
