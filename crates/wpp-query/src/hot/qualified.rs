@@ -44,13 +44,19 @@ pub struct Qualified {
     pub origin: Vec<RuleId>,
 }
 
-/// A rule's effect on the call stack.
-#[derive(Clone, Default)]
-struct Effect {
-    /// How many frames below its start it pops at most.
-    pops: usize,
-    /// Frames it leaves pushed (the top `reach` of them), bottom first.
-    pushed: Vec<Frame>,
+/// The functions each rule leaves pushed (the top `reach` of them, bottom first), all rules'
+/// lists in one arena (one allocation, not one per rule: grammars have millions of rules).
+struct Pushed {
+    frames: Vec<Frame>,
+    /// Per rule: where its list ends in `frames` (it starts where the previous rule's ends).
+    ends: Vec<usize>,
+}
+
+impl Pushed {
+    fn of(&self, r: RuleId) -> &[Frame] {
+        let from = r.index().checked_sub(1).map_or(0, |p| self.ends[p]);
+        &self.frames[from..self.ends[r.index()]]
+    }
 }
 
 /// The number of top frames ever read: one more than the deepest any suffix of a thread's
@@ -77,10 +83,14 @@ fn reach(g: &Grammar, moves: &[Move], depths: &[(usize, i64)]) -> usize {
 }
 
 /// The functions each rule leaves pushed (top `reach` only).
-fn pushed_lists(g: &Grammar, moves: &[Move], pops: &[(usize, i64)], reach: usize) -> Vec<Effect> {
-    let mut out: Vec<Effect> = Vec::with_capacity(g.num_rules());
+fn pushed_lists(g: &Grammar, moves: &[Move], pops: &[(usize, i64)], reach: usize) -> Pushed {
+    let mut out = Pushed {
+        frames: Vec::new(),
+        ends: Vec::with_capacity(g.num_rules()),
+    };
+    let mut stack: Vec<Frame> = Vec::new();
     for r in g.rules() {
-        let mut stack: Vec<Frame> = Vec::new();
+        stack.clear();
         for &s in g.body(r) {
             match s.kind() {
                 SymbolKind::Terminal(t) => match moves[t.index()] {
@@ -90,23 +100,21 @@ fn pushed_lists(g: &Grammar, moves: &[Move], pops: &[(usize, i64)], reach: usize
                     }
                     Move::Stay => {}
                 },
-                SymbolKind::Rule(c) => apply(&mut stack, &out[c.index()]),
+                SymbolKind::Rule(c) => apply(&mut stack, pops[c.index()].0, out.of(c)),
             }
             trim(&mut stack, reach);
         }
-        out.push(Effect {
-            pops: pops[r.index()].0,
-            pushed: stack,
-        });
+        out.frames.extend_from_slice(&stack);
+        out.ends.push(out.frames.len());
     }
     out
 }
 
-/// Pops `e.pops` frames (those present) and pushes `e.pushed`.
-fn apply(stack: &mut Vec<Frame>, e: &Effect) {
-    let keep = stack.len().saturating_sub(e.pops);
+/// Pops `pops` frames (those present) and pushes `pushed`.
+fn apply(stack: &mut Vec<Frame>, pops: usize, pushed: &[Frame]) {
+    let keep = stack.len().saturating_sub(pops);
     stack.truncate(keep);
-    stack.extend_from_slice(&e.pushed);
+    stack.extend_from_slice(pushed);
 }
 
 /// Keeps the top `reach` frames: deeper ones are never read.
@@ -116,48 +124,73 @@ fn trim(stack: &mut Vec<Frame>, reach: usize) {
     }
 }
 
-/// The top `n` frames of `stack`, padded with [`NONE`] below its bottom.
-fn top(stack: &[Frame], n: usize) -> Vec<Frame> {
+/// The top `n` frames of `stack`, padded with [`NONE`] below its bottom, into `out`.
+fn top(stack: &[Frame], n: usize, out: &mut Vec<Frame>) {
     let have = stack.len().min(n);
-    let mut ctx = vec![NONE; n - have];
-    ctx.extend_from_slice(&stack[stack.len() - have..]);
-    ctx
+    out.clear();
+    out.resize(n - have, NONE);
+    out.extend_from_slice(&stack[stack.len() - have..]);
 }
 
-/// Each rule's contexts, numbered in order of discovery.
+/// Each rule's contexts, numbered in order of discovery. All contexts of a rule have the same
+/// length (its `pops + 1`), so a rule's are one list; most rules have one context, and only
+/// rules with more get a map from context to number (a map and two copies per rule were most
+/// of `wpp hot`'s memory on grammars of millions of rules).
 struct Contexts {
-    map: Vec<FxHashMap<Vec<Frame>, u32>>,
-    list: Vec<Vec<Vec<Frame>>>,
+    /// Per rule: its contexts, concatenated.
+    list: Vec<Vec<Frame>>,
+    /// Per rule with several contexts: each context's number.
+    several: FxHashMap<u32, FxHashMap<Vec<Frame>, u32>>,
 }
 
 impl Contexts {
     fn new(rules: usize) -> Self {
         Contexts {
-            map: vec![FxHashMap::default(); rules],
             list: vec![Vec::new(); rules],
+            several: FxHashMap::default(),
         }
     }
 
     /// Frees the contexts of `r` (its parents, all walked, will not ask again).
     fn forget(&mut self, r: RuleId) {
-        self.map[r.index()] = FxHashMap::default();
         self.list[r.index()] = Vec::new();
+        self.several.remove(&(r.0));
     }
 
-    /// The number of context `ctx` of rule `r`, added if new (allocating only then: this runs
-    /// once per symbol of the grammar).
+    /// How many contexts rule `r`, whose contexts have `n` frames, has.
+    fn count(&self, r: RuleId, n: usize) -> usize {
+        self.list[r.index()].len() / n
+    }
+
+    /// Context `i` of rule `r`, whose contexts have `n` frames.
+    fn get(&self, r: RuleId, n: usize, i: usize) -> &[Frame] {
+        &self.list[r.index()][i * n..(i + 1) * n]
+    }
+
+    /// The number of context `ctx` of rule `r`, added if new (this runs once per symbol of the
+    /// grammar).
     fn id(&mut self, r: RuleId, ctx: &[Frame]) -> u32 {
-        // Most rules have one context: compare with it before hashing.
-        if self.list[r.index()].first().is_some_and(|c| c[..] == *ctx) {
+        let n = ctx.len();
+        let list = &mut self.list[r.index()];
+        let count = list.len() / n;
+        if count == 0 {
+            list.extend_from_slice(ctx);
             return 0;
         }
-        if let Some(&k) = self.map[r.index()].get(ctx) {
+        if list[..n] == *ctx {
+            return 0;
+        }
+        let map = self.several.entry(r.0).or_insert_with(|| {
+            let mut first = FxHashMap::default();
+            first.insert(list[..n].to_vec(), 0);
+            first
+        });
+        if let Some(&k) = map.get(ctx) {
             return k;
         }
-        let next = self.list[r.index()].len() as u32;
-        self.list[r.index()].push(ctx.to_vec());
-        self.map[r.index()].insert(ctx.to_vec(), next);
-        next
+        map.insert(ctx.to_vec(), count as u32);
+        list.extend_from_slice(ctx);
+        count as u32
     }
 }
 
@@ -174,11 +207,14 @@ struct Specialiser<'g> {
     g: &'g Grammar,
     moves: Vec<Move>,
     pops: Vec<(usize, i64)>,
-    effects: Vec<Effect>,
+    pushed: Pushed,
     reach: usize,
     contexts: Contexts,
     qterms: FxHashMap<(u32, Frame), u32>,
     events: Vec<(Terminal, Option<FunctionId>)>,
+    /// The stack during a walk, and a padded context (scratch, reused).
+    stack: Vec<Frame>,
+    padded: Vec<Frame>,
 }
 
 impl<'g> Specialiser<'g> {
@@ -186,17 +222,29 @@ impl<'g> Specialiser<'g> {
         let moves = moves(alphabet);
         let pops = depths(g, &moves);
         let reach = reach(g, &moves, &pops);
-        let effects = pushed_lists(g, &moves, &pops, reach);
+        let pushed = pushed_lists(g, &moves, &pops, reach);
         Specialiser {
             g,
             moves,
             pops,
-            effects,
+            pushed,
             reach,
             contexts: Contexts::new(g.num_rules()),
             qterms: FxHashMap::default(),
             events: Vec::new(),
+            stack: Vec::new(),
+            padded: Vec::new(),
         }
+    }
+
+    /// The frames of each context of `r`.
+    fn context_len(&self, r: RuleId) -> usize {
+        self.pops[r.index()].0 + 1
+    }
+
+    /// How many contexts `r` has.
+    fn contexts_of(&self, r: RuleId) -> usize {
+        self.contexts.count(r, self.context_len(r))
     }
 
     /// The context number of each start rule (the empty stack).
@@ -205,7 +253,7 @@ impl<'g> Specialiser<'g> {
         g.starts()
             .iter()
             .map(|&s| {
-                let ctx = vec![NONE; self.pops[s.rule.index()].0 + 1];
+                let ctx = vec![NONE; self.context_len(s.rule)];
                 (s, self.contexts.id(s.rule, &ctx))
             })
             .collect()
@@ -214,7 +262,9 @@ impl<'g> Specialiser<'g> {
     /// Walks the body of `r` under its context `i`, giving each specialised symbol to `emit`.
     fn walk(&mut self, r: RuleId, i: usize, mut emit: impl FnMut(Item)) {
         let g = self.g;
-        let mut stack = self.contexts.list[r.index()][i].clone();
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.extend_from_slice(self.contexts.get(r, self.context_len(r), i));
         for &s in g.body(r) {
             match s.kind() {
                 SymbolKind::Terminal(t) => {
@@ -238,17 +288,40 @@ impl<'g> Specialiser<'g> {
                     }
                 }
                 SymbolKind::Rule(c) => {
-                    let n = self.pops[c.index()].0 + 1;
+                    let n = self.context_len(c);
                     let k = match stack.len().checked_sub(n) {
                         Some(from) => self.contexts.id(c, &stack[from..]),
-                        None => self.contexts.id(c, &top(&stack, n)),
+                        None => {
+                            top(&stack, n, &mut self.padded);
+                            self.contexts.id(c, &self.padded)
+                        }
                     };
                     emit(Item::Child(c, k));
-                    apply(&mut stack, &self.effects[c.index()]);
+                    apply(&mut stack, self.pops[c.index()].0, self.pushed.of(c));
                 }
             }
             trim(&mut stack, self.reach);
         }
+        self.stack = stack;
+    }
+}
+
+/// The specialised bodies of every rule, in one arena: per rule, its contexts' bodies one
+/// after the other.
+struct Bodies {
+    items: Vec<Item>,
+    /// Per specialised body, in the order walked (rules top-down): where it ends in `items`.
+    ends: Vec<usize>,
+    /// Per rule: its first body's index in `ends`, and how many it has.
+    of_rule: Vec<(usize, usize)>,
+}
+
+impl Bodies {
+    /// Body `k` of rule `r`.
+    fn body(&self, r: RuleId, k: usize) -> &[Item] {
+        let b = self.of_rule[r.index()].0 + k;
+        let from = b.checked_sub(1).map_or(0, |p| self.ends[p]);
+        &self.items[from..self.ends[b]]
     }
 }
 
@@ -256,16 +329,22 @@ impl<'g> Specialiser<'g> {
 pub fn qualify(g: &Grammar, alphabet: &Alphabet) -> Result<Qualified, GrammarError> {
     let mut sp = Specialiser::new(g, alphabet);
     let starts = sp.starts();
-    let mut bodies: Vec<Vec<Vec<Item>>> = vec![Vec::new(); g.num_rules()];
+    let mut bodies = Bodies {
+        items: Vec::with_capacity(g.num_symbols()),
+        ends: Vec::with_capacity(g.num_rules()),
+        of_rule: vec![(0, 0); g.num_rules()],
+    };
     for r in g.rules().rev() {
         // Every context of `r` is known: its parents, all above it, are done.
-        for i in 0..sp.contexts.list[r.index()].len() {
-            let mut body = Vec::with_capacity(g.body(r).len());
-            sp.walk(r, i, |item| body.push(item));
-            bodies[r.index()].push(body);
+        let count = sp.contexts_of(r);
+        bodies.of_rule[r.index()] = (bodies.ends.len(), count);
+        for i in 0..count {
+            sp.walk(r, i, |item| bodies.items.push(item));
+            bodies.ends.push(bodies.items.len());
         }
+        sp.contexts.forget(r);
     }
-    build(g, bodies, starts, sp.events)
+    build(g, &bodies, starts, sp.events)
 }
 
 /// The qualified terminals of `g` and how often each occurs in the expansion, without building
@@ -310,19 +389,20 @@ pub fn qualified_frequencies(
 /// grammar.
 fn build(
     g: &Grammar,
-    bodies: Vec<Vec<Vec<Item>>>,
+    bodies: &Bodies,
     starts: Vec<(StartRule, u32)>,
     events: Vec<(Terminal, Option<FunctionId>)>,
 ) -> Result<Qualified, GrammarError> {
-    let mut first = Vec::with_capacity(bodies.len());
+    let mut first = Vec::with_capacity(g.num_rules());
     let mut origin = Vec::new();
-    for (r, b) in g.rules().zip(&bodies) {
+    for r in g.rules() {
         first.push(origin.len() as u32);
-        origin.extend(std::iter::repeat_n(r, b.len()));
+        origin.extend(std::iter::repeat_n(r, bodies.of_rule[r.index()].1));
     }
     let id = |c: RuleId, k: u32| RuleId(first[c.index()] + k);
-    let symbols = bodies.into_iter().flatten().map(|body| {
-        body.into_iter().map(|item| match item {
+    let symbols = origin.iter().enumerate().map(|(q, &r)| {
+        let k = q - first[r.index()] as usize;
+        bodies.body(r, k).iter().map(|&item| match item {
             Item::Terminal(q) => Symbol::terminal(Terminal(q)),
             Item::Child(c, k) => Symbol::rule(id(c, k)),
         })
