@@ -132,11 +132,23 @@ pub const TAG_PATH: u64 = 3;
 /// module instrumented for another ABI fails to link instead of corrupting memory.
 pub const SYM_FLUSH: &str = "__wpp_rt_flush_v2";
 /// The libc functions the runtime defines in the executable, so that a recording ends before
-/// the process image does (`_exit` skips `atexit`, `exec` replaces the image; see `wpp-rt`).
+/// the process image does (`_exit` skips `atexit`, `exec` replaces the image), and so that the
+/// program's signal handlers record into a buffer of their own (`sigaction`, `signal`; see
+/// `wpp-rt`).
 /// Besides the `__wpp_*` ABI, these are the only symbols the packaged runtime exports.
 pub const INTERPOSED: &[&str] = &[
-    "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp",
+    "_exit",
+    "_Exit",
+    "execve",
+    "execv",
+    "execvp",
+    "execvpe",
+    "fexecve",
+    "execl",
+    "execlp",
     "execle",
+    "sigaction",
+    "signal",
 ];
 /// `void __wpp_rt_unwind(uint32_t saved_depth)`.
 pub const SYM_UNWIND: &str = "__wpp_rt_unwind";

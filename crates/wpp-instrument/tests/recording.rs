@@ -865,6 +865,91 @@ fn fork_records_parent_and_child() {
     }
 }
 
+/// Signal handlers that run instrumented code on the thread they interrupt (E1 of session 32's
+/// trial: the program hung, or its trace was unreadable). `signals.c` runs `step` in a loop
+/// while a 1 ms SIGALRM handler (set with `signal`) calls `tick_work`, and raises SIGUSR1
+/// (set with `sigaction`, `SA_SIGINFO`) whose handler calls it too. The oracle is the
+/// program's own counts (on stderr): every call is in the recording, the trace is whole, each
+/// SIGALRM handler runs inside `main`'s frames and each SIGUSR1 handler inside a SIGALRM
+/// handler's, where `raise` ran it. Fails on a runtime without the handler wrappers (probes
+/// interrupted between reading the buffer position and writing it: unreadable traces) and
+/// without signals blocked in the runtime (hangs).
+#[test]
+fn signal_handlers_are_recorded_where_they_ran() {
+    let modes = [TRACE_MODES[0], TRACE_MODES[1], InstrumentMode::TraceAddr];
+    let b = build("signals.c", &modes);
+    let native = run(&b.native, &[], None);
+    for (mode, exe) in &b.inst {
+        for output in OUTPUTS {
+            let what = format!("{} {output:?}", mode.name());
+            let out = output.path(&b.dir.path(""), &format!("signals-{}", mode.name()));
+            let got = run_env(exe, &[], Some(&out), &output.env());
+            same_behaviour(&what, &native, &got);
+            let counts: std::collections::BTreeMap<String, usize> =
+                String::from_utf8_lossy(&got.stderr)
+                    .split_whitespace()
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+                    .collect();
+            let (db, events) = events_of(&out);
+            assert_whole(&what, &db, &events);
+            for (function, count) in [
+                ("step", "steps"),
+                ("on_alarm", "ticks"),
+                ("on_usr1", "usr1"),
+                ("tick_work", "work"),
+            ] {
+                assert_eq!(
+                    enters(&db, &events, function),
+                    counts[count],
+                    "{what}: {function} ({counts:?})"
+                );
+            }
+            let mut stack: Vec<String> = Vec::new();
+            for e in &events {
+                match e {
+                    Event::Enter(f) => {
+                        let name = db.name(*f).to_string();
+                        let caller = stack.last().map(String::as_str);
+                        match name.as_str() {
+                            "on_alarm" => assert!(
+                                matches!(caller, Some("main" | "step")),
+                                "{what}: on_alarm inside {caller:?}"
+                            ),
+                            "on_usr1" => {
+                                assert_eq!(caller, Some("on_alarm"), "{what}: on_usr1")
+                            }
+                            _ => {}
+                        }
+                        stack.push(name);
+                    }
+                    Event::Leave => {
+                        stack.pop();
+                    }
+                    _ => {}
+                }
+            }
+            if *mode == InstrumentMode::TraceAddr {
+                // The handler's accesses are whole records: `tick_work`'s volatile counter
+                // is stored once per call.
+                let at = at_of(&out);
+                let (accesses, end) = accesses_of(&at);
+                assert_eq!(end, None, "{what}: the address trace reads to its end");
+                let reader = wpp_deps::at::AtReader::open(&at).unwrap();
+                let memory = reader.db();
+                let tick = db.functions.iter().position(|f| f.name == "tick_work");
+                let stores = accesses
+                    .iter()
+                    .map(|&(id, _)| &memory.instructions[id as usize])
+                    .filter(|i| Some(i.function as usize) == tick)
+                    .filter(|i| i.kind == wpp_deps::memdb::AccessKind::Store)
+                    .count();
+                assert_eq!(stores, counts["work"], "{what}: tick_work's stores");
+            }
+        }
+    }
+}
+
 /// An image that `exec`s itself (same pid) or is `exec`ed by a forked child (which then no
 /// longer knows it was forked) does not take the name of another image's recording: with the
 /// default names (`PROGRAM.PID.EXT`, then `.1`, `.2`), and with a `WPP_OUT` without `%p` for

@@ -74,7 +74,35 @@ struct Slot {
     words: Vec<u64>,
     /// Words at the start of `words` already handed over by a periodic flush ([`peek`]).
     peeked: usize,
+    /// Records of signal handlers that ran on this thread since its last hand-off, waiting
+    /// for their place among the buffer's ([`Slot::records`]).
+    pending: Vec<u64>,
+    /// Signal handlers running on the thread (nested ones counted).
+    handling: u32,
     alive: bool,
+}
+
+impl Slot {
+    /// The records of `words[peeked..len]` to hand over, with the pending handlers' records
+    /// among them in the order of their sequence numbers. A signal can interrupt a probe
+    /// after it took its sequence number and before it wrote its record, which then lands in
+    /// the buffer after the handler's records although it ran before them.
+    fn records(&mut self, len: usize) -> std::borrow::Cow<'_, [u64]> {
+        let len = len.min(self.words.len());
+        let peeked = std::mem::take(&mut self.peeked).min(len);
+        if self.pending.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.words[peeked..len]);
+        }
+        let words = AT_RECORD_WORDS as usize;
+        let mut records: Vec<&[u64]> = self.words[peeked..len]
+            .chunks_exact(words)
+            .chain(self.pending.chunks_exact(words))
+            .collect();
+        records.sort_by_key(|r| r[words - 1]);
+        let merged = records.concat();
+        self.pending.clear();
+        std::borrow::Cow::Owned(merged)
+    }
 }
 
 // SAFETY: the pointers are their threads' TLS addresses, used only while holding the lock, by
@@ -178,6 +206,10 @@ impl Output {
     /// `slot` must be the calling thread's.
     unsafe fn flush(&mut self, thread: u32, slot: &mut Slot, len: usize) -> Result<(), String> {
         match self {
+            Output::Trace(..) | Output::Filter(..) if !slot.pending.is_empty() => {
+                let records = slot.records(len);
+                self.chunk(thread, &records)
+            }
             Output::Trace(w, _) => {
                 let mut full = std::mem::take(&mut slot.words);
                 let peeked = std::mem::take(&mut slot.peeked).min(len);
@@ -187,7 +219,10 @@ impl Output {
                 unsafe { *slot.abuf = slot.words.as_mut_ptr() };
                 self.failure()
             }
-            Output::Filter(..) => self.chunk(thread, &slot.words[..len.min(slot.words.len())]),
+            Output::Filter(..) => {
+                let records = slot.records(len);
+                self.chunk(thread, &records)
+            }
         }
     }
 
@@ -289,6 +324,92 @@ fn output_path(kind: Kind) -> PathBuf {
     })
 }
 
+/// The address buffer a signal interrupted, set aside while the program's handler runs
+/// (`signals.rs`): the buffer and its index as the interrupted probe left them.
+pub(crate) struct Interrupted {
+    t: u32,
+    words: Vec<u64>,
+    aidx: u32,
+    /// The buffer's words already handed over.
+    peeked: usize,
+}
+
+/// Before a program's signal handler: hands the thread's records before the signal over (with
+/// earlier handlers' records) and gives it a fresh buffer for the handler's; `None` when the
+/// thread records nothing.
+pub(crate) fn enter_handler() -> Option<Interrupted> {
+    let t = THREAD.with(Cell::get);
+    if t >= RETIRED {
+        return None;
+    }
+    let mut st = lock();
+    let State::Active(r) = &mut *st else {
+        return None;
+    };
+    let slot = r.threads.get_mut(t as usize).filter(|s| s.alive)?;
+    // SAFETY: the slot's TLS variables belong to the calling thread.
+    let aidx = unsafe { *slot.aidx };
+    // Records before the signal, unless in a handler or with earlier handlers' records
+    // waiting: the probe a handler interrupted may not have written its record (an index the
+    // optimizer keeps in a register is stored only before the next flush), so everything
+    // after it waits for the thread's next hand-off, where the index covers every record.
+    if slot.pending.is_empty() && slot.handling == 0 {
+        let before = slot.records(aidx as usize).into_owned();
+        if let Err(e) = r.out.chunk(t, &before) {
+            stop(&mut st, &e);
+            return None;
+        }
+        slot.peeked = aidx as usize;
+    }
+    let peeked = std::mem::take(&mut slot.peeked);
+    slot.handling += 1;
+    let words = std::mem::replace(&mut slot.words, vec![0; AT_BUF_CAP as usize]);
+    // SAFETY: as above.
+    unsafe {
+        *slot.abuf = slot.words.as_mut_ptr();
+        *slot.aidx = 0;
+    }
+    Some(Interrupted {
+        t,
+        words,
+        aidx,
+        peeked,
+    })
+}
+
+/// Ends the recording of accesses after the error `e`.
+fn stop(st: &mut State, e: &str) {
+    if let State::Active(r) = std::mem::replace(st, State::Over) {
+        eprintln!("wpp-rt: {e}; the recording of accesses stops here");
+        r.abandon(e);
+    }
+}
+
+/// After the handler: puts the interrupted buffer back, its records up to the signal marked as
+/// handed over, and keeps the handler's records for the thread's next hand-off
+/// ([`Slot::records`]).
+pub(crate) fn leave_handler(i: Interrupted) {
+    let mut st = lock();
+    let State::Active(r) = &mut *st else {
+        return;
+    };
+    let Some(slot) = r.threads.get_mut(i.t as usize) else {
+        return;
+    };
+    // SAFETY: the slot's TLS variables belong to the calling thread.
+    let len = unsafe { *slot.aidx } as usize;
+    let handler = slot.records(len).into_owned();
+    slot.words = i.words;
+    // SAFETY: as above.
+    unsafe {
+        *slot.abuf = slot.words.as_mut_ptr();
+        *slot.aidx = i.aidx;
+    }
+    slot.peeked = i.peeked;
+    slot.pending.extend_from_slice(&handler);
+    slot.handling -= 1;
+}
+
 fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -330,7 +451,7 @@ pub unsafe extern "C" fn __wpp_rt_at_flush_v1(
     db_len: u64,
 ) {
     // SAFETY: guaranteed by the caller.
-    unsafe { flush(Kind::Trace, abuf, aidx, db, db_len) }
+    crate::with_signals_blocked(|| unsafe { flush(Kind::Trace, abuf, aidx, db, db_len) })
 }
 
 /// `ewpp-filter`: classifies the calling thread's full address buffer. See the module docs.
@@ -345,7 +466,7 @@ pub unsafe extern "C" fn __wpp_rt_filter_flush_v1(
     db_len: u64,
 ) {
     // SAFETY: guaranteed by the caller.
-    unsafe { flush(Kind::Filter, abuf, aidx, db, db_len) }
+    crate::with_signals_blocked(|| unsafe { flush(Kind::Filter, abuf, aidx, db, db_len) })
 }
 
 /// # Safety
@@ -387,11 +508,7 @@ unsafe fn flush(kind: Kind, abuf: *mut *mut u64, aidx: *mut u32, db: *const u8, 
         }
     };
     if let Err(e) = result {
-        let State::Active(r) = std::mem::replace(&mut *st, State::Over) else {
-            unreachable!()
-        };
-        eprintln!("wpp-rt: {e}; the recording of accesses stops here");
-        r.abandon(&e);
+        stop(&mut st, &e);
         // SAFETY: guaranteed by the caller.
         unsafe { to_hole(abuf, aidx) };
     }
@@ -425,6 +542,8 @@ impl Recorder {
             aidx,
             words,
             peeked: 0,
+            pending: Vec::new(),
+            handling: 0,
             alive: true,
         });
         THREAD.with(|c| c.set(t));
@@ -445,8 +564,8 @@ impl Recorder {
         // SAFETY: guaranteed by the caller.
         let len = (unsafe { *slot.aidx } as usize).min(slot.words.len());
         slot.alive = !ending;
-        let peeked = std::mem::take(&mut slot.peeked).min(len);
-        self.out.chunk(t, &slot.words[peeked..len])?;
+        let records = slot.records(len).into_owned();
+        self.out.chunk(t, &records)?;
         // SAFETY: as above.
         unsafe { *slot.aidx = 0 };
         match ending {
@@ -459,18 +578,26 @@ impl Recorder {
     /// writer (not in `ewpp-filter`, whose report is written at the end). Reading a running
     /// thread's buffer is the benign race of the block trace's `peek` (`lib.rs`): on x86-64 its
     /// stores become visible in program order, the record before the index that covers it.
-    fn peek_all(&mut self) {
+    ///
+    /// A thread in a signal handler, or with handlers' records waiting, hands its records over
+    /// itself, once the probe the signal interrupted has written its record ([`Slot::records`]);
+    /// but when the process is `dying`, all are taken as they are.
+    fn peek_all(&mut self, dying: bool) {
         let Output::Trace(w, _) = &mut self.out else {
             return;
         };
         for (t, slot) in (0u32..).zip(&mut self.threads) {
-            if !slot.alive {
+            let waiting = slot.handling > 0 || !slot.pending.is_empty();
+            if !slot.alive || (waiting && !dying) {
                 continue;
             }
             // SAFETY: a live thread's TLS index; volatile, since the thread may be running.
             let len = unsafe { std::ptr::read_volatile(slot.aidx) } as usize;
             let len = len.min(slot.words.len());
-            if len > slot.peeked {
+            if waiting {
+                w.copy(t, &slot.records(len));
+                slot.peeked = len;
+            } else if len > slot.peeked {
                 w.copy(t, &slot.words[slot.peeked..len]);
                 slot.peeked = len;
             }
@@ -580,7 +707,7 @@ pub(crate) fn end() {
 pub(crate) fn flush_all() {
     let mut st = lock();
     if let State::Active(r) = &mut *st {
-        r.peek_all();
+        r.peek_all(false);
     }
 }
 
@@ -593,7 +720,7 @@ pub(crate) fn on_fatal_signal() {
         return;
     };
     if let State::Active(r) = &mut *st {
-        r.peek_all();
+        r.peek_all(true);
         if let Output::Trace(w, path) = &r.out {
             w.sync(std::time::Duration::from_secs(10));
             crate::say_recorded(path, || {

@@ -86,9 +86,11 @@ impl<R: Send + 'static> Pipe<R> {
         let (tx, rx) = mpsc::sync_channel::<Batch>(depth);
         let (free_tx, free) = mpsc::channel::<Vec<u64>>();
         let inbox = Inbox { rx, free: free_tx };
-        let worker = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || work(inbox))?;
+        let worker = crate::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || work(inbox))
+        })?;
         Ok(Pipe {
             tx: Some(tx),
             free,

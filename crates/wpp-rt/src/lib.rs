@@ -86,6 +86,7 @@ pub mod handoff;
 pub mod heap;
 pub mod module;
 pub mod profile;
+mod signals;
 pub mod sink;
 pub mod varint;
 
@@ -254,6 +255,95 @@ unsafe fn hand_off(rt: &Runtime, t: u32, buf: *mut *mut u64, idx: *mut u32) {
     }
 }
 
+/// The buffer a signal interrupted, set aside while the program's handler runs
+/// ([`signals`]).
+pub(crate) struct Interrupted {
+    tid: u32,
+    buf: *mut u64,
+    idx: u32,
+    own: (*mut u64, usize),
+}
+
+/// The block and address buffers a signal interrupted ([`enter_handler`]).
+pub(crate) struct Handling {
+    events: Option<Interrupted>,
+    accesses: Option<addr::Interrupted>,
+}
+
+/// Before a program's signal handler: hands the events (and accesses) before the signal over
+/// and gives the thread fresh buffers for the handler's, keeping the interrupted ones as they
+/// are.
+pub(crate) fn enter_handler() -> Handling {
+    with_signals_blocked(|| Handling {
+        events: enter_events(),
+        accesses: addr::enter_handler(),
+    })
+}
+
+/// After the handler: hands its events and accesses over and puts the interrupted buffers
+/// back.
+pub(crate) fn leave_handler(h: Handling) {
+    with_signals_blocked(|| {
+        if let Some(i) = h.events {
+            leave_events(i);
+        }
+        if let Some(i) = h.accesses {
+            addr::leave_handler(i);
+        }
+    })
+}
+
+/// [`enter_handler`] for the block buffer; `None` when the thread records no events.
+fn enter_events() -> Option<Interrupted> {
+    let tid = TID.with(Cell::get);
+    let Some(Some(rt)) = RUNTIME.get() else {
+        return None;
+    };
+    if tid >= RETIRED || rt.finished.load(Ordering::Acquire) {
+        return None;
+    }
+    let slot = lock(&rt.threads)[tid as usize];
+    let mut out = lock(&rt.sink);
+    // SAFETY: the slot's variables belong to the calling thread, which the signal
+    // interrupted outside the runtime (the runtime blocks signals while it works).
+    unsafe {
+        let (buf, idx) = (*slot.buf, *slot.idx);
+        let peeked = (out.take_peeked(tid)).min(idx) as usize;
+        if buf != hole() {
+            let before = std::slice::from_raw_parts(buf, idx.min(BUF_CAP) as usize);
+            out.sink
+                .consume(tid, &before[peeked.min(before.len())..], 0);
+        }
+        let own = OWN.with(|c| c.replace((std::ptr::null_mut(), 0)));
+        install(slot.buf, Vec::new());
+        *slot.idx = 0;
+        Some(Interrupted { tid, buf, idx, own })
+    }
+}
+
+/// [`leave_handler`] for the block buffer: its events up to the signal marked as handed over.
+fn leave_events(i: Interrupted) {
+    let Some(Some(rt)) = RUNTIME.get() else {
+        return;
+    };
+    let slot = lock(&rt.threads)[i.tid as usize];
+    let mut out = lock(&rt.sink);
+    // SAFETY: as in `enter_handler`; `i` holds what it took from this thread.
+    unsafe {
+        let peeked = out.take_peeked(i.tid) as usize;
+        if let Some(events) = take_own(*slot.idx) {
+            if !rt.finished.load(Ordering::Acquire) {
+                out.sink
+                    .consume(i.tid, &events[peeked.min(events.len())..], 0);
+            }
+        }
+        OWN.with(|c| c.set(i.own));
+        *slot.buf = i.buf;
+        *slot.idx = i.idx;
+        out.set_peeked(i.tid, i.idx);
+    }
+}
+
 fn embedded(bytes: &[u8]) -> Option<EmbeddedProgram> {
     match abi::read_embedded(bytes) {
         Ok(mut p) if p.version == abi::EMBEDDED_VERSION => {
@@ -334,6 +424,15 @@ pub unsafe extern "C" fn __wpp_rt_flush_v2(
     db: *const u8,
     db_len: u64,
 ) {
+    // SAFETY: guaranteed by the caller.
+    with_signals_blocked(|| unsafe { flush(buf, idx, depth, db, db_len) })
+}
+
+/// [`__wpp_rt_flush_v2`]'s work, with signals blocked.
+///
+/// # Safety
+/// As for [`__wpp_rt_flush_v2`].
+unsafe fn flush(buf: *mut *mut u64, idx: *mut u32, depth: *mut u32, db: *const u8, db_len: u64) {
     let tid = TID.with(Cell::get);
     let rt = match RUNTIME.get() {
         Some(rt) => rt.as_ref(),
@@ -383,6 +482,11 @@ pub unsafe extern "C" fn __wpp_rt_flush_v2(
 /// thread's depth differs from `saved`: appends one `Leave` per abandoned frame.
 #[no_mangle]
 pub extern "C" fn __wpp_rt_unwind(saved: u32) {
+    with_signals_blocked(|| unwind(saved));
+}
+
+/// [`__wpp_rt_unwind`]'s work, with signals blocked.
+fn unwind(saved: u32) {
     let tid = TID.with(Cell::get);
     let Some(Some(rt)) = RUNTIME.get() else {
         return;
@@ -482,18 +586,20 @@ pub(crate) fn flush_interval() -> std::time::Duration {
 /// last interval's events (plus what the writer had not yet written).
 fn start_flush_timer() {
     let interval = flush_interval();
-    let spawned = std::thread::Builder::new()
-        .name("wpp-flush".into())
-        .spawn(move || loop {
-            std::thread::sleep(interval);
-            let Some(Some(rt)) = RUNTIME.get() else {
-                continue;
-            };
-            if rt.finished.load(Ordering::Acquire) || !flush_all(rt) {
-                return;
-            }
-            addr::flush_all();
-        });
+    let spawned = with_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name("wpp-flush".into())
+            .spawn(move || loop {
+                std::thread::sleep(interval);
+                let Some(Some(rt)) = RUNTIME.get() else {
+                    continue;
+                };
+                if rt.finished.load(Ordering::Acquire) || !flush_all(rt) {
+                    return;
+                }
+                addr::flush_all();
+            })
+    });
     if let Err(e) = spawned {
         eprintln!("wpp-rt: cannot start the flush timer ({e}); recording without it");
     }
@@ -877,11 +983,47 @@ pub(crate) fn install_signal_handlers() {
             act.sa_sigaction = on_fatal_signal as extern "C" fn(libc::c_int) as usize;
             libc::sigemptyset(&mut act.sa_mask);
             act.sa_flags = libc::SA_RESETHAND;
-            libc::sigaction(sig, &act, std::ptr::null_mut());
+            // libc's own: the runtime's handler records nothing, so it is not wrapped.
+            if let Some(real) = signals::real_sigaction() {
+                real(sig, &act, std::ptr::null_mut());
+            }
         }
     }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` with the calling thread's asynchronous signals blocked (a signal sent meanwhile
+/// is delivered when `f` returns), and threads `f` spawns keep them blocked for good.
+///
+/// A program's signal handler may run instrumented code, whose probes call the runtime. On
+/// the program's thread that must not happen while the runtime holds its locks or has half
+/// swapped the thread's buffer (the handler's probes would wait for the lock the thread
+/// holds: a hang); and the runtime's own threads must never run the program's handlers at
+/// all. Synchronous signals (a fault) stay unblocked: blocked, they would kill the process
+/// without the runtime's fatal-signal handler. Two system calls per buffer of
+/// [`BUF_CAP`] events.
+pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: the sets are initialized by sigfillset before use, and the old mask is restored.
+    unsafe {
+        let mut blocked: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut blocked);
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+        ] {
+            libc::sigdelset(&mut blocked, sig);
+        }
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut old);
+        let out = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        out
+    }
 }

@@ -424,17 +424,19 @@ extern "C" fn fork_child() {
 /// Starts the thread that writes a snapshot every flush interval until the profile is final.
 fn start_snapshots() {
     let interval = crate::flush_interval();
-    let spawned = std::thread::Builder::new()
-        .name("wpp-profile-snapshots".into())
-        .spawn(move || loop {
-            std::thread::sleep(interval);
-            let Some(Some(bl)) = BL.get() else { continue };
-            let _writing = Writing::lock();
-            // After a failed snapshot (reported) only the profile at exit is attempted.
-            if bl.done.load(Ordering::Acquire) || !write(bl, true) {
-                return;
-            }
-        });
+    let spawned = crate::with_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name("wpp-profile-snapshots".into())
+            .spawn(move || loop {
+                std::thread::sleep(interval);
+                let Some(Some(bl)) = BL.get() else { continue };
+                let _writing = Writing::lock();
+                // After a failed snapshot (reported) only the profile at exit is attempted.
+                if bl.done.load(Ordering::Acquire) || !write(bl, true) {
+                    return;
+                }
+            })
+    });
     if let Err(e) = spawned {
         eprintln!("wpp-rt: cannot start the profile snapshots ({e}); profiling without them");
     }

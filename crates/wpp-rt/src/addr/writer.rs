@@ -76,9 +76,11 @@ impl Writer {
         let shared = Arc::clone(&failure);
         let done = Arc::new(AtomicU64::new(0));
         let progress = Arc::clone(&done);
-        let worker = std::thread::Builder::new()
-            .name("wpp-at-writer".into())
-            .spawn(move || run(&inbox, &recycle, &shared, &progress))?;
+        let worker = crate::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name("wpp-at-writer".into())
+                .spawn(move || run(&inbox, &recycle, &shared, &progress))
+        })?;
         Ok(Writer {
             jobs: Some(jobs),
             free,
