@@ -865,6 +865,53 @@ fn fork_records_parent_and_child() {
     }
 }
 
+/// Work done while the process exits is recorded: an `atexit` handler and a destructor
+/// (`__attribute__((destructor))`, which runs after the `atexit` handlers; session 32's trial
+/// found its events missing), in order, after `main` returns, with every call to `work` the
+/// program makes (4, its own count on stdout), and their accesses in the address trace.
+#[test]
+fn atexit_handlers_and_destructors_are_recorded() {
+    let modes = [TRACE_MODES[0], TRACE_MODES[1], InstrumentMode::TraceAddr];
+    let b = build("exit_work.c", &modes);
+    let native = run(&b.native, &[], None);
+    for (mode, exe) in &b.inst {
+        for output in OUTPUTS {
+            let what = format!("{} {output:?}", mode.name());
+            let out = output.path(&b.dir.path(""), &format!("exit-{}", mode.name()));
+            let got = run_env(exe, &[], Some(&out), &output.env());
+            same_behaviour(&what, &native, &got);
+            let (db, events) = events_of(&out);
+            assert_eq!(enters(&db, &events, "work"), 4, "{what}");
+            let order: Vec<String> = events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Enter(f) if db.name(*f) != "work" => Some(db.name(*f).to_string()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                order,
+                ["before_main", "main", "at_exit_handler", "after_exit"],
+                "{what}"
+            );
+            if *mode == InstrumentMode::TraceAddr {
+                let (accesses, end) = accesses_of(&at_of(&out));
+                assert_eq!(end, None, "{what}");
+                let reader = wpp_deps::at::AtReader::open(&at_of(&out)).unwrap();
+                let memory = reader.db();
+                let dtor = db.functions.iter().position(|f| f.name == "after_exit");
+                let in_dtor = accesses
+                    .iter()
+                    .filter(|&&(id, _)| {
+                        Some(memory.instructions[id as usize].function as usize) == dtor
+                    })
+                    .count();
+                assert!(in_dtor > 0, "{what}: the destructor's accesses");
+            }
+        }
+    }
+}
+
 /// Signal handlers that run instrumented code on the thread they interrupt (E1 of session 32's
 /// trial: the program hung, or its trace was unreadable). `signals.c` runs `step` in a loop
 /// while a 1 ms SIGALRM handler (set with `signal`) calls `tick_work`, and raises SIGUSR1

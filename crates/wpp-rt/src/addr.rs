@@ -427,7 +427,6 @@ fn start(kind: Kind, db: &[u8], modules: &[ReportModule]) -> State {
     unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) };
     // SAFETY: registering plain extern "C" functions.
     unsafe {
-        libc::atexit(at_exit);
         libc::pthread_atfork(None, None, Some(after_fork_in_child));
     }
     State::Active(Recorder {
@@ -669,13 +668,8 @@ extern "C" fn thread_exit(_value: *mut libc::c_void) {
     unsafe { to_hole(abuf, aidx) };
 }
 
-/// Writes every thread's last buffer and the end record (at exit).
-extern "C" fn at_exit() {
-    end();
-}
-
-/// Writes every thread's last buffer and the end record, once: at exit, and from the `_exit`
-/// and `exec` wrappers, which end the process image without running `atexit` handlers.
+/// Writes every thread's last buffer and the end record, once: at exit (`wpp_rt_fini`), and
+/// from the `_exit` and `exec` wrappers, which end the process image without it.
 pub(crate) fn end() {
     let mut st = lock();
     let State::Active(mut r) = std::mem::replace(&mut *st, State::Over) else {

@@ -23,3 +23,13 @@ const uint8_t *wpp_rt_executable_memory_db(uint64_t *len) {
     *len = __wpp_memory_db_len;
     return __wpp_memory_db;
 }
+
+/* Ends every recording once the program's own exit work is done. `exit` runs the `atexit`
+   handlers and C++ static destructors first, then the loader's finalization, which runs the
+   executable's destructors (`__attribute__((destructor))`), this one last of them (priority
+   101 runs last), and then those of shared libraries, which finish after the executables and
+   libraries that use them: so a `libwpp_rt.so` ends the recording after every instrumented
+   library's destructors, too. */
+void wpp_rt_fini(void);
+
+__attribute__((destructor(101))) static void wpp_rt_end(void) { wpp_rt_fini(); }

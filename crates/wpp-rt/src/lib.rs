@@ -30,8 +30,9 @@
 //!   from the program's `malloc`, and program threads never block in std channels (which
 //!   allocate there): the program's heap layout is the same recorded and native, so programs
 //!   that branch on heap addresses take the same paths.
-//! * **Termination.** An `atexit` handler (registered at the first event) consumes every live
-//!   thread's buffer, then *marks open frames* by appending one `Leave` per frame still on the
+//! * **Termination.** At exit, after the program's `atexit` handlers, C++ static destructors
+//!   and the executable's destructor functions (`exe.c`'s destructor runs last of them,
+//!   [`wpp_rt_fini`]), the runtime consumes every live thread's buffer, then *marks open frames* by appending one `Leave` per frame still on the
 //!   thread's shadow stack — so `exit()` from deep frames, `abort()` and fatal signals (SIGSEGV,
 //!   SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, whose handlers do the same and then
 //!   re-raise with the default action) leave a balanced trace. `_exit`, `_Exit` and the `exec`
@@ -41,9 +42,9 @@
 //!   precedence over libc's): each ends the recording the same way, then exits with the
 //!   `exit_group` system call or calls libc's function (`dlsym(RTLD_NEXT, …)`). After a fatal
 //!   signal the finisher does not run (forking in a signal handler could deadlock): the spool
-//!   stays for `wpp compress`. Events produced after the end (in atexit handlers that run
-//!   later, in other TLS destructors of an ending thread, after a failed `exec`) are not
-//!   recorded.
+//!   stays for `wpp compress`. Events produced after the end (in a shared library's
+//!   destructors when the runtime is linked statically, in other TLS destructors of an ending
+//!   thread, after a failed `exec`) are not recorded.
 //! * **Memory dependences.** `trace-addr` and `ewpp-filter` programs also fill an address
 //!   buffer, written or classified by [`addr`]; `ewpp` programs append their accesses to the
 //!   event buffer, and the sink turns them into dependence checks as it hands each buffer to
@@ -382,7 +383,6 @@ fn runtime(db: &[u8]) -> Option<&'static Runtime> {
             unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) };
             // SAFETY: registering plain extern "C" functions.
             unsafe {
-                libc::atexit(at_exit);
                 libc::pthread_atfork(
                     Some(fork::prepare),
                     Some(fork::in_parent),
@@ -936,10 +936,16 @@ mod fork {
     }
 }
 
-extern "C" fn at_exit() {
+/// Ends every recording at exit: called by `exe.c`'s destructor, after the program's
+/// `atexit` handlers, C++ static destructors and its executable's destructors, so their events
+/// and accesses are recorded too.
+#[no_mangle]
+pub extern "C" fn wpp_rt_fini() {
+    addr::end();
     if let Some(Some(rt)) = RUNTIME.get() {
         finish(rt, true, sink::Ending::Normal);
     }
+    profile::finish_profile(true);
 }
 
 const FATAL: [libc::c_int; 7] = [

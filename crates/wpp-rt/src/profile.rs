@@ -346,7 +346,8 @@ extern "C" {
     ) -> libc::c_int;
 }
 
-/// Writes the profile at exit, with the exit status where libc says it (glibc's `on_exit`).
+/// Notes the exit status where libc says it (glibc's `on_exit`); the profile is written after
+/// the program's exit work (`wpp_rt_fini`).
 ///
 /// # Safety
 /// Registers a handler with libc, as `atexit` does.
@@ -356,22 +357,11 @@ unsafe fn at_exit_with_status() {
     unsafe {
         on_exit(bl_on_exit, std::ptr::null_mut());
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    // SAFETY: a plain extern "C" function.
-    unsafe {
-        libc::atexit(bl_exit);
-    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 extern "C" fn bl_on_exit(status: libc::c_int, _arg: *mut libc::c_void) {
     note_exit_status(status);
-    finish_profile(true);
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-extern "C" fn bl_exit() {
-    finish_profile(true);
 }
 
 /// Held while a profile is being written, so a snapshot and the final profile never
