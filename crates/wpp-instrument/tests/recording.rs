@@ -872,44 +872,67 @@ fn fork_records_parent_and_child() {
 #[test]
 fn atexit_handlers_and_destructors_are_recorded() {
     let modes = [TRACE_MODES[0], TRACE_MODES[1], InstrumentMode::TraceAddr];
-    let b = build("exit_work.c", &modes);
+    for_each_recording("exit_work.c", &modes, |what, mode, out, _| {
+        let (db, events) = events_of(out);
+        assert_eq!(enters(&db, &events, "work"), 4, "{what}");
+        let order: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Enter(f) if db.name(*f) != "work" => Some(db.name(*f).to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            order,
+            ["before_main", "main", "at_exit_handler", "after_exit"],
+            "{what}"
+        );
+        if mode == InstrumentMode::TraceAddr {
+            let accesses = accesses_in(&db, &at_of(out), "after_exit");
+            assert!(!accesses.is_empty(), "{what}: the destructor's accesses");
+        }
+    });
+}
+
+/// Builds `src` in `modes`, runs it in each with each output, checks that it behaves as the
+/// native build, and gives `check` what ran, the mode, the recording and the run's output.
+fn for_each_recording(
+    src: &str,
+    modes: &[InstrumentMode],
+    check: impl Fn(&str, InstrumentMode, &Path, &std::process::Output),
+) {
+    let b = build(src, modes);
     let native = run(&b.native, &[], None);
     for (mode, exe) in &b.inst {
         for output in OUTPUTS {
             let what = format!("{} {output:?}", mode.name());
-            let out = output.path(&b.dir.path(""), &format!("exit-{}", mode.name()));
+            let out = output.path(&b.dir.path(""), mode.name());
             let got = run_env(exe, &[], Some(&out), &output.env());
             same_behaviour(&what, &native, &got);
-            let (db, events) = events_of(&out);
-            assert_eq!(enters(&db, &events, "work"), 4, "{what}");
-            let order: Vec<String> = events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Enter(f) if db.name(*f) != "work" => Some(db.name(*f).to_string()),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(
-                order,
-                ["before_main", "main", "at_exit_handler", "after_exit"],
-                "{what}"
-            );
-            if *mode == InstrumentMode::TraceAddr {
-                let (accesses, end) = accesses_of(&at_of(&out));
-                assert_eq!(end, None, "{what}");
-                let reader = wpp_deps::at::AtReader::open(&at_of(&out)).unwrap();
-                let memory = reader.db();
-                let dtor = db.functions.iter().position(|f| f.name == "after_exit");
-                let in_dtor = accesses
-                    .iter()
-                    .filter(|&&(id, _)| {
-                        Some(memory.instructions[id as usize].function as usize) == dtor
-                    })
-                    .count();
-                assert!(in_dtor > 0, "{what}: the destructor's accesses");
-            }
+            check(&what, *mode, &out, &got);
         }
     }
+}
+
+/// The kinds of the accesses function `name` made, from an address trace that reads to its
+/// end.
+fn accesses_in(db: &ProgramDb, at: &Path, name: &str) -> Vec<wpp_deps::memdb::AccessKind> {
+    let (accesses, end) = accesses_of(at);
+    assert_eq!(
+        end,
+        None,
+        "{}: the address trace reads to its end",
+        at.display()
+    );
+    let reader = wpp_deps::at::AtReader::open(at).unwrap();
+    let memory = reader.db();
+    let function = db.functions.iter().position(|f| f.name == name);
+    accesses
+        .iter()
+        .map(|&(id, _)| &memory.instructions[id as usize])
+        .filter(|i| Some(i.function as usize) == function)
+        .map(|i| i.kind)
+        .collect()
 }
 
 /// Signal handlers that run instrumented code on the thread they interrupt (E1 of session 32's
@@ -924,77 +947,59 @@ fn atexit_handlers_and_destructors_are_recorded() {
 #[test]
 fn signal_handlers_are_recorded_where_they_ran() {
     let modes = [TRACE_MODES[0], TRACE_MODES[1], InstrumentMode::TraceAddr];
-    let b = build("signals.c", &modes);
-    let native = run(&b.native, &[], None);
-    for (mode, exe) in &b.inst {
-        for output in OUTPUTS {
-            let what = format!("{} {output:?}", mode.name());
-            let out = output.path(&b.dir.path(""), &format!("signals-{}", mode.name()));
-            let got = run_env(exe, &[], Some(&out), &output.env());
-            same_behaviour(&what, &native, &got);
-            let counts: std::collections::BTreeMap<String, usize> =
-                String::from_utf8_lossy(&got.stderr)
-                    .split_whitespace()
-                    .filter_map(|kv| kv.split_once('='))
-                    .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
-                    .collect();
-            let (db, events) = events_of(&out);
-            assert_whole(&what, &db, &events);
-            for (function, count) in [
-                ("step", "steps"),
-                ("on_alarm", "ticks"),
-                ("on_usr1", "usr1"),
-                ("tick_work", "work"),
-            ] {
-                assert_eq!(
-                    enters(&db, &events, function),
-                    counts[count],
-                    "{what}: {function} ({counts:?})"
-                );
-            }
-            let mut stack: Vec<String> = Vec::new();
-            for e in &events {
-                match e {
-                    Event::Enter(f) => {
-                        let name = db.name(*f).to_string();
-                        let caller = stack.last().map(String::as_str);
-                        match name.as_str() {
-                            "on_alarm" => assert!(
-                                matches!(caller, Some("main" | "step")),
-                                "{what}: on_alarm inside {caller:?}"
-                            ),
-                            "on_usr1" => {
-                                assert_eq!(caller, Some("on_alarm"), "{what}: on_usr1")
-                            }
-                            _ => {}
-                        }
-                        stack.push(name);
+    for_each_recording("signals.c", &modes, |what, mode, out, got| {
+        let counts: std::collections::BTreeMap<String, usize> =
+            String::from_utf8_lossy(&got.stderr)
+                .split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+                .collect();
+        let (db, events) = events_of(out);
+        assert_whole(what, &db, &events);
+        for (function, count) in [
+            ("step", "steps"),
+            ("on_alarm", "ticks"),
+            ("on_usr1", "usr1"),
+            ("tick_work", "work"),
+        ] {
+            assert_eq!(
+                enters(&db, &events, function),
+                counts[count],
+                "{what}: {function} ({counts:?})"
+            );
+        }
+        let mut stack: Vec<String> = Vec::new();
+        for e in &events {
+            match e {
+                Event::Enter(f) => {
+                    let name = db.name(*f).to_string();
+                    let caller = stack.last().map(String::as_str);
+                    match name.as_str() {
+                        "on_alarm" => assert!(
+                            matches!(caller, Some("main" | "step")),
+                            "{what}: on_alarm inside {caller:?}"
+                        ),
+                        "on_usr1" => assert_eq!(caller, Some("on_alarm"), "{what}: on_usr1"),
+                        _ => {}
                     }
-                    Event::Leave => {
-                        stack.pop();
-                    }
-                    _ => {}
+                    stack.push(name);
                 }
-            }
-            if *mode == InstrumentMode::TraceAddr {
-                // The handler's accesses are whole records: `tick_work`'s volatile counter
-                // is stored once per call.
-                let at = at_of(&out);
-                let (accesses, end) = accesses_of(&at);
-                assert_eq!(end, None, "{what}: the address trace reads to its end");
-                let reader = wpp_deps::at::AtReader::open(&at).unwrap();
-                let memory = reader.db();
-                let tick = db.functions.iter().position(|f| f.name == "tick_work");
-                let stores = accesses
-                    .iter()
-                    .map(|&(id, _)| &memory.instructions[id as usize])
-                    .filter(|i| Some(i.function as usize) == tick)
-                    .filter(|i| i.kind == wpp_deps::memdb::AccessKind::Store)
-                    .count();
-                assert_eq!(stores, counts["work"], "{what}: tick_work's stores");
+                Event::Leave => {
+                    stack.pop();
+                }
+                _ => {}
             }
         }
-    }
+        if mode == InstrumentMode::TraceAddr {
+            // The handler's accesses are whole records: `tick_work`'s volatile counter is
+            // stored once per call.
+            let stores = accesses_in(&db, &at_of(out), "tick_work")
+                .into_iter()
+                .filter(|&k| k == wpp_deps::memdb::AccessKind::Store)
+                .count();
+            assert_eq!(stores, counts["work"], "{what}: tick_work's stores");
+        }
+    });
 }
 
 /// An image that `exec`s itself (same pid) or is `exec`ed by a forked child (which then no
