@@ -894,6 +894,45 @@ fn atexit_handlers_and_destructors_are_recorded() {
     });
 }
 
+/// A forked child of a `trace-addr` run records its accesses into an address trace of its
+/// own, beside its block trace (session 32's trial: the child had a block trace and no `.at`).
+/// `fork_accesses.c` stores its counter 100 times before the fork, 500 times in the parent
+/// after it and 1000 times in the child: each `.at` reads to its end with exactly its
+/// process's stores.
+#[test]
+fn a_forked_child_records_its_own_address_trace() {
+    for_each_recording(
+        "fork_accesses.c",
+        &[InstrumentMode::TraceAddr],
+        |what, _, out, _| {
+            let (db, _) = events_of(out);
+            let stores = |at: &Path| {
+                accesses_in(&db, at, "bump")
+                    .into_iter()
+                    .filter(|&k| k == wpp_deps::memdb::AccessKind::Store)
+                    .count()
+            };
+            assert_eq!(stores(&at_of(out)), 600, "{what}: the parent's");
+            let dir = out.parent().unwrap();
+            let stem = out.file_stem().unwrap().to_string_lossy().into_owned();
+            let ext = out.extension().unwrap().to_string_lossy().into_owned();
+            // `OUT.PID.EXT.at`, as the child's block trace is `OUT.PID.EXT`.
+            let children: Vec<PathBuf> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    name.starts_with(&format!("{stem}."))
+                        && name.ends_with(&format!(".{ext}.at"))
+                        && *p != at_of(out)
+                })
+                .collect();
+            assert_eq!(children.len(), 1, "{what}: {children:?}");
+            assert_eq!(stores(&children[0]), 1000, "{what}: the child's");
+        },
+    );
+}
+
 /// Builds `src` in `modes`, runs it in each with each output, checks that it behaves as the
 /// native build, and gives `check` what ran, the mode, the recording and the run's output.
 fn for_each_recording(

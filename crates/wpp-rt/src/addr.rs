@@ -295,7 +295,7 @@ fn records(words: &[u64]) -> impl Iterator<Item = (u64, Access)> + '_ {
 }
 
 /// Which flush entry point a module calls: its mode.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Trace,
     Filter,
@@ -311,7 +311,13 @@ fn output_path(kind: Kind) -> PathBuf {
         return PathBuf::from(p.to_string_lossy().replace("%p", &pid));
     }
     if let Some(p) = std::env::var_os("WPP_OUT") {
-        return PathBuf::from(format!("{}.{ext}", p.to_string_lossy().replace("%p", &pid)));
+        let p = p.to_string_lossy();
+        let mut named = PathBuf::from(p.replace("%p", &pid));
+        // A forked child's goes beside its block trace (`sink::output_path`).
+        if kind == Kind::Trace && crate::sink::FORKED.load(Ordering::Acquire) && !p.contains("%p") {
+            named = crate::sink::with_before_extension(&named, &pid);
+        }
+        return PathBuf::from(format!("{}.{ext}", named.display()));
     }
     let program = std::env::current_exe()
         .ok()
@@ -727,9 +733,29 @@ pub(crate) fn on_fatal_signal() {
 /// A forked child does not write the parent's address trace.
 extern "C" fn after_fork_in_child() {
     let mut st = lock();
-    if let State::Active(r) = std::mem::replace(&mut *st, State::Over) {
-        // Forgotten, the writer neither flushes its buffered bytes nor ends the file, and the
-        // child's buffer stays where its code writes.
-        std::mem::forget(r);
+    let State::Active(r) = std::mem::replace(&mut *st, State::Over) else {
+        return;
+    };
+    let t = THREAD.with(Cell::get);
+    let forking = r.threads.get(t as usize).filter(|s| s.alive);
+    if let (Kind::Trace, Some(slot)) = (r.kind, forking) {
+        // The child records its accesses into a file of its own, started by its next access
+        // (its buffer is made to look full): the parent's records in the buffer are the
+        // parent's, and bytes written before the fork read as written outside the recording.
+        // SAFETY: the forking thread's TLS variables; this handler runs on that thread.
+        unsafe {
+            *slot.abuf = HOLE.0.get().cast();
+            *slot.aidx = AT_BUF_CAP;
+        }
+        THREAD.with(|c| c.set(UNREGISTERED));
+        *st = State::Idle;
+    } else if r.kind == Kind::Filter {
+        crate::say_child_unrecorded(
+            "a filtering report follows one process's memory; --mode trace-addr records each \
+             process",
+        );
     }
+    // Forgotten, the parent's writer neither flushes its buffered bytes nor ends its file (its
+    // thread does not exist here), and the buffers stay where the child's code writes.
+    std::mem::forget(r);
 }

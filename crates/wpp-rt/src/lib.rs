@@ -162,6 +162,16 @@ pub(crate) fn say_recorded(path: &std::path::Path, summary: impl FnOnce() -> Str
     }
 }
 
+/// Says on stderr that a forked child is not recorded, and why (unless `WPP_QUIET=1`).
+pub(crate) fn say_child_unrecorded(why: &str) {
+    if verbosity() != Verbosity::Quiet {
+        eprintln!(
+            "wpp-rt: forked child {}: not recorded ({why})",
+            std::process::id()
+        );
+    }
+}
+
 /// The process-wide runtime state.
 struct Runtime {
     sink: Mutex<Out>,
@@ -868,6 +878,9 @@ mod fork {
             // The parent's sink stays in the lock, never used again (its writer thread does
             // not exist here); unlocking it does not drop it.
             rt.finished.store(true, Ordering::Release);
+            say_child_unrecorded(
+                "an eWPP follows one process's memory; --mode trace-addr records each process",
+            );
             return;
         }
         for (t, slot) in threads.iter_mut().enumerate() {

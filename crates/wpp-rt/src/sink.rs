@@ -334,7 +334,7 @@ pub(crate) fn free_path(path: PathBuf, taken: &dyn Fn(&Path) -> bool) -> PathBuf
 
 /// `path` with `.INFIX` before its extension (`out.trace` → `out.INFIX.trace`), or after it
 /// when it has none.
-fn with_before_extension(path: &Path, infix: &str) -> PathBuf {
+pub(crate) fn with_before_extension(path: &Path, infix: &str) -> PathBuf {
     match path.extension() {
         Some(ext) => path.with_extension(format!("{infix}.{}", ext.to_string_lossy())),
         None => PathBuf::from(format!("{}.{infix}", path.display())),
