@@ -80,6 +80,8 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
     let mut splittable = Vec::new();
     let mut first_call = vec![None; blocks.len()];
     let mut forced_target = vec![false; blocks.len()];
+    // Every edge: source, target, successor index, whether an increment can go on it.
+    let mut out = Vec::new();
     for (i, &b) in blocks.iter().enumerate() {
         for inst in b.instructions() {
             if matches!(
@@ -112,16 +114,23 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
                 Opcode::LLVMCatchSwitch | Opcode::LLVMCleanupRet | Opcode::LLVMCatchRet => false,
                 _ => true,
             };
-            if !can_split {
-                forced_target[dst] = true;
-            }
-            cfg.edges.push(Edge {
-                src: NodeId(i as u32),
-                dst: NodeId(dst as u32),
-            });
-            edge_sites.push((i, s));
-            splittable.push(can_split);
+            out.push((i, dst, s, can_split));
         }
+    }
+    // Only edges from blocks a path reaches: an unoptimized `goto *` leaves an unreachable
+    // block after each, whose cut edge skewed the numbering of the paths that run (session
+    // 32's trial: path ids past the count at -O0).
+    let reachable = reachable_blocks(blocks.len(), &out);
+    for (i, dst, s, can_split) in out.into_iter().filter(|e| reachable[e.0]) {
+        if !can_split {
+            forced_target[dst] = true;
+        }
+        cfg.edges.push(Edge {
+            src: NodeId(i as u32),
+            dst: NodeId(dst as u32),
+        });
+        edge_sites.push((i, s));
+        splittable.push(can_split);
     }
     for (i, landing) in sites.landing.iter().enumerate() {
         forced_target[i] |= *landing;
@@ -143,6 +152,22 @@ pub(crate) fn model<'m>(f: Value<'m>, sites: &Sites<'m>) -> Result<Model<'m>, Er
         splittable,
         first_call,
     })
+}
+
+/// Which of `n` blocks the entry (block 0) reaches through `edges` (source, target, …).
+fn reachable_blocks(n: usize, edges: &[(usize, usize, u32, bool)]) -> Vec<bool> {
+    let mut successors = vec![Vec::new(); n];
+    for e in edges {
+        successors[e.0].push(e.1);
+    }
+    let mut reached = vec![false; n];
+    let mut stack = vec![0];
+    while let Some(b) = stack.pop() {
+        if b < n && !std::mem::replace(&mut reached[b], true) {
+            stack.extend_from_slice(&successors[b]);
+        }
+    }
+    reached
 }
 
 /// Numbers a CFG and plans chord increments.
