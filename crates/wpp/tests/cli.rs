@@ -702,6 +702,11 @@ fn profile_merge_sums_counts_and_refuses_other_programs() {
     assert_eq!(merged.bl.functions, want);
 
     write_bl_profile(&c, &["main", "g"], &[("main", 0, 1)]);
+    // A folder without profiles is named (trial E12).
+    let empty = dir.path("no-profiles");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = fails(&["profile", "merge", &empty, "-o", &out]);
+    assert!(err.contains("no-profiles"), "{err}");
     let err = fails(&["profile", "merge", &a, &c, "-o", &out]);
     assert!(err.contains(&format!("cannot merge {c} into {a}")), "{err}");
     assert!(

@@ -206,6 +206,11 @@ fn damaged_address_traces_give_clear_errors() {
     let (code, _, err) = wpp(&["deps", "list", "/nonexistent.at"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("/nonexistent.at"), "{err}");
+    // A missing file is not called an address trace, and its error is said once (trial E9).
+    let (code, _, err) = wpp(&["deps", "list", "/nonexistent.wpp"]);
+    assert_eq!(code, Some(1));
+    assert!(!err.contains("address trace"), "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
 
     // A store of 2 GiB would take 16 GiB of last-writer table; a clobber of all memory
     // clears it (no allocation), and is taken.

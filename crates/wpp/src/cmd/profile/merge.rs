@@ -30,9 +30,17 @@ const EXTENSIONS: [&str; 2] = ["blprof", "pppprof"];
 /// Runs `wpp profile merge`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let files = expand(&args.profiles)?;
-    let (first, rest) = files
-        .split_first()
-        .context("wpp profile merge found no profiles in its inputs")?;
+    let (first, rest) = files.split_first().with_context(|| {
+        let inputs: Vec<String> = args
+            .profiles
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        format!(
+            "wpp profile merge found no profiles (*.blprof, *.pppprof) in {}",
+            inputs.join(", ")
+        )
+    })?;
     let mut merged = super::read(first)?;
     let build = Build::of(&merged.program);
     let bar = crate::util::progress(files.len() as u64, "merging");

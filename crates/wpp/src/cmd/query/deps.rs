@@ -127,7 +127,11 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
 }
 
 fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File>>> {
-    if !wpp_deps::at::is_at_file(file) && file.exists() {
+    // A file that is not there is not called an address trace.
+    if let Err(e) = std::fs::metadata(file) {
+        anyhow::bail!("cannot read {}: {e}", file.display());
+    }
+    if !wpp_deps::at::is_at_file(file) {
         anyhow::bail!(
             "{} is not an address trace: `wpp deps` reads the PROGRAM.PID.at file a \
              `wpp cc --mode trace-addr` program writes beside its trace",
