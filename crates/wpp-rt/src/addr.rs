@@ -655,6 +655,11 @@ unsafe fn to_hole(abuf: *mut *mut u64, aidx: *mut u32) {
 
 /// pthread key destructor: the thread is ending; its last chunk and end record are written.
 extern "C" fn thread_exit(_value: *mut libc::c_void) {
+    crate::with_signals_blocked(end_thread);
+}
+
+/// Ends the calling thread's address recording ([`thread_exit`]).
+fn end_thread() {
     let t = THREAD.with(Cell::get);
     if t >= RETIRED {
         return;
@@ -732,6 +737,11 @@ pub(crate) fn on_fatal_signal() {
 
 /// A forked child does not write the parent's address trace.
 extern "C" fn after_fork_in_child() {
+    crate::with_signals_blocked(start_child);
+}
+
+/// The child's address recording ([`after_fork_in_child`]).
+fn start_child() {
     let mut st = lock();
     let State::Active(r) = std::mem::replace(&mut *st, State::Over) else {
         return;

@@ -208,7 +208,7 @@ fn announce(program: wpp_trace::ProgramDb) {
 pub unsafe extern "C" fn __wpp_rt_register_v1(db: *const u8, db_len: u64, base: *mut u64) {
     // SAFETY: guaranteed by the caller.
     let db = unsafe { std::slice::from_raw_parts(db, db_len as usize) };
-    let registered = register(&mut crate::lock(&PROCESS), db, None);
+    let registered = crate::with_signals_blocked(|| register(&mut crate::lock(&PROCESS), db, None));
     let word = match registered {
         Ok(b) => abi::enter_word(b.function.0),
         Err(why) => {
@@ -242,7 +242,8 @@ pub unsafe extern "C" fn __wpp_rt_register_memory_v1(
             std::slice::from_raw_parts(memory_db, memory_db_len as usize),
         )
     };
-    let registered = register(&mut crate::lock(&PROCESS), db, Some(memory));
+    let registered =
+        crate::with_signals_blocked(|| register(&mut crate::lock(&PROCESS), db, Some(memory)));
     let words = match registered {
         Ok(b) => (
             abi::enter_word(b.function.0),
@@ -267,6 +268,6 @@ pub unsafe extern "C" fn __wpp_rt_unregister_v1(base: *mut u64) {
     // SAFETY: guaranteed by the caller.
     let word = unsafe { std::ptr::replace(base, abi::REFUSED_BASE) };
     if word != abi::REFUSED_BASE {
-        unload(FunctionId((word >> abi::TAG_BITS) as u32));
+        crate::with_signals_blocked(|| unload(FunctionId((word >> abi::TAG_BITS) as u32)));
     }
 }

@@ -636,6 +636,11 @@ fn flush_all(rt: &Runtime) -> bool {
 
 /// pthread key destructor: the thread is ending.
 extern "C" fn thread_exit(_value: *mut libc::c_void) {
+    with_signals_blocked(end_thread);
+}
+
+/// Ends the calling thread's recording ([`thread_exit`]).
+fn end_thread() {
     let Some(Some(rt)) = RUNTIME.get() else {
         return;
     };
@@ -699,14 +704,16 @@ fn finish(rt: &Runtime, blocking: bool, ending: sink::Ending) {
 /// its finisher), the address trace and a path profile. Not in a `vfork` child, which shares
 /// the parent's memory: there the parent's recording goes on.
 fn end_recording() {
-    if let Some(Some(rt)) = RUNTIME.get() {
-        if rt.pid.load(Ordering::Acquire) != std::process::id() {
-            return;
+    with_signals_blocked(|| {
+        if let Some(Some(rt)) = RUNTIME.get() {
+            if rt.pid.load(Ordering::Acquire) != std::process::id() {
+                return;
+            }
+            finish(rt, true, sink::Ending::Normal);
         }
-        finish(rt, true, sink::Ending::Normal);
-    }
-    addr::end();
-    profile::finish_profile(true);
+        addr::end();
+        profile::finish_profile(true);
+    })
 }
 
 /// Ends the process without running `atexit` handlers or flushing stdio (what libc's `_exit`
@@ -816,6 +823,9 @@ mod fork {
         /// The parent's file and its length at the fork.
         parent_file: std::path::PathBuf,
         parent_len: u64,
+        /// The forking thread's signal mask before `prepare` blocked its signals: a handler
+        /// must not run while the locks are held, up to the fork and after it.
+        mask: libc::sigset_t,
     }
 
     /// [`Held`] between the handlers. Not a thread-local: `fork` may run after the forking
@@ -835,6 +845,7 @@ mod fork {
 
     pub(super) extern "C" fn prepare() {
         let Some(rt) = recording() else { return };
+        let mask = block_signals();
         let threads = lock(&rt.threads);
         let mut out = lock(&rt.sink);
         let tid = TID.with(Cell::get);
@@ -852,17 +863,30 @@ mod fork {
             thread,
             parent_file,
             parent_len,
+            mask,
         });
     }
 
     pub(super) extern "C" fn in_parent() {
-        drop(lock(&HELD).0.take());
+        let held = lock(&HELD).0.take();
+        if let Some(held) = held {
+            let mask = held.mask;
+            drop(held);
+            restore_signals(&mask);
+        }
     }
 
     pub(super) extern "C" fn in_child() {
         let Some(held) = lock(&HELD).0.take() else {
             return;
         };
+        let mask = held.mask;
+        child(held);
+        restore_signals(&mask);
+    }
+
+    /// The child's recording ([`in_child`]), with the parent's locks `held`.
+    fn child(held: Held) {
         let Some(rt) = recording() else { return };
         let Held {
             mut threads,
@@ -870,6 +894,7 @@ mod fork {
             thread,
             parent_file,
             parent_len,
+            ..
         } = held;
         rt.pid.store(std::process::id(), Ordering::Release);
         sink::FORKED.store(true, Ordering::Release);
@@ -954,11 +979,13 @@ mod fork {
 /// and accesses are recorded too.
 #[no_mangle]
 pub extern "C" fn wpp_rt_fini() {
-    addr::end();
-    if let Some(Some(rt)) = RUNTIME.get() {
-        finish(rt, true, sink::Ending::Normal);
-    }
-    profile::finish_profile(true);
+    with_signals_blocked(|| {
+        addr::end();
+        if let Some(Some(rt)) = RUNTIME.get() {
+            finish(rt, true, sink::Ending::Normal);
+        }
+        profile::finish_profile(true);
+    })
 }
 
 const FATAL: [libc::c_int; 7] = [
@@ -1025,7 +1052,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// without the runtime's fatal-signal handler. Two system calls per buffer of
 /// [`BUF_CAP`] events.
 pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: the sets are initialized by sigfillset before use, and the old mask is restored.
+    let old = block_signals();
+    let out = f();
+    restore_signals(&old);
+    out
+}
+
+/// Blocks the calling thread's asynchronous signals ([`with_signals_blocked`]); returns the
+/// mask to restore.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: the sets are initialized by sigfillset and pthread_sigmask before use.
     unsafe {
         let mut blocked: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut blocked);
@@ -1041,8 +1077,12 @@ pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
         }
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut old);
-        let out = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        out
+        old
     }
+}
+
+/// Restores a mask [`block_signals`] returned.
+fn restore_signals(old: &libc::sigset_t) {
+    // SAFETY: a mask pthread_sigmask filled.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
