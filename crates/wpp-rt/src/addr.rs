@@ -206,11 +206,8 @@ impl Output {
     /// `slot` must be the calling thread's.
     unsafe fn flush(&mut self, thread: u32, slot: &mut Slot, len: usize) -> Result<(), String> {
         match self {
-            Output::Trace(..) | Output::Filter(..) if !slot.pending.is_empty() => {
-                let records = slot.records(len);
-                self.chunk(thread, &records)
-            }
-            Output::Trace(w, _) => {
+            // The whole buffer goes to the writer; with handlers' records to merge, a copy.
+            Output::Trace(w, _) if slot.pending.is_empty() => {
                 let mut full = std::mem::take(&mut slot.words);
                 let peeked = std::mem::take(&mut slot.peeked).min(len);
                 full.drain(..peeked);
@@ -219,7 +216,7 @@ impl Output {
                 unsafe { *slot.abuf = slot.words.as_mut_ptr() };
                 self.failure()
             }
-            Output::Filter(..) => {
+            _ => {
                 let records = slot.records(len);
                 self.chunk(thread, &records)
             }
@@ -360,7 +357,7 @@ pub(crate) fn enter_handler() -> Option<Interrupted> {
     // optimizer keeps in a register is stored only before the next flush), so everything
     // after it waits for the thread's next hand-off, where the index covers every record.
     if slot.pending.is_empty() && slot.handling == 0 {
-        let before = slot.records(aidx as usize).into_owned();
+        let before = slot.records(aidx as usize);
         if let Err(e) = r.out.chunk(t, &before) {
             stop(&mut st, &e);
             return None;
