@@ -622,11 +622,8 @@ fn profiles_and_filter_reports_say_where_they_recorded() {
             let cwd = b.dir.path(&format!("{}-{how}", mode.name()));
             std::fs::create_dir(&cwd).unwrap();
             let out = cwd.join("named");
-            // `ewpp-filter` appends its extension to `WPP_OUT`, as `trace-addr` does `.at`.
-            let named = match mode {
-                InstrumentMode::EwppFilter => cwd.join("named.depf"),
-                _ => out.clone(),
-            };
+            // Each mode's one file is named by `WPP_OUT` as given.
+            let named = out.clone();
             let run = |out: Option<&Path>, quiet: Option<&str>| {
                 let mut c = Command::new(exe);
                 c.arg(how).current_dir(&cwd).stdin(Stdio::null());

@@ -25,9 +25,10 @@
 //! `ewpp-filter` classifier works on the process's memory database too, and its report lists
 //! the modules' ranges in it (`wpp_deps::filter::ReportModule`).
 //!
-//! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended, else
-//! `PROGRAM.PID.at` (`ewpp-filter`: `.depf` instead of `.at`). A forked child writes nothing
-//! (as for the block trace). A full buffer is handed to the address trace's own writer thread
+//! Output: `WPP_AT_OUT` (`%p` is the process id), else `WPP_OUT` with `.at` appended (the
+//! block trace has `WPP_OUT` itself), else `PROGRAM.PID.at`. `ewpp-filter` writes only its
+//! report, so `WPP_OUT` names it as given, like a profile's, else `PROGRAM.PID.depf`. A forked
+//! child of `trace-addr` writes its own `.at` beside its block trace. A full buffer is handed to the address trace's own writer thread
 //! (`writer`), which encodes, deflates and writes it while the program goes on. The runtime's
 //! flush timer also hands over what each thread's buffer holds ([`flush_all`]), and so does a
 //! fatal signal, so after `kill -9` the file holds every access up to the last flush interval
@@ -310,6 +311,9 @@ fn output_path(kind: Kind) -> PathBuf {
     if let Some(p) = std::env::var_os("WPP_OUT") {
         let p = p.to_string_lossy();
         let mut named = PathBuf::from(p.replace("%p", &pid));
+        if kind == Kind::Filter {
+            return named;
+        }
         // A forked child's goes beside its block trace (`sink::output_path`).
         if kind == Kind::Trace && crate::sink::FORKED.load(Ordering::Acquire) && !p.contains("%p") {
             named = crate::sink::with_before_extension(&named, &pid);
