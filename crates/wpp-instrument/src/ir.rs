@@ -338,6 +338,55 @@ impl<'m> Value<'m> {
         unsafe { c::LLVMGetLinkage(self.0) == LLVMLinkage::LLVMAvailableExternallyLinkage }
     }
 
+    /// Whether this global is local to its translation unit (`static`: internal or private
+    /// linkage), so that `llvm-link` renames it (`sq.17`) when another unit has one so named.
+    pub fn is_local(self) -> bool {
+        // SAFETY: the value is a live global.
+        let linkage = unsafe { c::LLVMGetLinkage(self.0) };
+        matches!(
+            linkage,
+            LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+        )
+    }
+
+    /// The source file of the translation unit a function was compiled in, as the compiler
+    /// was given it (`util.c`), when its `DISubprogram` names one.
+    pub fn unit_file(self) -> Option<String> {
+        // `DISubprogram::getUnit` is its operand 5; the C API has no getter for it.
+        const UNIT: usize = 5;
+        // SAFETY: the value is a live function; metadata handles come from it, and each is
+        // checked to be a compile unit before it is read as one.
+        unsafe {
+            let sp = di::LLVMGetSubprogram(self.0);
+            if sp.is_null() {
+                return None;
+            }
+            let ctx = c::LLVMGetModuleContext(c::LLVMGetGlobalParent(self.0));
+            let node = c::LLVMMetadataAsValue(ctx, sp);
+            let n = c::LLVMGetMDNodeNumOperands(node) as usize;
+            if n <= UNIT {
+                return None;
+            }
+            let mut ops = vec![std::ptr::null_mut(); n];
+            c::LLVMGetMDNodeOperands(node, ops.as_mut_ptr());
+            if ops[UNIT].is_null() || c::LLVMIsAMDNode(ops[UNIT]).is_null() {
+                return None;
+            }
+            let unit = c::LLVMValueAsMetadata(ops[UNIT]);
+            let kind = di::LLVMGetMetadataKind(unit);
+            if !matches!(kind, di::LLVMMetadataKind::LLVMDICompileUnitMetadataKind) {
+                return None;
+            }
+            let file = di::LLVMDIScopeGetFile(unit);
+            if file.is_null() {
+                return None;
+            }
+            let mut len = 0u32;
+            let name = text(di::LLVMDIFileGetFilename(file, &mut len), len);
+            (!name.is_empty()).then_some(name)
+        }
+    }
+
     /// The basic blocks of a function, in layout order.
     pub fn blocks(self) -> Vec<Block<'m>> {
         let mut out = Vec::new();
@@ -455,14 +504,6 @@ unsafe fn scope_file(scope: LLVMMetadataRef) -> String {
     if file.is_null() {
         return String::new();
     }
-    let text = |p: *const std::ffi::c_char, len: u32| {
-        if p.is_null() {
-            String::new()
-        } else {
-            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len as usize))
-                .into_owned()
-        }
-    };
     let mut len = 0u32;
     let name = text(di::LLVMDIFileGetFilename(file, &mut len), len);
     let dir = text(di::LLVMDIFileGetDirectory(file, &mut len), len);
@@ -471,6 +512,17 @@ unsafe fn scope_file(scope: LLVMMetadataRef) -> String {
     } else {
         format!("{dir}/{name}")
     }
+}
+
+/// The `len` bytes at `p`, which LLVM owns, as text (empty for null).
+///
+/// # Safety
+/// `p` must be null or point to `len` readable bytes.
+unsafe fn text(p: *const std::ffi::c_char, len: u32) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len as usize)).into_owned()
 }
 
 impl<'m> Block<'m> {

@@ -710,12 +710,24 @@ fn ewpp_tables(
 /// signature (`f(int)`, `f(double)`). Every name must still pick one function (`--function
 /// NAME`), so where even full names collide (a constructor's complete- and base-object variants
 /// are both `A::A()`) a constructor's or destructor's variant is named (`A::~A() [deleting]`,
-/// `A::~A() [base]`), and where that is not enough the linkage names stay. Other names (C) are
-/// left as they are.
-fn demangle_names(functions: &mut [Function]) {
+/// `A::~A() [base]`), the translation unit of a `static` function's copies ([`local_copies`]:
+/// `sq (util.c)`, `sq (main.c)`), and where that is not enough the linkage names stay. Other
+/// names (C) are left as they are.
+fn demangle_names(functions: &mut [Function], copies: &[Option<String>]) {
     let demangled: Vec<Option<(String, String)>> = functions
         .iter()
-        .map(|f| rust_path(&f.name).or_else(|| wpp_trace::program::cpp_names(&f.name)))
+        .zip(copies)
+        .map(|(f, unit)| {
+            let name = if unit.is_some() {
+                without_copy_suffix(&f.name)
+            } else {
+                &f.name
+            };
+            let plain = || (unit.is_some()).then(|| (name.to_owned(), name.to_owned()));
+            rust_path(name)
+                .or_else(|| wpp_trace::program::cpp_names(name))
+                .or_else(plain)
+        })
         .collect();
     let shorts = uses(
         functions
@@ -736,9 +748,11 @@ fn demangle_names(functions: &mut [Function]) {
     let chosen: Vec<String> = functions
         .iter()
         .zip(&chosen)
+        .zip(copies)
         .map(
-            |(f, name)| match (names[name.as_str()], structor_variant(&f.name)) {
-                (2.., Some(variant)) => format!("{name} [{variant}]"),
+            |((f, name), unit)| match (names[name.as_str()], unit, structor_variant(&f.name)) {
+                (2.., Some(unit), _) => format!("{name} ({unit})"),
+                (2.., None, Some(variant)) => format!("{name} [{variant}]"),
                 _ => name.clone(),
             },
         )
@@ -748,6 +762,44 @@ fn demangle_names(functions: &mut [Function]) {
         if names[name.as_str()] == 1 {
             f.name.clone_from(name);
         }
+    }
+}
+
+/// Per function, the translation unit of a `static` function that other units also define
+/// under its name: `llvm-link` keeps one `sq` and renames the others `sq.17`, so each copy of
+/// a header's `static inline sq` is named after the name without `.17` and its unit, `sq
+/// (main.c)`. `units` holds each function's unit where it is local to one.
+fn local_copies(functions: &[Function], units: Vec<Option<String>>) -> Vec<Option<String>> {
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, f) in functions.iter().enumerate() {
+        if units[i].is_some() {
+            by_name
+                .entry(without_copy_suffix(&f.name))
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut copies = vec![None; functions.len()];
+    for group in by_name.values().filter(|g| g.len() > 1) {
+        let distinct: std::collections::HashSet<_> = group.iter().map(|&i| &units[i]).collect();
+        if distinct.len() == group.len() {
+            for &i in group {
+                copies[i].clone_from(&units[i]);
+            }
+        }
+    }
+    copies
+}
+
+/// `name` without the `.N` that `llvm-link` appends to a renamed local function.
+fn without_copy_suffix(name: &str) -> &str {
+    match name.rsplit_once('.') {
+        Some((base, n))
+            if !base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
     }
 }
 
@@ -845,7 +897,9 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     // Without `-g` a function's file is the module's source, when the module comes from one
     // (a module `llvm-link` merged names none of its sources).
     let module_file = Some(m.source_file_name()).filter(|n| !n.is_empty() && n != "llvm-link");
+    let mut local_units = Vec::with_capacity(targets.len());
     for (fid, &f) in targets.iter().enumerate() {
+        local_units.push(f.is_local().then(|| f.unit_file()).flatten());
         let sites = blocks::collect_sites(m, f)?;
         if addresses {
             memory_sites.collect(m, fid as u32, &sites.blocks);
@@ -876,7 +930,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         }
         all_sites.push(sites);
     }
-    demangle_names(&mut db.functions);
+    let copies = local_copies(&db.functions, local_units);
+    demangle_names(&mut db.functions, &copies);
     db.paths_are_blocks = blocks_as_paths;
     // CFGs and PPP's interesting paths are found by the function's (demangled) name.
     for ((_, fp, _), f) in all_paths.iter_mut().zip(&db.functions) {

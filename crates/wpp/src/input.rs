@@ -18,6 +18,7 @@
 
 use std::fmt;
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use anyhow::{bail, Context};
@@ -115,6 +116,10 @@ pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
     let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
     if meta.is_dir() {
         bail!("{shown} is a directory, not a wpp file");
+    }
+    // What is sniffed here is gone from a pipe when the command opens it again.
+    if meta.file_type().is_fifo() || meta.file_type().is_socket() {
+        bail!("{shown} is a pipe: wpp reads its inputs from files; write it to a file first");
     }
     let mut head = Vec::new();
     std::fs::File::open(path)

@@ -5,6 +5,7 @@
 mod cmd;
 mod heap;
 mod input;
+mod output;
 mod util;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -610,6 +610,33 @@ fn cpp_destructor_variants_are_named_by_their_variant() {
         .starts_with("Derived::~Derived() [base]: "));
 }
 
+/// Each translation unit's copy of a header's `static inline` function is one function of its
+/// own: `llvm-link` keeps one `sq` and renames the other `sq.N`, and each is named by its unit
+/// instead, with that unit's hand-counted calls (C and C++, compiled and linked separately).
+#[test]
+fn static_copies_in_several_units_are_named_by_their_unit() {
+    let p = Project::new();
+    let header = "static inline int sq(int x) { return x * x; }\nint other(int n);\n";
+    let other = "#include \"sq.h\"\nint other(int n) { int s = 0; \
+                 for (int i = 0; i < n; i++) s += sq(i); return s; }\n";
+    let main = "#include <stdio.h>\n#include \"sq.h\"\nint main(void) { int s = 0; \
+                for (int i = 0; i < 3; i++) s += sq(i); printf(\"%d %d\\n\", s, other(5)); }\n";
+    std::fs::write(p.path("sq.h"), header).expect("write header");
+    for (cc, ext, sq) in [("wpp-cc", "c", "sq"), ("wpp-c++", "cpp", "sq(int)")] {
+        std::fs::write(p.path(&format!("other.{ext}")), other).expect("write source");
+        std::fs::write(p.path(&format!("main.{ext}")), main).expect("write source");
+        p.ok(&format!(
+            "{cc} -O0 -g -c other.{ext} && {cc} -O0 -g -c main.{ext} && \
+             {cc} other.o main.o -o two"
+        ));
+        let (stdout, _) = p.record("two");
+        assert_eq!(stdout, "5 30\n");
+        let got = entries(&p);
+        assert_eq!(got.get(&format!("{sq} (other.{ext})")), Some(&5), "{got:?}");
+        assert_eq!(got.get(&format!("{sq} (main.{ext})")), Some(&3), "{got:?}");
+    }
+}
+
 const DTOR_CPP: &str = r#"#include <cstdio>
 struct Base {
     virtual ~Base() {}
@@ -1289,10 +1316,10 @@ fn shared_libraries_record_their_dependences_in_ewpp() {
              {cc} ../mm.c -L. -lmq -Wl,-rpath,\"$PWD\" -ldl -o m"
         ))
     };
-    let run = |dir: &str| {
+    let run = |dir: &str, out: &str| {
         let o = Command::new(p.path(&format!("{dir}/m")))
             .current_dir(p.path(dir))
-            .env("WPP_OUT", p.path(&format!("{dir}/run.trace")))
+            .env("WPP_OUT", p.path(&format!("{dir}/{out}")))
             .env("WPP_RAW", "1")
             .output()
             .expect("program runs");
@@ -1301,14 +1328,14 @@ fn shared_libraries_record_their_dependences_in_ewpp() {
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
     build("a", "trace-addr");
-    run("a");
+    run("a", "run.trace");
     // Both builds in one directory, as a user makes them: `-g` names the sources by it.
     build("e", "ewpp-filter");
-    let err = run("e");
+    let err = run("e", "run.depf");
     let refused = "liblate.so was loaded after the recording started";
     assert!(err.contains(refused), "{err}");
-    let bytes = std::fs::read(p.path("e/run.trace.depf")).expect("the filtering run's report");
-    let report = wpp_deps::filter::FilterReport::from_bytes(&bytes, "run.trace.depf").unwrap();
+    let bytes = std::fs::read(p.path("e/run.depf")).expect("the filtering run's report");
+    let report = wpp_deps::filter::FilterReport::from_bytes(&bytes, "run.depf").unwrap();
     assert_eq!(
         report.modules.len(),
         2,
@@ -1332,7 +1359,7 @@ fn shared_libraries_record_their_dependences_in_ewpp() {
     p.ok(&format!(
         "{cc} \"$PWD/../mm.c\" -L. -lmq -Wl,-rpath,\"$PWD\" -ldl -o m"
     ));
-    let err = run("e");
+    let err = run("e", "run.trace");
     assert!(err.contains(refused), "{err}");
     assert!(!err.contains("not exercised"), "{err}");
 

@@ -421,6 +421,48 @@ fn decompress_gives_the_same_events_per_thread() {
     assert_eq!(read_events(&back).unwrap().1, read_events(&one).unwrap().1);
 }
 
+/// `-o -` writes a trace to standard output, byte for byte the file `-o FILE` writes (for
+/// `decompress`, `trace convert` and `synth`); a trace given through a pipe is refused, since
+/// every command reads its input file more than once.
+#[test]
+fn traces_go_to_standard_output_and_pipes_are_refused() {
+    let dir = Dir::new();
+    let trace = synth(&dir, "t.trace", &["--events", "5000"]);
+    let w = dir.path("t.wpp");
+    ok(&["compress", &trace, "-o", &w]);
+    let file = dir.path("file");
+    for args in [
+        vec!["decompress", &w],
+        vec!["decompress", &w, "--text"],
+        vec!["trace", "convert", &trace, "--to", "text"],
+        vec!["synth", "--events", "5000"],
+    ] {
+        let to_file = [&args[..], &["-o", &file]].concat();
+        ok(&to_file);
+        let out = Command::new(env!("CARGO_BIN_EXE_wpp"))
+            .args([&args[..], &["-o", "-"]].concat())
+            .current_dir(dir.0.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert_eq!(out.stdout, std::fs::read(&file).unwrap(), "{args:?}");
+        assert!(!dir.0.path().join("-").exists(), "{args:?}");
+    }
+    let mut verify = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["verify", &w, "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&trace).unwrap();
+    // The refusal may come before the whole trace is written.
+    let _ = std::io::Write::write_all(&mut verify.stdin.take().unwrap(), &bytes);
+    let out = verify.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("/dev/stdin is a pipe"), "{err}");
+}
+
 /// Writes `events` as a binary trace of the program of `like`.
 fn write_variant(like: &str, path: &str, events: &[Event]) {
     let reader = TraceReader::from_bytes(std::fs::read(like).unwrap()).unwrap();

@@ -590,15 +590,15 @@ pub fn read_events(path: impl AsRef<Path>) -> Result<(ProgramDb, Vec<Event>), Tr
     Ok((db, reader.read_all()?))
 }
 
-/// A writer of either format, as returned by [`create`].
-pub enum FileWriter {
+/// A writer of either format, as returned by [`create`] and [`create_on`].
+pub enum FileWriter<W: Write = std::fs::File> {
     /// A binary trace.
-    Binary(TraceWriter<std::fs::File>),
+    Binary(TraceWriter<W>),
     /// A text trace.
-    Text(TextWriter<BufWriter<std::fs::File>>),
+    Text(TextWriter<BufWriter<W>>),
 }
 
-impl FileWriter {
+impl<W: Write> FileWriter<W> {
     /// Appends one event.
     #[inline]
     pub fn push(&mut self, event: Event) -> Result<(), TraceError> {
@@ -608,11 +608,11 @@ impl FileWriter {
         }
     }
 
-    /// Completes the file (end marker, flush).
-    pub fn finish(self) -> Result<(), TraceError> {
+    /// Completes the trace (end marker, flush) and gives back what it was written to.
+    pub fn finish(self) -> Result<W, TraceError> {
         match self {
-            FileWriter::Binary(w) => w.finish().map(drop),
-            FileWriter::Text(w) => w.finish()?.flush().map_err(TraceError::from),
+            FileWriter::Binary(w) => w.finish(),
+            FileWriter::Text(w) => w.finish()?.into_inner().map_err(|e| e.into_error().into()),
         }
     }
 }
@@ -623,10 +623,19 @@ pub fn create(
     format: Format,
     db: &ProgramDb,
 ) -> Result<FileWriter, TraceError> {
-    let file = std::fs::File::create(path)?;
+    create_on(std::fs::File::create(path)?, format, db)
+}
+
+/// A trace in `format` for a program described by `db`, written to `out` (a file, a pipe,
+/// standard output); its header is written at once.
+pub fn create_on<W: Write>(
+    out: W,
+    format: Format,
+    db: &ProgramDb,
+) -> Result<FileWriter<W>, TraceError> {
     Ok(match format {
-        Format::Binary => FileWriter::Binary(TraceWriter::new(file, db)?),
-        Format::Text => FileWriter::Text(TextWriter::new(BufWriter::new(file), db)?),
+        Format::Binary => FileWriter::Binary(TraceWriter::new(out, db)?),
+        Format::Text => FileWriter::Text(TextWriter::new(BufWriter::new(out), db)?),
     })
 }
 

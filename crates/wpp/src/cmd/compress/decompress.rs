@@ -7,12 +7,13 @@
 //! per-thread projections, see `wpp_trace::file::threads`), so the output equals the original
 //! trace per thread, which is what `wpp verify` checks.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use wpp_grammar::expand::{Expander, Flattened};
 use wpp_grammar::file::WppFile;
-use wpp_trace::file::{self, FileWriter, Format};
+use wpp_trace::file::{FileWriter, Format};
 use wpp_trace::{Event, TraceError};
 
 use crate::input::{needs_switch, starts_by_thread};
@@ -22,7 +23,7 @@ use crate::input::{needs_switch, starts_by_thread};
 pub struct Args {
     /// Input `.wpp` file.
     input: PathBuf,
-    /// Output trace.
+    /// Output trace (`-`: standard output).
     #[arg(short, long)]
     output: PathBuf,
     /// Write the text format instead of the binary one.
@@ -39,15 +40,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Format::Binary
     };
-    let mut writer = file::create(output, format, &wpp.program)
-        .with_context(|| format!("cannot create {}", output.display()))?;
+    let mut writer = crate::output::create_trace(output, format, &wpp.program)?;
     write_threads(&wpp, &mut writer)
-        .and_then(|()| writer.finish())
-        .with_context(|| format!("cannot write {}", output.display()))
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    crate::output::finish_trace(writer, output)
 }
 
 /// Writes every thread's expansion to `writer`.
-fn write_threads(wpp: &WppFile, writer: &mut FileWriter) -> Result<(), TraceError> {
+fn write_threads(wpp: &WppFile, writer: &mut FileWriter<impl Write>) -> Result<(), TraceError> {
     let g = &wpp.grammar;
     let total = g
         .starts()

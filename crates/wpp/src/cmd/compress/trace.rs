@@ -5,7 +5,7 @@ use anyhow::Context;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use wpp_trace::file::{self, Format, TextWriter, TraceError, TraceReader};
+use wpp_trace::file::{Format, TextWriter, TraceError, TraceReader};
 use wpp_trace::Event;
 
 /// Subcommands of `wpp trace`.
@@ -123,10 +123,7 @@ fn blocks(args: BlocksArgs) -> anyhow::Result<()> {
     let mut stream = wpp_paths::BlockStream::new(&db)
         .with_context(|| format!("cannot decode {}", input.display()))?;
     let mut writer = match &args.output {
-        Some(o) => Some(
-            file::create(o, format(args.to), &db)
-                .with_context(|| format!("cannot create {}", o.display()))?,
-        ),
+        Some(o) => Some(crate::output::create_trace(o, format(args.to), &db)?),
         None => None,
     };
     let mut compare = match &args.compare {
@@ -158,8 +155,7 @@ fn blocks(args: BlocksArgs) -> anyhow::Result<()> {
         }
     }
     if let (Some(w), Some(o)) = (writer, &args.output) {
-        w.finish()
-            .with_context(|| format!("cannot write {}", o.display()))?;
+        crate::output::finish_trace(w, o)?;
     }
     warn_truncated(input, reader.truncation());
     if let (Some((mut r, mut c)), Some(path)) = (compare, &args.compare) {
@@ -250,13 +246,10 @@ fn convert(args: ConvertArgs) -> anyhow::Result<()> {
     let (input, output) = (&args.input, &args.output);
     let mut reader = open_trace(input, "trace convert")?;
     let format = format(args.to);
-    let mut writer = file::create(output, format, reader.program())
-        .with_context(|| format!("cannot create {}", output.display()))?;
+    let mut writer = crate::output::create_trace(output, format, reader.program())?;
     let copied = copy(&mut reader, |e| writer.push(e));
     copy_context(copied, input, &output.display().to_string())?;
-    writer
-        .finish()
-        .with_context(|| format!("cannot write {}", output.display()))?;
+    crate::output::finish_trace(writer, output)?;
     warn_truncated(input, reader.truncation());
     Ok(())
 }

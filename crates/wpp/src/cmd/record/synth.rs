@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use std::path::PathBuf;
-use wpp_trace::file::{self, Format};
+use wpp_trace::file::Format;
 use wpp_trace::synth::{SynthProgram, TraceKind};
 
 /// The trace vocabulary, as named on the command line.
@@ -50,8 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Kind::Paths => TraceKind::Paths,
     };
     let out = &args.output;
-    let mut writer = file::create(out, format, program.program())
-        .with_context(|| format!("cannot create {}", out.display()))?;
+    let mut writer = crate::output::create_trace(out, format, program.program())?;
     let bar = crate::util::progress(args.events, "synthesizing");
     let mut n = 0u64;
     program
@@ -62,8 +61,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             writer.push(e)
         })
-        .and_then(|()| writer.finish())
         .with_context(|| format!("cannot write {}", out.display()))?;
+    crate::output::finish_trace(writer, out)?;
     bar.finish_and_clear();
     Ok(())
 }

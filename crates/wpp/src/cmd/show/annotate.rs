@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(name) => Some(super::function_index(&args.file, &l.db, name)?),
         None => None,
     };
-    let mut out = super::Output::create(args.output.as_deref())?;
+    let mut out = crate::output::Output::create(args.output.as_deref())?;
     match args.format {
         Format::Text => wpp_show::annotate::write_annotated(&l.db, &l.map, &l.run, only, &mut out)?,
         Format::Lcov => {

@@ -56,7 +56,7 @@ pub struct Args {
 /// Runs `wpp export`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut rec = super::open_recording(&args.file, "export")?;
-    let mut out = super::Output::create(args.output.as_deref())?;
+    let mut out = crate::output::Output::create(args.output.as_deref())?;
     let name = args.file.display().to_string();
     if args.format == Format::Chrome {
         let to = args.to.unwrap_or(args.from.saturating_add(100_000));
