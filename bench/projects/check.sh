@@ -175,7 +175,7 @@ check_ewpp() {
     rm -rf "$rec" && mkdir -p "$rec"
     (cd "$dir" && WPP_MODE=ewpp-filter make $make_args CC=wpp-cc >make-filter.log 2>&1) ||
         { fail "$name" "ewpp-filter build failed: $dir/make-filter.log"; return; }
-    got=$(cd "$dir" && WPP_OUT=$rec/filter "$@") || { fail "$name" "filtering run failed"; return; }
+    got=$(cd "$dir" && WPP_OUT=$rec/filter.depf "$@") || { fail "$name" "filtering run failed"; return; }
     [[ $got == "$want" ]] || { fail "$name" "filtering run's output differs from native"; return; }
     (cd "$dir" && make $make_args clean >/dev/null &&
         WPP_MODE=ewpp WPP_EXERCISED=$rec/filter.depf make $make_args CC=wpp-cc >make-ewpp.log 2>&1) ||

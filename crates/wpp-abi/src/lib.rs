@@ -370,18 +370,20 @@ impl Trailer {
     }
 
     /// The encoding of `db`'s trailer: the [`Trailer`], then its [`InnerLines`] when any block
-    /// has inner lines.
+    /// has inner lines, then its [`TailLines`] when any block has tail lines (which are inner
+    /// lines).
     fn bytes(db: &wpp_trace::ProgramDb) -> Result<Vec<u8>, postcard::Error> {
         let mut bytes = postcard::to_allocvec(&Trailer::of(db))?;
+        let lines = |of: fn(&wpp_trace::Function) -> &Vec<Vec<u32>>| -> Vec<Vec<Vec<u32>>> {
+            db.functions.iter().map(|f| of(f).clone()).collect()
+        };
         if db.has_inner_lines() {
-            let lines = InnerLines {
-                block_inner_lines: db
-                    .functions
-                    .iter()
-                    .map(|f| f.block_inner_lines.clone())
-                    .collect(),
-            };
-            bytes.extend(postcard::to_allocvec(&lines)?);
+            let block_inner_lines = lines(|f| &f.block_inner_lines);
+            bytes.extend(postcard::to_allocvec(&InnerLines { block_inner_lines })?);
+            let block_tail_lines = lines(|f| &f.block_tail_lines);
+            if block_tail_lines.iter().flatten().any(|l| !l.is_empty()) {
+                bytes.extend(postcard::to_allocvec(&TailLines { block_tail_lines })?);
+            }
         }
         Ok(bytes)
     }
@@ -401,6 +403,13 @@ impl Trailer {
             }
             rest = after;
         }
+        if !rest.is_empty() {
+            let (lines, after) = postcard::take_from_bytes::<TailLines>(rest)?;
+            for (f, lines) in db.functions.iter_mut().zip(lines.block_tail_lines) {
+                f.block_tail_lines = lines;
+            }
+            rest = after;
+        }
         Ok(rest)
     }
 }
@@ -411,6 +420,13 @@ impl Trailer {
 struct InnerLines {
     /// Per function (by id): [`wpp_trace::Function::block_inner_lines`].
     block_inner_lines: Vec<Vec<Vec<u32>>>,
+}
+
+/// What follows the [`InnerLines`] when a program database has tail lines.
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct TailLines {
+    /// Per function (by id): [`wpp_trace::Function::block_tail_lines`].
+    block_tail_lines: Vec<Vec<Vec<u32>>>,
 }
 
 /// The bytes of [`SYM_PROGRAM_DB`]: the postcard encoding of `program`, then that of its
@@ -530,6 +546,13 @@ mod tests {
         assert_eq!(with[..without.len()], without[..]);
         assert_eq!(read_embedded(&with).unwrap(), lines);
         assert!(read_embedded(&with[..with.len() - 1]).is_err());
+        // Tail lines follow the inner lines.
+        let mut tails = lines.clone();
+        tails.program.functions[0].block_tail_lines = vec![vec![6], vec![], vec![]];
+        let with_tails = embedded_bytes(&tails).unwrap();
+        assert_eq!(with_tails[..with.len()], with[..]);
+        assert_eq!(read_embedded(&with_tails).unwrap(), tails);
+        assert!(read_embedded(&with_tails[..with_tails.len() - 1]).is_err());
     }
 
     /// The raw sink writes event words as the trace format's varints: the two encodings must

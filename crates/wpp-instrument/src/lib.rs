@@ -463,6 +463,53 @@ fn inner_lines(block: &ir::Block<'_>, file: &str, first: u32) -> Vec<u32> {
     out
 }
 
+/// Per block, those of its inner lines that only instructions after its first call run, the
+/// call that cuts its paths ([`paths::Model::first_call`]): they run only when that call
+/// returns ([`Function::block_tail_lines`]). Empty when no block has any.
+///
+/// A block whose tail makes another call has none: if that call never returns (`exit`, a
+/// successful `exec`), the path that started at the tail is never recorded, so the tail's runs
+/// would be undercounted; its lines count the block's runs instead.
+fn tail_lines(
+    blocks: &[ir::Block<'_>],
+    first_call: &[Option<ir::Value<'_>>],
+    func: &Function,
+) -> Vec<Vec<u32>> {
+    let tails: Vec<Vec<u32>> = blocks
+        .iter()
+        .zip(first_call)
+        .enumerate()
+        .map(|(b, (block, call))| {
+            let inner = func.block_inner_lines.get(b).map_or(&[][..], Vec::as_slice);
+            let Some(call) = call.filter(|_| !inner.is_empty()) else {
+                return Vec::new();
+            };
+            let instructions = block.instructions();
+            let at = instructions.iter().position(|&i| i == call).unwrap_or(0);
+            let (before, after) = instructions.split_at(at + 1);
+            let calls = |i: &&ir::Value<'_>| {
+                matches!(
+                    i.opcode(),
+                    ir::Opcode::LLVMCall | ir::Opcode::LLVMInvoke | ir::Opcode::LLVMCallBr
+                ) && !i.calls_nothing_instrumented()
+            };
+            if after.iter().any(|i| calls(&i)) {
+                return Vec::new();
+            }
+            let ran_before = |line: &u32| before.iter().any(|i| i.debug_line() == *line);
+            inner
+                .iter()
+                .filter(|line| !ran_before(line) && after.iter().any(|i| i.debug_line() == **line))
+                .copied()
+                .collect()
+        })
+        .collect();
+    if tails.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    tails
+}
+
 /// Stores a profile's per-function slots as a constant global and, at the start of `main`, calls
 /// the runtime's `init(table, functions, db, db_len)` with it; shared by `bl` and `ppp`. Programs
 /// without a `main` get the table but no call, so they record nothing; a shared library
@@ -925,6 +972,8 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         report.blocks += sites.blocks.len();
         if path_probes || matches!(opts.mode, Mode::Bl | Mode::Ppp) {
             let model = paths::model(f, &sites)?;
+            let func = db.functions.last_mut().expect("pushed above");
+            func.block_tail_lines = tail_lines(&sites.blocks, &model.first_call, func);
             let (fp, plan) = paths::number(&model.cfg)?;
             all_paths.push((model, fp, plan));
         }

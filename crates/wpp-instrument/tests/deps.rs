@@ -819,16 +819,15 @@ fn filtering_run_equals_the_filtering_of_an_address_trace() {
         let dir = Scratch::new();
         let at = record(src, &["-O1", "-g"], &dir);
         let (_, want) = at_truth(&at);
-        let (filter, out) = (dir.path("filter"), dir.path("f"));
+        let (filter, report) = (dir.path("filter"), dir.path("f.depf"));
         let opts = Options::new(InstrumentMode::EwppFilter);
         build_with_options(src, &["-O1", "-g"], opts, &filter, None);
-        let r = run(&filter, &[], Some(&out));
+        let r = run(&filter, &[], Some(&report));
         assert!(
             r.stderr.is_empty(),
             "{src}: {}",
             String::from_utf8_lossy(&r.stderr)
         );
-        let report = dir.path("f.depf");
         let bytes = std::fs::read(&report).unwrap_or_else(|e| panic!("{src}: {e}"));
         let got = wpp_deps::filter::FilterReport::from_bytes(&bytes, "f.depf").unwrap();
         assert!(!got.pairs.is_empty(), "{src}");

@@ -146,14 +146,18 @@ struct Numbered {
     bl: BallLarus,
 }
 
+/// [`PathDecoder`]'s cache: a path that starts at no cut node's tail.
+const NO_TAIL: u32 = u32::MAX;
+
 /// Decodes `(function, path id)` pairs to blocks, numbering each function once and caching
 /// every decoded path.
 pub struct PathDecoder {
     /// Per function: its name (for messages) and stored CFG.
     records: Vec<(String, Option<FunctionCfg>)>,
     functions: Vec<Option<Result<Numbered, String>>>,
-    /// `(function, path)` → range of `blocks`.
-    cache: FxHashMap<(u32, u64), (u32, u32)>,
+    /// `(function, path)` → range of `blocks`, and the cut node whose tail the path starts
+    /// at ([`NO_TAIL`] if none).
+    cache: FxHashMap<(u32, u64), (u32, u32, u32)>,
     blocks: Vec<BlockId>,
 }
 
@@ -184,18 +188,37 @@ impl PathDecoder {
         p: PathId,
         event: u64,
     ) -> Result<&[BlockId], DecodeError> {
-        let (start, len) = match self.cache.get(&(f.0, p.0)) {
-            Some(&r) => r,
-            None => {
-                let r = self.decode(f, p, event)?;
-                self.cache.insert((f.0, p.0), r);
-                r
-            }
-        };
+        let (start, len, _) = self.decoded(f, p, event)?;
         Ok(&self.blocks[start as usize..(start + len) as usize])
     }
 
-    fn decode(&mut self, f: FunctionId, p: PathId, event: u64) -> Result<(u32, u32), DecodeError> {
+    /// The block whose first call path `p` of function `f` starts after (it starts at that
+    /// cut node's tail: the call returned), if it does.
+    pub fn resumes(&mut self, f: FunctionId, p: PathId) -> Result<Option<BlockId>, DecodeError> {
+        let (_, _, tail) = self.decoded(f, p, 0)?;
+        Ok((tail != NO_TAIL).then_some(BlockId(tail)))
+    }
+
+    fn decoded(
+        &mut self,
+        f: FunctionId,
+        p: PathId,
+        event: u64,
+    ) -> Result<(u32, u32, u32), DecodeError> {
+        if let Some(&r) = self.cache.get(&(f.0, p.0)) {
+            return Ok(r);
+        }
+        let r = self.decode(f, p, event)?;
+        self.cache.insert((f.0, p.0), r);
+        Ok(r)
+    }
+
+    fn decode(
+        &mut self,
+        f: FunctionId,
+        p: PathId,
+        event: u64,
+    ) -> Result<(u32, u32, u32), DecodeError> {
         let (name, record) = match self.records.get(f.index()) {
             Some((name, Some(record))) => (name, record),
             named => {
@@ -228,12 +251,15 @@ impl PathDecoder {
             self.cache.clear();
         }
         let start = self.blocks.len();
+        let mut tail = NO_TAIL;
         for e in path.edges {
-            if let DagNodeKind::Block(n) = numbered.dag.node(numbered.dag.edge(e).dst) {
-                self.blocks.push(BlockId(n.0));
+            match numbered.dag.node(numbered.dag.edge(e).dst) {
+                DagNodeKind::Block(n) => self.blocks.push(BlockId(n.0)),
+                DagNodeKind::CutTail(n) => tail = n.0,
+                DagNodeKind::Entry | DagNodeKind::Exit => {}
             }
         }
-        Ok((start as u32, (self.blocks.len() - start) as u32))
+        Ok((start as u32, (self.blocks.len() - start) as u32, tail))
     }
 }
 
@@ -677,6 +703,11 @@ mod tests {
                 Event::Leave
             ]
         );
+        // The paths after the call resume block 1's tail; the first resumes nothing.
+        let mut decoder = PathDecoder::new(&db).unwrap();
+        for (nodes, tail, resumes) in [(&[0, 1], false, None), (&[1, 2], true, Some(BlockId(1)))] {
+            assert_eq!(decoder.resumes(f, id(nodes, tail)).unwrap(), resumes);
+        }
         // A path of thread 1 runs in `g`, which has no CFG.
         let e = decode_trace(
             &db,

@@ -10,6 +10,12 @@
 //! and bl/ppp profiles count the blocks their paths decode to; for those, each line also lists
 //! the hottest paths through it (the paths with a block that runs code of it). Costs (samples,
 //! the exports) stay charged to the line a block starts on; only these counts use inner lines.
+//!
+//! A line that only the code after a block's first call runs
+//! ([`wpp_trace::Function::block_tail_lines`]) runs when that call returns, which path
+//! recordings and profiles count: a path starts after the call ([`resumed_counts`]). There it
+//! counts the returns, so frames a `longjmp` abandoned inside the call do not count it. A block
+//! recording cannot tell such frames from returning ones and counts the block's runs.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -42,6 +48,7 @@ pub fn line_counts(
     only: Option<u32>,
 ) -> Result<BTreeMap<Loc, LineInfo>, ShowError> {
     let mut lines: BTreeMap<Loc, LineInfo> = BTreeMap::new();
+    let resumed = resumed_counts(db, run)?;
     for (f, counts) in run.block_counts.iter().enumerate() {
         let f = f as u32;
         if only.is_some_and(|o| o != f) {
@@ -49,7 +56,13 @@ pub fn line_counts(
         }
         let mut most: FxHashMap<Loc, u64> = FxHashMap::default();
         for (b, &n) in counts.iter().enumerate() {
-            for loc in map.block_locs(f, b as u32) {
+            let b = b as u32;
+            let tail = map.tail_locs(f, b);
+            for loc in map.block_locs(f, b) {
+                let n = match &resumed {
+                    Some(r) if tail.contains(&loc) => r.get(&(f, b)).copied().unwrap_or(0),
+                    _ => n,
+                };
                 let m = most.entry(loc).or_default();
                 *m = (*m).max(n);
             }
@@ -60,6 +73,30 @@ pub fn line_counts(
     }
     add_paths(db, map, run, only, &mut lines)?;
     Ok(lines)
+}
+
+/// `(function, block)` → how often the block's first call returned.
+type Resumed = FxHashMap<(u32, u32), u64>;
+
+/// How often each block's first call returned, `(function, block)` → count, where the run
+/// tells: in path recordings and profiles, each path that starts after a call (at its cut
+/// node's tail) is one return. A frame that a `longjmp` abandoned inside the call has none, so
+/// its lines after the call do not count it. `None` for block recordings, which do not tell.
+fn resumed_counts(db: &ProgramDb, run: &Run) -> Result<Option<Resumed>, ShowError> {
+    let has_tails = |f: &wpp_trace::Function| f.block_tail_lines.iter().any(|l| !l.is_empty());
+    if run.path_counts.is_empty() || !db.has_cfgs() || !db.functions.iter().any(has_tails) {
+        return Ok(None);
+    }
+    let mut decoder = PathDecoder::new(db)?;
+    let mut resumed = Resumed::default();
+    for (&(f, p), &n) in &run.path_counts {
+        if (f as usize) < db.functions.len() {
+            if let Some(b) = decoder.resumes(FunctionId(f), PathId(p))? {
+                *resumed.entry((f, b.0)).or_default() += n;
+            }
+        }
+    }
+    Ok(Some(resumed))
 }
 
 /// Lists each line's hottest paths (path recordings and profiles).

@@ -26,6 +26,9 @@ struct FunctionLines {
     /// Per block, the locations of its inner lines (empty when it has none or none are
     /// recorded). Not slots: costs are charged to the line a block starts on only.
     block_inner: Vec<Vec<Loc>>,
+    /// Per block, those of its inner locations that run only after its first call
+    /// ([`wpp_trace::Function::block_tail_lines`]).
+    block_tail: Vec<Vec<Loc>>,
     slots: Vec<Loc>,
 }
 
@@ -55,6 +58,7 @@ impl SourceMap {
             let mut lines = FunctionLines {
                 block_slot: Vec::with_capacity(f.block_lines.len()),
                 block_inner: Vec::new(),
+                block_tail: Vec::new(),
                 slots: vec![Loc { file: own, line: 0 }],
             };
             let mut index: FxHashMap<Loc, u32> = FxHashMap::default();
@@ -70,15 +74,19 @@ impl SourceMap {
                     })
                 };
                 lines.block_slot.push(slot);
-                let inner = f.block_inner_lines.get(b).filter(|_| line != 0);
-                if let Some(inner) = inner.filter(|l| !l.is_empty()) {
-                    lines.block_inner.resize(b + 1, Vec::new());
-                    lines.block_inner[b] = inner
-                        .iter()
-                        .filter(|&&l| l != 0 && l != line)
-                        .map(|&line| Loc { file, line })
-                        .collect();
-                }
+                let locs = |of: &[Vec<u32>], into: &mut Vec<Vec<Loc>>| {
+                    let listed = of.get(b).filter(|l| line != 0 && !l.is_empty());
+                    if let Some(listed) = listed {
+                        into.resize(b + 1, Vec::new());
+                        into[b] = listed
+                            .iter()
+                            .filter(|&&l| l != 0 && l != line)
+                            .map(|&line| Loc { file, line })
+                            .collect();
+                    }
+                };
+                locs(&f.block_inner_lines, &mut lines.block_inner);
+                locs(&f.block_tail_lines, &mut lines.block_tail);
             }
             map.functions.push(lines);
         }
@@ -101,6 +109,14 @@ impl SourceMap {
         self.functions
             .get(f as usize)
             .and_then(|l| l.block_inner.get(b as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Those of [`inner_locs`](Self::inner_locs) that run only after the block's first call.
+    pub fn tail_locs(&self, f: u32, b: u32) -> &[Loc] {
+        self.functions
+            .get(f as usize)
+            .and_then(|l| l.block_tail.get(b as usize))
             .map_or(&[], Vec::as_slice)
     }
 

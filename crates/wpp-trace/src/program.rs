@@ -110,6 +110,13 @@
 //! block 1 runs line 13 only, is `4C 01  01  02  02 02 02  00` (one function of 2 blocks; block
 //! 0: 2 lines, +1, +1; block 1: none).
 //!
+//! A block's lines after its first call run only when that call returns: a frame a `longjmp`
+//! abandons never runs them. Path recordings know how often each call returned (a path starts
+//! at the cut node's tail), so databases with CFGs name those lines
+//! ([`Function::block_tail_lines`]) in the *tail-line table*, after the inner-line table, in
+//! the inner-line table's layout (`"A" 1:u8`, then the same counts and lines); each is one of
+//! its block's inner lines.
+//!
 //! Reading checks every count against the bytes left before allocating (each block, edge and
 //! list item takes at least one byte) and every id against its range, and reports the first
 //! problem with the function and the absolute byte offset ([`ProgramDbError`]).
@@ -141,6 +148,12 @@ pub struct Function {
     /// inner-line table (module docs).
     #[serde(skip)]
     pub block_inner_lines: Vec<Vec<u32>>,
+    /// Per block (indexed by block id): those of its inner lines that run only after its
+    /// first call, the one that cuts its paths (a Ball–Larus cut node's tail half: a path
+    /// recording knows how often the call returned into it, `wpp_paths::trace`); empty when
+    /// not recorded or no block has any. Stored in the tail-line table (module docs).
+    #[serde(skip)]
+    pub block_tail_lines: Vec<Vec<u32>>,
     /// The CFG its path ids are numbered on, where the recording has one. Not part of the
     /// postcard serialization: the file formats store it in the CFG table (module docs).
     /// Boxed: most functions of a large program database have none, and an inline CFG would
@@ -329,7 +342,11 @@ impl ProgramDb {
             out.extend_from_slice(&self.memory);
         }
         if self.has_inner_lines() {
-            encode_inner_lines(&mut out, self);
+            encode_block_lines(&mut out, INNER_LINES_TAG, self, |f| &f.block_inner_lines);
+        }
+        let has_tails = |f: &Function| f.block_tail_lines.iter().any(|l| !l.is_empty());
+        if self.functions.iter().any(has_tails) {
+            encode_block_lines(&mut out, TAIL_LINES_TAG, self, |f| &f.block_tail_lines);
         }
         Ok(out)
     }
@@ -376,6 +393,9 @@ impl ProgramDb {
             if next(&r) == Some(INNER_LINES_TAG[0]) {
                 read_inner_lines(&mut r, &mut db)?;
             }
+            if next(&r) == Some(TAIL_LINES_TAG[0]) {
+                read_tail_lines(&mut r, &mut db)?;
+            }
         }
         if !r.is_empty() {
             return Err(ProgramDbError {
@@ -402,15 +422,24 @@ const PATHS_ARE_BLOCKS_TAG: [u8; 2] = [b'B', 1];
 /// The first bytes of the inner-line table: its tag and version.
 const INNER_LINES_TAG: [u8; 2] = [b'L', 1];
 
-fn encode_inner_lines(out: &mut Vec<u8>, db: &ProgramDb) {
-    out.extend_from_slice(&INNER_LINES_TAG);
+/// The first bytes of the tail-line table: its tag and version.
+const TAIL_LINES_TAG: [u8; 2] = [b'A', 1];
+
+/// Writes the inner-line table, or the tail-line table in its layout, of the lists `of` gives.
+fn encode_block_lines(
+    out: &mut Vec<u8>,
+    tag: [u8; 2],
+    db: &ProgramDb,
+    of: impl Fn(&Function) -> &Vec<Vec<u32>>,
+) {
+    out.extend_from_slice(&tag);
     write_varint(out, db.functions.len() as u64);
     for f in &db.functions {
-        let any = f.block_inner_lines.iter().any(|l| !l.is_empty());
+        let any = of(f).iter().any(|l| !l.is_empty());
         let n = if any { f.block_lines.len() } else { 0 };
         write_varint(out, n as u64);
         for b in 0..n {
-            let lines = f.block_inner_lines.get(b).map_or(&[][..], Vec::as_slice);
+            let lines = of(f).get(b).map_or(&[][..], Vec::as_slice);
             write_varint(out, lines.len() as u64);
             let mut prev = i64::from(f.block_lines[b]);
             for &line in lines {
@@ -433,7 +462,31 @@ fn read_inner_lines(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), Progra
     Ok(())
 }
 
-/// One function's entry of the inner-line table, checked: as many blocks as it has block
+fn read_tail_lines(r: &mut Reader<'_>, db: &mut ProgramDb) -> Result<(), ProgramDbError> {
+    read_tag(r, TAIL_LINES_TAG, "tail-line table")?;
+    let count = read_function_count(r, db.functions.len(), "tail-line table")?;
+    for (i, f) in db.functions.iter_mut().enumerate().filter(|_| count != 0) {
+        let at = r.offset();
+        let named = |offset, message: String| ProgramDbError {
+            offset,
+            message: format!("tail lines of function {i} (`{}`): {message}", f.name),
+        };
+        let tails = read_inner_lines_function(r, f).map_err(|e| named(e.offset, e.message))?;
+        for (b, lines) in tails.iter().enumerate() {
+            let inner = f.block_inner_lines.get(b).map_or(&[][..], Vec::as_slice);
+            if let Some(x) = lines.iter().find(|x| !inner.contains(x)) {
+                return Err(named(
+                    at,
+                    format!("block {b}: tail line {x} is no inner line"),
+                ));
+            }
+        }
+        f.block_tail_lines = tails;
+    }
+    Ok(())
+}
+
+/// One function's entry of the inner-line table (or the tail-line table), checked: as many blocks as it has block
 /// lines, and per block distinct ascending lines in `1 ..= 2^32 − 1` other than its own.
 fn read_inner_lines_function(
     r: &mut Reader<'_>,
@@ -945,5 +998,29 @@ mod tests {
             assert!(e.to_string().contains(message), "{table:?}: {e}");
         }
         assert!(with(&[b'L', 1, 0]).is_ok());
+    }
+
+    /// The tail-line table follows the inner-line table, and names only inner lines.
+    #[test]
+    fn the_tail_line_table_round_trips_and_names_only_inner_lines() {
+        let inner = db(true).to_bytes().unwrap();
+        let mut with = db(true);
+        with.functions[1].block_tail_lines = vec![vec![], vec![7, 300], vec![]];
+        let bytes = with.to_bytes().unwrap();
+        assert_eq!(bytes[..inner.len()], inner[..], "the table is appended");
+        assert_eq!(read(&bytes).unwrap(), with);
+        // Function 1 (blocks on lines 20, 5, 30): block 1 names 7 (+2) and 300 (+293).
+        let table = &bytes[inner.len()..];
+        assert_eq!(table, [b'A', 1, 2, 0, 3, 0, 2, 4, 0xCA, 0x04, 0]);
+        for cut in inner.len() + 1..bytes.len() {
+            assert!(read(&bytes[..cut]).is_err(), "cut {cut}");
+        }
+        let not_inner = [&inner[..], &[b'A', 1, 2, 0, 3, 0, 1, 6, 0]].concat();
+        let e = read(&not_inner).unwrap_err();
+        assert!(
+            e.to_string().contains("tail line 8 is no inner line"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("function 1"), "{e}");
     }
 }

@@ -40,6 +40,7 @@ fn db(names: &[&str]) -> ProgramDb {
             line: Some(3),
             block_lines: vec![4, 5],
             block_files: Vec::new(),
+            block_tail_lines: vec![vec![7], vec![]],
             block_inner_lines: vec![vec![6, 7], vec![]],
             cfg: Some(Box::new(wpp_trace::FunctionCfg {
                 successors: vec![vec![1, 0], vec![]],

@@ -101,7 +101,10 @@ enum Command {
     /// A line counts the runs of the blocks that run its code: per function, the largest
     /// count of the blocks starting on it or containing it (a condition after a call on the
     /// line before, at -O0, is inside the call's block and counts that block's runs), summed
-    /// over the functions it was inlined into. `llvm-cov` counts regions instead.
+    /// over the functions it was inlined into. A line after a call in the same block counts
+    /// the call's returns in path recordings (`trace-paths`) and bl/ppp profiles, so frames a
+    /// `longjmp` abandoned inside the call do not count it; block recordings cannot tell those
+    /// frames apart and count the block's runs. `llvm-cov` counts regions instead.
     Annotate(cmd::show::annotate::Args),
     /// The whole run as folded stacks, SVG flame graph, pprof, speedscope, callgrind or a
     /// Chrome trace window.

@@ -598,6 +598,39 @@ fn lcov_lines(lcov: &str) -> BTreeMap<u32, u64> {
         .collect()
 }
 
+/// A line after a call counts the call's returns where the recording knows them: in
+/// `tests/programs/longjmp_lines.c` the block of `deep(n - 1, k); after++;` (lines 18–19) runs
+/// 40 times, but 16 of those frames are abandoned by a `longjmp` inside the call, so `after++`
+/// runs 24 times, as the program counts. Path recordings and bl profiles say so (a path starts
+/// after the call only when it returns).
+#[test]
+fn lines_after_a_call_count_its_returns_in_path_recordings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/longjmp_lines.c");
+    let src = src.to_str().unwrap();
+    for (mode, out) in [("trace-paths", "o.wpp"), ("bl", "o.blprof")] {
+        let exe = format!("prog-{mode}");
+        wpp(
+            dir,
+            &["cc", "--mode", mode, "--", "-O0", "-g", src, "-o", &exe],
+        );
+        let run = Command::new(dir.join(&exe))
+            .current_dir(dir)
+            .env("WPP_OUT", out)
+            .env("WPP_FINISH", "wait")
+            .env("WPP_QUIET", "1")
+            .output()
+            .unwrap();
+        assert!(run.status.success());
+        assert_eq!(String::from_utf8_lossy(&run.stdout), "50 24 4\n");
+        let lcov = String::from_utf8(wpp(dir, &["annotate", out, "--format", "lcov"]).stdout);
+        let lines = lcov_lines(&lcov.unwrap());
+        assert_eq!(lines.get(&18), Some(&40), "{mode}: {lines:?}");
+        assert_eq!(lines.get(&19), Some(&24), "{mode}: {lines:?}");
+    }
+}
+
 /// Lines inside a block count as often as the block runs: at -O0 `step`'s lines 10–12 of
 /// `tests/programs/inner_lines.c` (a call, `y += 2;`, the condition) are one block, which runs
 /// once per call of `step` (5), so each line counts 5 — as `llvm-cov gcov` says of the same
