@@ -31,7 +31,16 @@ fn checked(n: u64) -> u64 {
     work(n) + squares.len() as u64 - n
 }
 
+/// Instances at two types: v0 symbol names tell them apart.
+#[inline(never)]
+fn twice<T: Copy + std::ops::Add<Output = T>>(x: T) -> T {
+    x + x
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--abort") {
+        std::process::abort();
+    }
     panic::set_hook(Box::new(|_| {}));
     let mut caught = 0;
     let mut sum = 0;
@@ -46,6 +55,7 @@ fn main() {
     for t in 0..threads {
         sum += std::thread::spawn(move || work(100 + t)).join().unwrap();
     }
+    sum += twice(std::hint::black_box(1u64)) + twice(std::hint::black_box(1.5f64)) as u64 - 5;
     println!("caught {caught}, sum {sum}");
 }
 "#;
@@ -185,6 +195,18 @@ fn wpp(args: &[&str]) -> String {
 #[test]
 fn a_rust_program_with_panics_and_threads_records_exactly() {
     let c = Crate::new();
+    // A wrong wpp option stops `wpp cargo` before cargo builds anything.
+    let bogus = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["cargo", "--wpp-mode=bogus", "build"])
+        .current_dir(c.dir.path())
+        .output()
+        .expect("wpp runs");
+    let err = String::from_utf8_lossy(&bogus.stderr);
+    assert_eq!(bogus.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("wpp: error: unknown mode \"bogus\""),
+        "{err}"
+    );
     let native = c.build("native", None, &[]);
     let want = c.run(&native, &[], false);
     // work(n) = Σ_{i<n} i + Σ_{i<n, 3|i} i: 13 + 18 + 37 + 45 for n = 5, 6, 8, 9, and
@@ -222,6 +244,35 @@ fn a_rust_program_with_panics_and_threads_records_exactly() {
     assert_eq!(entered.get("hello::checked"), Some(&5), "{entered:?}");
     assert_eq!(entered.get("hello::work"), Some(&7), "{entered:?}");
     assert_eq!(entered.get("hello::main"), Some(&1), "{entered:?}");
+    // Generic instances by their types (v0 names), and source lines in a release build.
+    assert_eq!(entered.get("hello::twice::<u64>"), Some(&1), "{entered:?}");
+    assert_eq!(entered.get("hello::twice::<f64>"), Some(&1), "{entered:?}");
+    let functions = wpp(&["functions", w]);
+    let work = functions.lines().find(|l| l.contains("hello::work ("));
+    assert!(
+        work.is_some_and(|l| l.contains("src/main.rs:")),
+        "{functions}"
+    );
+    // `wpp cargo run` ends as the program did: killed by its abort.
+    let aborted = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args([
+            "cargo",
+            "--wpp-mode=trace-blocks",
+            "run",
+            "--release",
+            "--quiet",
+        ])
+        .args(["--offline", "--", "--abort"])
+        .current_dir(c.dir.path())
+        .env("CARGO_TARGET_DIR", c.path("target-blocks"))
+        .env("WPP_OUT", c.path("run.aborted.trace"))
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("wpp cargo runs");
+    let signal = std::os::unix::process::ExitStatusExt::signal(&aborted.status);
+    assert_eq!(signal, Some(6), "{aborted:?}");
 
     // The path recording of the same run decodes to the block recording, thread by thread.
     // Built into the block build's target directory: another mode must rebuild the program.

@@ -13,35 +13,50 @@
 //! macro inside rustc itself) — must not be instrumented, so unless the command names a
 //! `--target`, the host's triple is given: cargo then applies `RUSTFLAGS` to the target's
 //! artifacts only, and they land in `target/TRIPLE/…`.
+//!
+//! As `wpp cc` adds line tables when no `-g` is given, a release build gets
+//! `debug = "line-tables-only"` unless the manifest or the environment sets its `debug`, so
+//! `wpp annotate` has lines; and symbols are mangled v0, so that generic instances are named by
+//! their types.
 
-use super::cc::{from_env, split_args, CcOptions};
+use super::cc::{settings, split_args, CcOptions};
 use anyhow::Context;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Runs `wpp cargo ARGS…`; cargo's exit status becomes wpp's.
+/// Runs `wpp cargo ARGS…`; cargo's exit status becomes wpp's, and a signal that ended it ends
+/// wpp too (`cargo run` replaces itself with the program, so an aborted program's shell sees
+/// the abort).
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let (o, mut cargo_args) = split_args(args)?;
-    let linker = linker()?;
-    let mut flags = vec![
-        "-C".to_owned(),
-        format!("linker={}", linker.display()),
-        "-C".to_owned(),
-        "linker-plugin-lto".to_owned(),
-    ];
-    for option in link_options(&from_env(o))? {
-        flags.extend(["-C".to_owned(), format!("link-arg={option}")]);
-    }
+    let (_, _, o) = settings(o)?;
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    // `wpp cargo --help`, `--version`, `--list`: cargo's own, with nothing to build.
+    if cargo_args.first().is_none_or(|a| a.starts_with('-')) {
+        return finish(c.args(&cargo_args).status().context("cannot run cargo")?);
+    }
     if !cargo_args
         .iter()
         .any(|a| a == "--target" || a.starts_with("--target="))
     {
         // After the subcommand: `cargo build --target T …`.
-        let at = cargo_args.len().min(1);
-        cargo_args.insert(at, format!("--target={}", host_triple()?));
+        cargo_args.insert(1, format!("--target={}", host_triple()?));
+    }
+    if builds_release(&cargo_args) && !release_sets_debug()? {
+        // As `wpp cc` adds `-gline-tables-only` when no `-g` is given: lines for `annotate`.
+        c.env("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only");
     }
     c.args(&cargo_args);
+    c.env("CARGO_ENCODED_RUSTFLAGS", rustflags(&o)?.join("\x1f"))
+        .env_remove("RUSTFLAGS");
+    finish(c.status().context("cannot run cargo")?)
+}
+
+/// The user's rustflags, then wpp's: `wpp cc` as the linker over the crate's bitcode, and
+/// v0 symbol names, which name each generic instance by its types (`largest::<i32>`, not
+/// `largest::h01d1…`), unless the user chose a mangling.
+fn rustflags(o: &CcOptions) -> anyhow::Result<Vec<String>> {
     // Encoded (0x1f-separated), so paths with spaces survive; cargo splits `RUSTFLAGS` on
     // whitespace, and the encoded form takes precedence over it.
     let user: Vec<String> = match std::env::var("CARGO_ENCODED_RUSTFLAGS") {
@@ -52,16 +67,72 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             .map(str::to_owned)
             .collect(),
     };
-    c.env(
-        "CARGO_ENCODED_RUSTFLAGS",
-        [user, flags].concat().join("\x1f"),
-    )
-    .env_remove("RUSTFLAGS");
-    let status = c.status().context("cannot run cargo")?;
+    let mut flags = vec![
+        "-C".to_owned(),
+        format!("linker={}", linker()?.display()),
+        "-C".to_owned(),
+        "linker-plugin-lto".to_owned(),
+    ];
+    if !user.iter().any(|f| f.contains("symbol-mangling-version")) {
+        flags.push("-Csymbol-mangling-version=v0".to_owned());
+    }
+    for option in link_options(o)? {
+        flags.extend(["-C".to_owned(), format!("link-arg={option}")]);
+    }
+    Ok([user, flags].concat())
+}
+
+/// Exits as cargo did: its status, or the signal that ended it, raised again.
+fn finish(status: std::process::ExitStatus) -> anyhow::Result<()> {
+    if let Some(signal) = status.signal() {
+        // SAFETY: restoring the default action and raising a signal have no preconditions.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+        std::process::exit(128 + signal);
+    }
     if !status.success() {
         std::process::exit(status.code().unwrap_or(1));
     }
     Ok(())
+}
+
+/// Whether the cargo command builds the `release` profile.
+fn builds_release(args: &[String]) -> bool {
+    args.iter().enumerate().any(|(i, a)| {
+        a == "--release"
+            || a == "-r"
+            || a == "--profile=release"
+            || (a == "--profile" && args.get(i + 1).is_some_and(|p| p == "release"))
+    })
+}
+
+/// Whether the user set the release profile's debug information: in the environment, or in
+/// the workspace's manifest (`[profile.release] debug`).
+fn release_sets_debug() -> anyhow::Result<bool> {
+    if std::env::var_os("CARGO_PROFILE_RELEASE_DEBUG").is_some() {
+        return Ok(true);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args(["locate-project", "--workspace", "--message-format", "plain"])
+        .output()
+        .with_context(|| format!("cannot run {cargo} locate-project"))?;
+    if !out.status.success() {
+        // No manifest here: cargo itself will say so.
+        return Ok(false);
+    }
+    let manifest = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    let doc: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    Ok(doc
+        .get("profile")
+        .and_then(|p| p.get("release"))
+        .is_some_and(|r| r.get("debug").is_some()))
 }
 
 /// wpp's options as `wpp cc` flags. Paths are made absolute: rustc runs the linker from a

@@ -158,13 +158,22 @@ struct Parsed {
 
 fn parse(args: &[String]) -> anyhow::Result<Parsed> {
     let (o, clang_args) = split_args(args)?;
-    let options = from_env(o);
+    let (mode, counters, options) = settings(o)?;
     Ok(Parsed {
-        mode: value_enum("mode", options.mode.as_deref().unwrap_or("trace-blocks"))?,
-        counters: value_enum("counters", options.counters.as_deref().unwrap_or("auto"))?,
+        mode,
+        counters,
         options,
         clang_args,
     })
+}
+
+/// wpp's options from the command line and then the environment, with the mode and the
+/// counters checked (`wpp cargo` checks them before cargo builds anything).
+pub fn settings(o: CcOptions) -> anyhow::Result<(Mode, Counters, CcOptions)> {
+    let options = from_env(o);
+    let mode = value_enum("mode", options.mode.as_deref().unwrap_or("trace-blocks"))?;
+    let counters = value_enum("counters", options.counters.as_deref().unwrap_or("auto"))?;
+    Ok((mode, counters, options))
 }
 
 /// Runs `wpp cc ARGS…` (`cxx`: `wpp c++`).
