@@ -1,6 +1,6 @@
 /* exits HOW: 100000 calls of step(), then ends from depth 3 (main -> down -> down) by HOW:
  * `_exit` (status 3), `_Exit` (4), `execv`, `execvp`, `execl`, `execlp` or `execle` of sh
- * (which prints a line and exits with 5), or `return` (0). Neither `_exit` nor `exec` runs
+ * (which prints a line and exits with 5), `abort`, or `return` (0). Neither `_exit` nor `exec` runs
  * atexit handlers: the runtime must end the recording itself. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@ __attribute__((noinline)) static void end(const char *how) {
     char *args[] = {"sh", "-c", "echo exec ran; exit 5", NULL};
     if (!strcmp(how, "_exit")) _exit(3);
     if (!strcmp(how, "_Exit")) _Exit(4);
+    if (!strcmp(how, "abort")) abort();
     if (!strcmp(how, "execv")) execv("/bin/sh", args);
     if (!strcmp(how, "execvp")) execvp("sh", args);
     if (!strcmp(how, "execl")) execl("/bin/sh", "sh", "-c", "echo exec ran; exit 5", (char *)NULL);

@@ -561,7 +561,8 @@ fn at_of(trace: &Path) -> PathBuf {
 
 /// The detached finisher (the default): the program's exit does not wait for it, and the
 /// `.wpp` appears (the test polls for it) and equals the raw recording of the same run; the
-/// spool is removed. Without `WPP_QUIET` the program names its output in one stderr line.
+/// spool is removed. Without `WPP_QUIET` the program names its output in one stderr line, which
+/// says it is written in the background, and after a fatal signal how to make it.
 #[test]
 fn detached_finisher_builds_the_wpp() {
     let b = build("exits.c", &[InstrumentMode::TraceBlocks]);
@@ -577,9 +578,14 @@ fn detached_finisher_builds_the_wpp() {
         .env("WPP_OUT", &wpp)
         .output()
         .unwrap();
+    let spool = wpp.with_extension("trace");
     assert_eq!(
         String::from_utf8_lossy(&got.stderr),
-        format!("wpp-rt: recorded to {}\n", wpp.display())
+        format!(
+            "wpp-rt: recorded to {} (written in the background from {})\n",
+            wpp.display(),
+            spool.display()
+        )
     );
     let t0 = std::time::Instant::now();
     while !wpp.exists() {
@@ -588,7 +594,6 @@ fn detached_finisher_builds_the_wpp() {
     }
     let (_, events) = events_of(&wpp);
     assert!(events == want, "detached .wpp differs from the raw trace");
-    let spool = wpp.with_extension("trace");
     let t0 = std::time::Instant::now();
     while spool.exists() {
         assert!(t0.elapsed().as_secs() < 60, "spool not removed");
@@ -596,6 +601,23 @@ fn detached_finisher_builds_the_wpp() {
     }
     let quiet = run_env(exe, &[], Some(&b.dir.path("q.wpp")), &[]);
     assert!(quiet.stderr.is_empty(), "WPP_QUIET=1 prints nothing");
+    // A fatal signal leaves the spool, and the line says how to make the `.wpp` of it.
+    let aborted = Command::new(exe)
+        .arg("abort")
+        .env_remove("WPP_RAW")
+        .env_remove("WPP_QUIET")
+        .env_remove("WPP_FINISH")
+        .env("WPP_OUT", &wpp)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&aborted.stderr);
+    let how = format!(
+        "recorded to {0} (ended by a signal before its .wpp: `wpp compress {0} -o {1}` makes it)",
+        spool.display(),
+        wpp.display()
+    );
+    assert!(said.contains(&how), "{said}");
+    assert!(spool.exists());
 }
 
 /// The path-profile modes and `ewpp-filter` name their output on stderr as the trace modes do

@@ -32,7 +32,9 @@
 //!   The detached finisher runs in the `SCHED_IDLE` scheduling class, in an autogroup of
 //!   nice 19 (Linux), so it compresses on CPU time no program wants: the programs running
 //!   after it — the next processes of a script or a build — are not slowed by it, and its
-//!   `.wpp` comes later on a busy machine.
+//!   `.wpp` comes later on a busy machine. Its process is named `wpp-finisher`, so `pkill
+//!   PROGRAM` and `killall PROGRAM` leave it alone (`ps` still shows the program's command
+//!   line). Until it is done, readers of the `.wpp` say that the raw trace beside it is there.
 //! * `wait`: the exiting process compresses before it exits (tests and scripts that read the
 //!   `.wpp` right after the program ends).
 //!
@@ -276,8 +278,10 @@ impl Plan {
     fn in_grandchild(&self, verbose: bool) -> ! {
         // SAFETY: querying descriptor 2.
         let keep_stderr = verbose && unsafe { libc::isatty(2) } == 1;
-        // SAFETY: plain descriptor calls on this process's own table.
+        // SAFETY: naming this thread, and plain descriptor calls on this process's own table.
         unsafe {
+            // `ps -e`, `pkill` and `killall` tell it from the program it finishes.
+            libc::prctl(libc::PR_SET_NAME, c"wpp-finisher".as_ptr());
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             for fd in 0..=2 {
                 if !(fd == 2 && keep_stderr) {

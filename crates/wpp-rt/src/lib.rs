@@ -689,7 +689,7 @@ fn finish(rt: &Runtime, blocking: bool, ending: sink::Ending) {
             unsafe { drain(&mut out, t as u32, slot) };
         }
     }
-    let destination = out.sink.destination(ending).display().to_string();
+    let destination = out.sink.said(ending);
     match out.sink.finish(ending, rt.verbosity == Verbosity::Summary) {
         Ok(summary) if rt.verbosity == Verbosity::Summary => eprintln!("wpp-rt: {summary}"),
         Ok(_) if rt.verbosity == Verbosity::Where => {

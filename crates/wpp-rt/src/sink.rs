@@ -165,6 +165,27 @@ impl Sink {
         }
     }
 
+    /// What the runtime's `recorded to` line says of a recording that ends so: where it is,
+    /// and for a `.wpp` written later, from what (a detached finisher's comes when a core is
+    /// free; after a fatal signal none comes unless asked for).
+    pub fn said(&self, ending: Ending) -> String {
+        let at = self.destination(ending).display();
+        match (&self.plan, ending) {
+            (None, _) => at.to_string(),
+            (Some(plan), Ending::Signal) => format!(
+                "{at} (ended by a signal before its .wpp: `wpp compress {at} -o {}` makes it)",
+                plan.wpp.display()
+            ),
+            (Some(plan), Ending::Normal) if plan.mode == crate::finisher::Mode::Detach => {
+                format!(
+                    "{at} (written in the background from {})",
+                    plan.spool.display()
+                )
+            }
+            (Some(_), Ending::Normal) => at.to_string(),
+        }
+    }
+
     /// Where a recording that ends so ends up: the `.wpp`, or the raw trace (`WPP_RAW=1`, or
     /// the spool after a fatal signal).
     pub fn destination(&self, ending: Ending) -> &Path {

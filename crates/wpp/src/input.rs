@@ -113,7 +113,7 @@ const SNIFF_BYTES: u64 = 4096;
 /// are errors naming the file.
 pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
+    let meta = std::fs::metadata(path).with_context(|| unwritten(path))?;
     if meta.is_dir() {
         bail!("{shown} is a directory, not a wpp file");
     }
@@ -136,6 +136,25 @@ pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
             String::from_utf8_lossy(&head[..head.len().min(8)])
         )
     })
+}
+
+/// Why `path` cannot be read: a `.wpp` whose recording left its raw trace beside it is still
+/// being finished, or its run ended before the finisher (a fatal signal, a kill).
+fn unwritten(path: &Path) -> String {
+    let spool = path.with_extension("trace");
+    let is_wpp = path.extension().is_some_and(|e| e == "wpp");
+    if is_wpp && spool.is_file() {
+        return format!(
+            "cannot read {}: it is not written yet, but its recording's raw trace {} is: the \
+             finisher may still be writing it in the background, or the run ended before it \
+             (`wpp compress {} -o {}` makes it now)",
+            path.display(),
+            spool.display(),
+            spool.display(),
+            path.display()
+        );
+    }
+    format!("cannot read {}", path.display())
 }
 
 /// The kind whose magic or syntax `head` (the file's first bytes) starts with.

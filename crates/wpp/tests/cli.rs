@@ -575,6 +575,15 @@ fn damaged_wpp_files_give_clear_errors() {
     }
     let err = fails(&["stats", &dir.path("missing.wpp")]);
     assert!(err.contains("missing.wpp"), "{err}");
+    // A `.wpp` not written yet, whose recording's raw trace is there: how to make it.
+    std::fs::copy(&trace, dir.path("t2.trace")).unwrap();
+    let err = fails(&["stats", &dir.path("t2.wpp")]);
+    let how = format!(
+        "`wpp compress {} -o {}` makes it",
+        dir.path("t2.trace"),
+        dir.path("t2.wpp")
+    );
+    assert!(err.contains(&how), "{err}");
     let err = fails(&["compress", &dir.path("missing.trace"), "-o", &w]);
     assert!(err.contains("missing.trace"), "{err}");
 }
@@ -1644,6 +1653,21 @@ fn diff_of_two_recordings_agrees_with_functions() {
     ok(&["compress", &tc, "-o", &wc]);
     let same: Value = serde_json::from_str(&ok(&["diff", &wa, &wc, "--json"])).unwrap();
     assert_eq!(same["reshaped"].as_array().unwrap().len(), 0, "{same}");
+    assert!(!wpp(&["diff", &wa, &wc]).stderr.contains("warning"));
+    // Programs that share only `main` are compared, with a warning.
+    let (xa, xb) = (dir.path("x.txt"), dir.path("y.txt"));
+    std::fs::write(&xa, "F main\nB 0\nF foo\nB 0\nE\nF zed\nB 0\nE\nE\n").unwrap();
+    std::fs::write(&xb, "F main\nB 0\nF bar\nB 0\nE\nF baz\nB 0\nE\nE\n").unwrap();
+    let (ya, yb) = (dir.path("x.wpp"), dir.path("y.wpp"));
+    ok(&["compress", &xa, "-o", &ya]);
+    ok(&["compress", &xb, "-o", &yb]);
+    let unrelated = wpp(&["diff", &ya, &yb]);
+    assert_eq!(unrelated.code, Some(0), "{}", unrelated.stderr);
+    assert!(
+        unrelated.stderr.contains("only 1 of 3 functions in common"),
+        "{}",
+        unrelated.stderr
+    );
     assert!(!same["items"].as_array().unwrap().is_empty(), "{same}");
     // Blocks against paths, and two programs without a function in common, are refused.
     let tp = dir.path("p.trace");

@@ -274,7 +274,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,
-                "ok: {} expands to exactly {} ({} trace events, {})",
+                "ok: {} expands to exactly {} ({} events in the trace, its thread switches \
+                 included; {})",
                 report.wpp,
                 report.trace,
                 report.trace_events,

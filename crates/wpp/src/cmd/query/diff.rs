@@ -89,8 +89,21 @@ fn comparable(args: &Args, a: &Counts, b: &Counts) -> anyhow::Result<()> {
         ),
         _ => {}
     }
-    if !a.functions.is_empty() && !a.functions.keys().any(|f| b.functions.contains_key(f)) {
+    let common = a
+        .functions
+        .keys()
+        .filter(|f| b.functions.contains_key(*f))
+        .count();
+    if !a.functions.is_empty() && common == 0 {
         anyhow::bail!("{shown_a} and {shown_b} record different programs (no function in common)");
+    }
+    // Unrelated programs still share `main` and library functions.
+    let fewer = a.functions.len().min(b.functions.len());
+    if common * 2 < fewer {
+        eprintln!(
+            "wpp: warning: {shown_a} and {shown_b} have only {common} of {fewer} functions in \
+             common: they look like recordings of different programs"
+        );
     }
     Ok(())
 }

@@ -2,8 +2,8 @@
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `events` | events the grammar expands to, all threads (Table 1's trace length) |
-//! | `trace_events` | events of the source trace as recorded, thread switches included |
+//! | `events` | events the grammar expands to, all threads (Table 1's trace length): entries, exits, blocks and paths, not thread switches (`T`); the sum of `wpp functions`' `events` column |
+//! | `trace_events` | events of the source trace as recorded, its thread switches included (a trace that `wpp decompress` writes has one `T` per thread after the first instead) |
 //! | `distinct_terminals` | distinct events (Table 1's "Num Acyclic Paths" for path traces) |
 //! | `rules` | rules, one start rule per thread included |
 //! | `grammar_symbols` | symbols on all right-hand sides |
@@ -191,8 +191,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ("file", s.file.clone()),
         ("algorithm", s.algorithm.to_owned()),
         ("threads", s.threads.to_string()),
-        ("events", s.events.to_string()),
-        ("trace events (as recorded)", s.trace_events.to_string()),
+        ("events (F, E, B, P)", s.events.to_string()),
+        (
+            "trace events (as recorded, + T)",
+            s.trace_events.to_string(),
+        ),
         ("distinct terminals", s.distinct_terminals.to_string()),
         ("rules", s.rules.to_string()),
         ("grammar symbols", s.grammar_symbols.to_string()),
