@@ -30,7 +30,7 @@ use wpp_show::walk::ROOT;
 use wpp_show::Recording;
 use wpp_trace::ProgramDb;
 
-use crate::store::{int_column, text_column, BatchWriter, Store};
+use crate::store::{int_column, text_column, unique, BatchWriter, Store};
 use crate::table::{self, Rows, Table, Value, TABLES};
 use crate::totals::Totals;
 use crate::DbError;
@@ -391,7 +391,8 @@ impl<'a> Ingest<'a> {
         Ok(())
     }
 
-    /// Commits the batch with its totals, named by a hash of its run ids.
+    /// Commits the batch with its totals, named by a hash of its run ids and a name no other
+    /// batch has ([`unique`]).
     fn flush(&mut self) -> Result<(), DbError> {
         let Some(mut batch) = self.batch.take() else {
             return Ok(());
@@ -403,7 +404,8 @@ impl<'a> Ingest<'a> {
                 batch.write(t, &rows.finish().map_err(|e| DbError::arrow(t.name, e))?)?;
             }
         }
-        batch.commit(&hash_hex(self.pending_runs.join("\n").as_bytes()))?;
+        let name = format!("{}\n{}", self.pending_runs.join("\n"), unique());
+        batch.commit(&hash_hex(name.as_bytes()))?;
         self.pending_runs.clear();
         self.report.batches += 1;
         Ok(())

@@ -7,8 +7,9 @@
 //!
 //! # The store
 //!
-//! A folder with one subfolder of Parquet files per table and a `manifest` of committed batches
-//! ([`store`] says how ingest stays append-only and crash-safe). Every column is `Int64`, `Utf8`
+//! A folder with one subfolder of Parquet files per table, a `manifest` of committed batches
+//! (which makes the folder a store) and the `lock` its writers take ([`store`] says how ingest
+//! stays append-only and crash-safe, and writers one at a time). Every column is `Int64`, `Utf8`
 //! or `Boolean` (no unsigned types, so Spark reads the files unchanged); counts saturate at
 //! `i64::MAX`. Ids are 128-bit hex content hashes (XXH3-128):
 //!
@@ -82,6 +83,15 @@ pub enum DbError {
         what: String,
         /// Why.
         source: datafusion::arrow::error::ArrowError,
+    },
+    /// A folder given as a store is not one (missing, a file, or a folder without a
+    /// manifest).
+    #[error("{} is not a wpp store: {why}", path.display())]
+    NotAStore {
+        /// The folder.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
     },
     /// A query failed (its message says why, with DataFusion's words).
     #[error("{0}")]

