@@ -24,9 +24,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Add bl/ppp profiles and recordings (`.wpp`, binary traces) to the store; folders are
-    /// searched for `*.blprof`, `*.pppprof`, `*.wpp`, `*.trace`. Files already in the store are
-    /// left as they are; unreadable files are named and skipped (exit status 1). One writer at
-    /// a time: a second waits.
+    /// searched for `*.blprof`, `*.pppprof`, `*.wpp`, `*.trace`. Files already in the store
+    /// (the same bytes, from anywhere) are left as they are; unreadable files are named and
+    /// skipped (exit status 1). One writer at a time: a second waits.
     Add {
         /// Files and folders.
         #[arg(required = true)]
@@ -173,6 +173,13 @@ fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Re
     let report = ingest.finish()?;
     for (path, why) in &report.skipped {
         eprintln!("wpp-db: skipped {}: {why}", path.display());
+    }
+    if report.without_exit > 0 {
+        eprintln!(
+            "wpp-db: note: {} profiles added have no exit status: snapshots of running programs \
+             (a later snapshot of one adds its run again) or runs killed by a signal",
+            report.without_exit
+        );
     }
     eprintln!(
         "{}: {} runs added, {} already present, {} skipped ({} rows, {} batches)",

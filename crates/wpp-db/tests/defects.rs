@@ -111,6 +111,45 @@ fn a_second_writer_waits_and_says_so() {
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["2"]);
 }
 
+/// F2: a run is its bytes, wherever they are: the same profile copied to another folder and
+/// renamed is already present, and counts once in the totals.
+#[test]
+fn a_copied_profile_is_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 1, 100);
+    let db = dir.path().join("db");
+    ok(&["add", &s(&a), "--db", &s(&db)]);
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::copy(a.join("r000.blprof"), elsewhere.join("renamed.blprof")).unwrap();
+    let out = wpp_db(&["add", &s(&elsewhere), "--db", &s(&db)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("0 runs added, 1 already present"), "{err}");
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["1"]);
+    let runs = rows(
+        &db,
+        "SELECT SUM(runs) FROM function_totals WHERE function = 'leaf'",
+    );
+    assert_eq!(runs, ["1"]);
+}
+
+/// F2: a profile of a running program (no exit status yet) is a snapshot: adding it says so.
+#[test]
+fn a_snapshot_is_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut running = bl_profile(&[1, 2, 3, 0, 0, 0], 1);
+    running.run.as_mut().unwrap().exit_status = None;
+    let path = write(dir.path(), "live.blprof", &running);
+    let out = wpp_db(&["add", &s(&path), "--db", &s(&dir.path().join("db"))]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("1 profiles added have no exit status"),
+        "{err}"
+    );
+}
+
 /// F3: `sql` and `compact` on a folder that is not a store fail naming it and leave it as it
 /// was; `add` makes a store only of a missing or empty folder; `--db FILE` says it is a file.
 #[test]
