@@ -580,7 +580,7 @@ impl<'a> Ingest<'a> {
             Kind::Wpp => Recording::Wpp(Box::new(WppFile::read(path).map_err(|e| e.to_string())?)),
             _ => {
                 let reader = wpp_paths::trace::open(path).map_err(|e| e.to_string())?;
-                Recording::Trace(Box::new(reader.allow_truncated(true).read_ahead()))
+                Recording::Trace(Box::new(reader.allow_truncated(false).read_ahead()))
             }
         };
         let (db, map, run) = recording.walk().map_err(|e| e.to_string())?;

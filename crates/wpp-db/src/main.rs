@@ -25,8 +25,8 @@ struct Cli {
 enum Command {
     /// Add bl/ppp profiles and recordings (`.wpp`, binary traces) to the store; folders are
     /// searched for `*.blprof`, `*.pppprof`, `*.wpp`, `*.trace`. Files already in the store
-    /// (the same bytes, from anywhere) are left as they are; unreadable files are named and
-    /// skipped (exit status 1). One writer at a time: a second waits.
+    /// (the same bytes, from anywhere) are left as they are; unreadable or truncated files are
+    /// named and skipped (exit status 1). One writer at a time: a second waits.
     Add {
         /// Files and folders.
         #[arg(required = true)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use common::{bl_profile, ok, rows, wpp_db, write};
+use wpp_trace::{BlockId, Event, FunctionId, ProgramDb, TraceWriter};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -189,4 +190,40 @@ fn a_folder_that_is_not_a_store_is_refused() {
     assert!(!out.status.success());
     assert!(err.contains("is not a wpp store: a file"), "{err}");
     assert!(!err.contains("create one"), "{err}");
+}
+
+/// A binary trace of `main` running a block `n` times.
+fn trace(n: u32) -> Vec<u8> {
+    let db = ProgramDb {
+        functions: vec![wpp_trace::Function {
+            name: "main".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &db, 64).unwrap();
+    w.push(Event::Enter(FunctionId(0))).unwrap();
+    for i in 0..n {
+        w.push(Event::Block(BlockId(i % 2))).unwrap();
+    }
+    w.push(Event::Leave).unwrap();
+    w.finish().unwrap()
+}
+
+/// F4: a truncated binary trace is named and skipped (exit 1) while the rest lands.
+#[test]
+fn a_truncated_trace_is_named_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = trace(2000);
+    let good = dir.path().join("good.trace");
+    std::fs::write(&good, &whole).unwrap();
+    let cut = dir.path().join("cut.trace");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let db = dir.path().join("db");
+    let out = wpp_db(&["add", &s(&good), &s(&cut), "--db", &s(&db)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let line = err.lines().find(|l| l.contains(&s(&cut))).unwrap_or("");
+    assert!(line.contains("truncated"), "{err}");
+    assert_eq!(rows(&db, "SELECT file FROM runs"), [s(&good)]);
 }
