@@ -58,12 +58,14 @@ pub mod views;
 
 use std::path::{Path, PathBuf};
 
-/// Errors of the store.
+/// Errors of the store. Each names its file; the OS's, Parquet's or Arrow's reason is its
+/// [`source`](std::error::Error::source), not repeated in its message (`{:#}` of an
+/// `anyhow::Error` says it once).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DbError {
     /// A file of the store could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -71,7 +73,7 @@ pub enum DbError {
         source: std::io::Error,
     },
     /// A Parquet file of the store could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Parquet {
         /// The file.
         path: PathBuf,
@@ -79,7 +81,7 @@ pub enum DbError {
         source: datafusion::parquet::errors::ParquetError,
     },
     /// Rows of a table could not be assembled.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Arrow {
         /// The table or result.
         what: String,

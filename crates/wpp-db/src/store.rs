@@ -278,6 +278,20 @@ impl Store {
         Ok(out)
     }
 
+    /// The first committed file whose Parquet footer does not read (a damaged file: said by
+    /// name when a query fails on it).
+    pub fn first_damaged(&self) -> Result<Option<PathBuf>, DbError> {
+        for t in TABLES {
+            for path in self.files(t)? {
+                let file = File::open(&path).map_err(|e| DbError::io(&path, e))?;
+                if ParquetRecordBatchReaderBuilder::try_new(file).is_err() {
+                    return Ok(Some(path));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Merges every table's committed files into one file per table (module docs).
     pub fn compact(&self, batch: &str) -> Result<usize, DbError> {
         let old = self.batches()?;

@@ -227,3 +227,52 @@ fn a_truncated_trace_is_named_and_skipped() {
     assert!(line.contains("truncated"), "{err}");
     assert_eq!(rows(&db, "SELECT file FROM runs"), [s(&good)]);
 }
+
+/// F9: an empty result has its header (table and CSV); a statement that is not a query is
+/// refused and changes nothing.
+#[test]
+fn sql_prints_headers_and_refuses_statements() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 1, 100);
+    let db = dir.path().join("db");
+    ok(&["add", &s(&a), "--db", &s(&db)]);
+    let q = "SELECT file, label FROM runs WHERE 1 = 0";
+    let table = ok(&["sql", "--db", &s(&db), q]);
+    assert!(table.contains("| file | label |"), "{table}");
+    let csv = ok(&["sql", "--db", &s(&db), "--format", "csv", q]);
+    assert_eq!(csv, "file,label\n");
+    for statement in ["DROP TABLE runs", "INSERT INTO runs SELECT * FROM runs"] {
+        let out = wpp_db(&["sql", "--db", &s(&db), statement]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{statement}: {err}");
+        assert!(err.contains("not a query"), "{err}");
+    }
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["1"]);
+}
+
+/// F12: an OS error is said once; a query on a damaged file names the file.
+#[test]
+fn errors_say_why_once_and_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 1, 100);
+    let under_a_file = a.join("r000.blprof").join("db");
+    let out = wpp_db(&["add", &s(&a), "--db", &s(&under_a_file)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+    let db = dir.path().join("db");
+    ok(&["add", &s(&a), "--db", &s(&db)]);
+    let runs = std::fs::read_dir(db.join("runs")).unwrap().next().unwrap();
+    let runs = runs.unwrap().path();
+    // Its footer's metadata zeroed (lengths and magic kept): "Required field version is
+    // missing", as a file deleted and rewritten under a reader left it.
+    let mut bytes = std::fs::read(&runs).unwrap();
+    let end = bytes.len() - 8;
+    let footer = u32::from_le_bytes(bytes[end..end + 4].try_into().unwrap()) as usize;
+    bytes[end - footer..end].fill(0);
+    std::fs::write(&runs, bytes).unwrap();
+    let out = wpp_db(&["sql", "--db", &s(&db), "SELECT COUNT(*) FROM runs"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&s(&runs)), "{err}");
+}
