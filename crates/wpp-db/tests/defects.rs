@@ -91,7 +91,8 @@ fn add_and_compact_at_once_keep_every_run() {
     }
 }
 
-/// F1: a writer that finds the store locked says so and waits.
+/// F1: a writer that finds the store locked says so and waits: it adds nothing while the lock
+/// is held, and its runs once it is released.
 #[test]
 fn a_second_writer_waits_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
@@ -101,13 +102,25 @@ fn a_second_writer_waits_and_says_so() {
     let lock = std::fs::File::open(db.join("lock")).unwrap();
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let b = profiles(dir.path(), "b", 1, 200);
-    let child = spawn(&["add", &s(&b), "--db", &s(&db)]);
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    drop(lock);
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let log = dir.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wpp-db"))
+        .args(["add", &s(&b), "--db", &s(&db)])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
     let waiting = format!("waiting for another writer of {}", s(&db));
+    let said = || std::fs::read_to_string(&log).unwrap().contains(&waiting);
+    for _ in 0..600 {
+        if said() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(said(), "{}", std::fs::read_to_string(&log).unwrap());
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["1"]);
+    drop(lock);
+    assert!(child.wait().unwrap().success());
+    let err = std::fs::read_to_string(&log).unwrap();
     assert_eq!(err.matches(&waiting).count(), 1, "{err}");
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["2"]);
 }
