@@ -151,11 +151,6 @@ impl Store {
         Ok(self)
     }
 
-    /// The store's folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The committed batch ids, in commit order.
     pub fn batches(&self) -> Result<Vec<String>, DbError> {
         let path = self.dir.join(MANIFEST);
