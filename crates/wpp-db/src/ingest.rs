@@ -30,7 +30,7 @@ use wpp_show::walk::ROOT;
 use wpp_show::Recording;
 use wpp_trace::ProgramDb;
 
-use crate::store::{int_column, text_column, BatchWriter, Store};
+use crate::store::{int_column, text_column, unique, BatchWriter, Store};
 use crate::table::{self, Rows, Table, Value, TABLES};
 use crate::totals::Totals;
 use crate::DbError;
@@ -57,6 +57,9 @@ pub struct Report {
     pub added: usize,
     /// Files whose run was already in the store (the same content).
     pub present: usize,
+    /// Profiles added whose run has no exit status: snapshots of running programs (a later
+    /// snapshot, with more counts, is another run) or runs killed by a signal.
+    pub without_exit: usize,
     /// Files skipped, with why.
     pub skipped: Vec<(PathBuf, String)>,
     /// Rows written, all tables.
@@ -391,7 +394,8 @@ impl<'a> Ingest<'a> {
         Ok(())
     }
 
-    /// Commits the batch with its totals, named by a hash of its run ids.
+    /// Commits the batch with its totals, named by a hash of its run ids and a name no other
+    /// batch has ([`unique`]).
     fn flush(&mut self) -> Result<(), DbError> {
         let Some(mut batch) = self.batch.take() else {
             return Ok(());
@@ -403,7 +407,8 @@ impl<'a> Ingest<'a> {
                 batch.write(t, &rows.finish().map_err(|e| DbError::arrow(t.name, e))?)?;
             }
         }
-        batch.commit(&hash_hex(self.pending_runs.join("\n").as_bytes()))?;
+        let name = format!("{}\n{}", self.pending_runs.join("\n"), unique());
+        batch.commit(&hash_hex(name.as_bytes()))?;
         self.pending_runs.clear();
         self.report.batches += 1;
         Ok(())
@@ -411,9 +416,8 @@ impl<'a> Ingest<'a> {
 
     /// The run of `path` and its rows; `None` if the store already has it.
     fn read_run(&mut self, path: &Path) -> Result<Option<(String, RunRows)>, String> {
-        let (kind, content, profile) = identify(path)?;
-        let run_id = run_id(path, &content);
-        if self.runs.contains(&run_id) {
+        let (kind, run_id, profile) = identify(path)?;
+        if self.runs.contains(&run_id) || self.runs.contains(&legacy_run_id(path, &run_id)) {
             return Ok(None);
         }
         let mut rows = RunRows::new();
@@ -422,6 +426,9 @@ impl<'a> Ingest<'a> {
             None => self.recording(path, kind, &run_id, &mut rows)?,
         };
         let run = facts.run.as_ref();
+        if run.is_some_and(|r| r.exit_status.is_none()) {
+            self.report.without_exit += 1;
+        }
         let command_line = run.map(RunInfo::command_text);
         let exit_status = run.and_then(|r| r.exit_status).map(i64::from);
         let time = std::fs::metadata(path)
@@ -573,7 +580,7 @@ impl<'a> Ingest<'a> {
             Kind::Wpp => Recording::Wpp(Box::new(WppFile::read(path).map_err(|e| e.to_string())?)),
             _ => {
                 let reader = wpp_paths::trace::open(path).map_err(|e| e.to_string())?;
-                Recording::Trace(Box::new(reader.allow_truncated(true).read_ahead()))
+                Recording::Trace(Box::new(reader.allow_truncated(false).read_ahead()))
             }
         };
         let (db, map, run) = recording.walk().map_err(|e| e.to_string())?;
@@ -794,10 +801,17 @@ fn function_id(program: &Program, name: &str) -> Result<u32, String> {
     })
 }
 
-/// The kind of the file at `path`, its run id (the content hash of the whole file) and, for a
-/// profile, its bytes, mapped once for the hash and the counts (reading them copied 800 KB a
-/// profile: a fifth of an ingest's time). Recordings, which may be large, are hashed as they
-/// stream by and read again by their readers.
+/// The kind of the file at `path`, its run id and, for a profile, its bytes, mapped once for
+/// the hash and the counts (reading them copied 800 KB a profile: a fifth of an ingest's time).
+/// Recordings, which may be large, are hashed as they stream by and read again by their
+/// readers.
+///
+/// A run's id is the content hash of its whole file, wherever the file is: a copy in another
+/// folder or under another name is the same run. The files carry no identity of their process
+/// (no pid or start time; a profile's command line and exit status are the same for two runs of
+/// a test), so two runs that left identical bytes are one run, and a profile that a running
+/// program rewrites at each flush is a new run at each snapshot taken (the README says to add
+/// profiles once their programs have exited).
 fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
     let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut head = Vec::new();
@@ -833,11 +847,10 @@ fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
     Ok((kind, format!("{:032x}", hasher.finish_128()), None))
 }
 
-/// A run's id: its file's content id and the file's absolute path. The path, because two
-/// runs may leave the same bytes (a bl profile carries no pid or time: two runs of a test
-/// with the same result); the content, so that a file rewritten by a later run is a new run.
-/// Adding a file again changes nothing.
-fn run_id(path: &Path, content: &str) -> String {
+/// The id a run had in stores written before run ids were content ids: its content id and
+/// its file's absolute path. Looked up too, so that adding a file again to such a store, from
+/// where it was, still changes nothing.
+fn legacy_run_id(path: &Path, content: &str) -> String {
     let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     hash_hex(format!("{content}\n{}", absolute.display()).as_bytes())
 }

@@ -7,13 +7,16 @@
 //!
 //! # The store
 //!
-//! A folder with one subfolder of Parquet files per table and a `manifest` of committed batches
-//! ([`store`] says how ingest stays append-only and crash-safe). Every column is `Int64`, `Utf8`
+//! A folder with one subfolder of Parquet files per table, a `manifest` of committed batches
+//! (which makes the folder a store) and the `lock` its writers take ([`store`] says how ingest
+//! stays append-only and crash-safe, and writers one at a time). Every column is `Int64`, `Utf8`
 //! or `Boolean` (no unsigned types, so Spark reads the files unchanged); counts saturate at
 //! `i64::MAX`. Ids are 128-bit hex content hashes (XXH3-128):
 //!
-//! - a **run id** hashes the run's file and its absolute path, so adding a file again changes
-//!   nothing, and two runs that left the same bytes in two files are two runs;
+//! - a **run id** hashes the run's file (its bytes, not its path), so adding a file again, or a
+//!   copy of it from elsewhere, changes nothing; the files carry no process identity, so two
+//!   runs that left identical bytes are one run, and each snapshot of a profile that a running
+//!   program rewrites is a run of its own ([`ingest`]'s `identify`);
 //! - a **program id** hashes the program database (names, source lines, CFGs), so runs of one
 //!   build share it, different builds differ, and the `bl` and `ppp` builds of one program (the
 //!   same CFGs, so the same Ball–Larus ids) share it;
@@ -55,12 +58,14 @@ pub mod views;
 
 use std::path::{Path, PathBuf};
 
-/// Errors of the store.
+/// Errors of the store. Each names its file; the OS's, Parquet's or Arrow's reason is its
+/// [`source`](std::error::Error::source), not repeated in its message (`{:#}` of an
+/// `anyhow::Error` says it once).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DbError {
     /// A file of the store could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -68,7 +73,7 @@ pub enum DbError {
         source: std::io::Error,
     },
     /// A Parquet file of the store could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Parquet {
         /// The file.
         path: PathBuf,
@@ -76,12 +81,21 @@ pub enum DbError {
         source: datafusion::parquet::errors::ParquetError,
     },
     /// Rows of a table could not be assembled.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Arrow {
         /// The table or result.
         what: String,
         /// Why.
         source: datafusion::arrow::error::ArrowError,
+    },
+    /// A folder given as a store is not one (missing, a file, or a folder without a
+    /// manifest).
+    #[error("{} is not a wpp store: {why}", path.display())]
+    NotAStore {
+        /// The folder.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
     },
     /// A query failed (its message says why, with DataFusion's words).
     #[error("{0}")]

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use wpp_db::ingest::{self, Ingest, Options};
 use wpp_db::query::{self, Format};
-use wpp_db::store::Store;
+use wpp_db::store::{unique, Store};
 use wpp_db::views::VIEWS;
 
 /// Many runs' path profiles and recordings in a Parquet store, queried with SQL.
@@ -24,13 +24,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Add bl/ppp profiles and recordings (`.wpp`, binary traces) to the store; folders are
-    /// searched for `*.blprof`, `*.pppprof`, `*.wpp`, `*.trace`. Files already in the store are
-    /// left as they are; unreadable files are named and skipped (exit status 1).
+    /// searched for `*.blprof`, `*.pppprof`, `*.wpp`, `*.trace`. Files already in the store
+    /// (the same bytes, from anywhere) are left as they are; unreadable or truncated files are
+    /// named and skipped (exit status 1). One writer at a time: a second waits.
     Add {
         /// Files and folders.
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
-        /// The store (a folder, created if missing).
+        /// The store (a folder, created if missing or empty).
         #[arg(long)]
         db: PathBuf,
         /// `runs.label` of these runs (e.g. a commit, or `test` and `field`).
@@ -106,11 +107,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             },
         ),
         Command::Compact { db } => {
-            let store = Store::open_for_writing(&db)?;
-            let batch = format!(
-                "compact-{}",
-                ingest::hash_hex(store.batches()?.join("\n").as_bytes())
-            );
+            let store = Store::open_for_writing(&db, || waiting(&db))?;
+            let batch = format!("compact-{}", ingest::hash_hex(unique().as_bytes()));
             let merged = store.compact(&batch)?;
             eprintln!("{}: {merged} batches merged", db.display());
             Ok(ExitCode::SUCCESS)
@@ -122,7 +120,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             output,
         } => sql(&query, &db, format, output),
         Command::SparkSpec { db, url_prefix } => {
-            let spec = wpp_db::spark::spec(&Store::open(&db), url_prefix.as_deref())?;
+            let spec = wpp_db::spark::spec(&Store::open(&db)?, url_prefix.as_deref())?;
             print(&format!("{spec}\n"))
         }
         Command::Views => {
@@ -148,10 +146,15 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Says that this writer waits for another's lock on the store `db`.
+fn waiting(db: &std::path::Path) {
+    eprintln!("wpp-db: waiting for another writer of {}", db.display());
+}
+
 /// `wpp db add`: every file, with a progress bar on a terminal.
 fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Result<ExitCode> {
     let files = ingest::expand(inputs)?;
-    let store = Store::open_for_writing(db)?;
+    let store = Store::create_for_writing(db, || waiting(db))?;
     let mut ingest = Ingest::new(&store, options)?;
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::new(files.len() as u64)
@@ -170,6 +173,13 @@ fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Re
     let report = ingest.finish()?;
     for (path, why) in &report.skipped {
         eprintln!("wpp-db: skipped {}: {why}", path.display());
+    }
+    if report.without_exit > 0 {
+        eprintln!(
+            "wpp-db: note: {} profiles added have no exit status: snapshots of running programs \
+             (a later snapshot of one adds its run again) or runs killed by a signal",
+            report.without_exit
+        );
     }
     eprintln!(
         "{}: {} runs added, {} already present, {} skipped ({} rows, {} batches)",
@@ -194,13 +204,7 @@ fn sql(
     format: Format,
     output: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    if !db.join("manifest").exists() && !db.is_dir() {
-        anyhow::bail!(
-            "{} is not a wpp store (create one with `wpp db add FILES --db {0}`)",
-            db.display()
-        );
-    }
-    let store = Store::open(db);
+    let store = Store::open(db)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .context("cannot start the query runtime")?;

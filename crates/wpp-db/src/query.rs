@@ -11,6 +11,8 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::datasource::MemTable;
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 
@@ -75,16 +77,47 @@ async fn register(ctx: &SessionContext, store: &Store, table: Table) -> Result<(
     Ok(())
 }
 
-/// Runs `sql` on the store and collects the result.
+/// Runs `sql` on the store and collects the result: at least one batch (an empty one for no
+/// rows), so that the output has the result's columns. Only queries: a statement that would
+/// change tables or the session (`DROP TABLE`, `INSERT`, `SET`…) is refused, as the store is
+/// changed by `wpp db` only. A failure that is a damaged Parquet file names the file.
 pub async fn run(store: &Store, sql: &str) -> Result<Vec<RecordBatch>, DbError> {
     let ctx = session(store).await?;
+    let plan = ctx
+        .state()
+        .create_logical_plan(sql)
+        .await
+        .map_err(|e| query_error(store, e))?;
+    if let LogicalPlan::Ddl(_) | LogicalPlan::Dml(_) | LogicalPlan::Statement(_) = plan {
+        return Err(DbError::Query(format!(
+            "`{}` is not a query: `wpp sql` only reads the store (`wpp db add` and `wpp db \
+             compact` change it)",
+            sql.trim()
+        )));
+    }
     let df = ctx
-        .sql(sql)
+        .execute_logical_plan(plan)
         .await
-        .map_err(|e| DbError::Query(e.to_string()))?;
-    df.collect()
-        .await
-        .map_err(|e| DbError::Query(e.to_string()))
+        .map_err(|e| query_error(store, e))?;
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let mut batches = df.collect().await.map_err(|e| query_error(store, e))?;
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        batches = vec![RecordBatch::new_empty(schema)];
+    }
+    Ok(batches)
+}
+
+/// The error of a query: DataFusion's, after the name of the first committed file that does not
+/// read as Parquet if it is a Parquet error (DataFusion's does not say which file).
+fn query_error(store: &Store, e: DataFusionError) -> DbError {
+    let parquet = matches!(e.find_root(), DataFusionError::ParquetError(_));
+    let damaged = parquet
+        .then(|| store.first_damaged().ok().flatten())
+        .flatten();
+    match damaged {
+        Some(file) => DbError::Query(format!("{}: {e}", file.display())),
+        None => DbError::Query(e.to_string()),
+    }
 }
 
 /// Writes `batches` to `out` in `format` (not [`Format::Parquet`], see [`write_parquet`]).

@@ -3,9 +3,10 @@
 //!
 //! ```text
 //! DIR/manifest                     committed batch ids, one per line
+//! DIR/lock                         locked by the writer (empty)
 //! DIR/runs/BATCH.parquet           one file per table per batch (tables without rows have none)
 //! DIR/path_counts/BATCH.parquet
-//! DIR/…/.pending.parquet.tmp       being written; never read
+//! DIR/…/.pending-….parquet.tmp     being written; never read
 //! ```
 //!
 //! A batch is committed in three steps, each of which leaves a readable store if the process is
@@ -16,12 +17,22 @@
 //! temporary and unlisted files. Compaction writes the merged batch the same way, swaps the
 //! manifest (the old batches out, the merged one in) and only then deletes the old files.
 //!
-//! One writer at a time (`add` or `compact`); any number of readers.
+//! One writer at a time: `add` and `compact` hold an exclusive lock (`flock`) on `DIR/lock` from
+//! before they read the manifest until they are done, so a second writer waits for the first
+//! (a writer that collected another's garbage would delete its batch in flight). Readers do not
+//! lock: they see the manifest before or after a commit. Batch and temporary file names carry
+//! the writing process and time, so two writers never share a name even without the lock.
+//!
+//! A store is recognised by its manifest (written empty when the store is created), so a
+//! folder of other files is not taken for an empty store, and a writer makes a store only of a
+//! missing or empty folder.
 
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
@@ -38,31 +49,106 @@ use crate::DbError;
 /// The manifest's file name.
 const MANIFEST: &str = "manifest";
 
+/// The file writers lock.
+const LOCK: &str = "lock";
+
 /// A store folder.
 #[derive(Clone, Debug)]
 pub struct Store {
     dir: PathBuf,
+    /// The writer's lock on `DIR/lock`, held while any clone lives (readers have none).
+    _lock: Option<Arc<File>>,
 }
 
 impl Store {
-    /// Opens the store at `dir` for reading; a missing folder is an empty store.
-    pub fn open(dir: &Path) -> Store {
-        Store {
-            dir: dir.to_owned(),
+    /// Opens the store at `dir` for reading; fails unless `dir` is a store (a folder with a
+    /// manifest).
+    pub fn open(dir: &Path) -> Result<Store, DbError> {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() && dir.join(MANIFEST).is_file() => Ok(Store {
+                dir: dir.to_owned(),
+                _lock: None,
+            }),
+            Ok(m) if m.is_dir() => Err(not_a_store(dir, "a folder without a manifest")),
+            Ok(_) => Err(not_a_store(dir, "a file (a store is a folder)")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(not_a_store(
+                dir,
+                &format!(
+                    "no such folder (create one with `wpp db add FILES --db {}`)",
+                    dir.display()
+                ),
+            )),
+            Err(e) => Err(DbError::io(dir, e)),
         }
     }
 
-    /// Opens the store at `dir` for writing: creates it if needed and removes what a killed
+    /// Opens the store at `dir` for writing (`compact`): it must be a store. Takes the writers'
+    /// lock, calling `waiting` first if another writer holds it, and removes what a killed
     /// writer left (temporary files and files of unlisted batches).
-    pub fn open_for_writing(dir: &Path) -> Result<Store, DbError> {
-        let store = Store::open(dir);
-        store.require_totals()?;
+    pub fn open_for_writing(dir: &Path, waiting: impl FnOnce()) -> Result<Store, DbError> {
+        Store::open(dir)?;
+        Store::lock(dir, waiting)?.prepare()
+    }
+
+    /// Opens the store at `dir` for writing (`add`) as [`open_for_writing`](Self::open_for_writing)
+    /// does, creating it in a missing or empty folder.
+    pub fn create_for_writing(dir: &Path, waiting: impl FnOnce()) -> Result<Store, DbError> {
+        match std::fs::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(dir).map_err(|e| DbError::io(dir, e))?
+            }
+            Err(e) => return Err(DbError::io(dir, e)),
+            Ok(m) if !m.is_dir() => return Err(not_a_store(dir, "a file (a store is a folder)")),
+            Ok(_) if dir.join(MANIFEST).exists() || dir.join(LOCK).exists() => {}
+            Ok(_) if !is_empty(dir)? => {
+                return Err(not_a_store(
+                    dir,
+                    "a folder of other files, without a manifest (give a new or empty folder)",
+                ))
+            }
+            Ok(_) => {}
+        }
+        let store = Store::lock(dir, waiting)?;
+        if !dir.join(MANIFEST).exists() {
+            store.write_manifest(&[])?;
+        }
+        store.prepare()
+    }
+
+    /// The store at `dir` with the writers' lock taken (waiting for it after `waiting`).
+    fn lock(dir: &Path, waiting: impl FnOnce()) -> Result<Store, DbError> {
+        use rustix::fs::{flock, FlockOperation};
+        let path = dir.join(LOCK);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| DbError::io(&path, e))?;
+        let io = |e: rustix::io::Errno| DbError::io(&path, e.into());
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                waiting();
+                flock(&file, FlockOperation::LockExclusive).map_err(io)?;
+            }
+            other => other.map_err(io)?,
+        }
+        Ok(Store {
+            dir: dir.to_owned(),
+            _lock: Some(Arc::new(file)),
+        })
+    }
+
+    /// Readies a locked store for writing: refuses an old store, creates the table folders,
+    /// removes what a killed writer left.
+    fn prepare(self) -> Result<Store, DbError> {
+        self.require_totals()?;
         for t in TABLES {
-            let folder = store.dir.join(t.name);
+            let folder = self.dir.join(t.name);
             std::fs::create_dir_all(&folder).map_err(|e| DbError::io(&folder, e))?;
         }
-        store.collect_garbage()?;
-        Ok(store)
+        self.collect_garbage()?;
+        Ok(self)
     }
 
     /// The committed batch ids, in commit order.
@@ -125,6 +211,7 @@ impl Store {
     pub fn batch_writer(&self) -> BatchWriter<'_> {
         BatchWriter {
             store: self,
+            pending: format!("pending-{}", unique()),
             writers: TABLES.iter().map(|_| None).collect(),
         }
     }
@@ -186,6 +273,20 @@ impl Store {
         Ok(out)
     }
 
+    /// The first committed file whose Parquet footer does not read (a damaged file: said by
+    /// name when a query fails on it).
+    pub fn first_damaged(&self) -> Result<Option<PathBuf>, DbError> {
+        for t in TABLES {
+            for path in self.files(t)? {
+                let file = File::open(&path).map_err(|e| DbError::io(&path, e))?;
+                if ParquetRecordBatchReaderBuilder::try_new(file).is_err() {
+                    return Ok(Some(path));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Merges every table's committed files into one file per table (module docs).
     pub fn compact(&self, batch: &str) -> Result<usize, DbError> {
         let old = self.batches()?;
@@ -235,11 +336,10 @@ pub fn int_column(batch: &RecordBatch, name: &str) -> Vec<Option<i64>> {
 /// temporary files that the next writer removes.
 pub struct BatchWriter<'a> {
     store: &'a Store,
+    /// The temporary name of the batch's files until it is committed and named.
+    pending: String,
     writers: Vec<Option<ArrowWriter<File>>>,
 }
-
-/// The temporary name of a batch's files until it is committed and named.
-const PENDING: &str = "pending";
 
 impl BatchWriter<'_> {
     /// Appends `rows` to `table`'s file.
@@ -250,9 +350,12 @@ impl BatchWriter<'_> {
             .expect("a table");
         let writer = match &mut self.writers[i] {
             Some(w) => w,
-            slot => slot.insert(new_writer(&self.store.temp_file(table, PENDING), table)?),
+            slot => slot.insert(new_writer(
+                &self.store.temp_file(table, &self.pending),
+                table,
+            )?),
         };
-        let path = || self.store.temp_file(table, PENDING);
+        let path = || self.store.temp_file(table, &self.pending);
         writer.write(rows).map_err(|e| DbError::parquet(&path(), e))
     }
 
@@ -261,7 +364,7 @@ impl BatchWriter<'_> {
         let store = self.store;
         for (table, writer) in TABLES.iter().zip(self.writers) {
             let Some(writer) = writer else { continue };
-            let tmp = store.temp_file(*table, PENDING);
+            let tmp = store.temp_file(*table, &self.pending);
             finish(&tmp, writer)?;
             let dest = store.file(*table, batch);
             std::fs::rename(&tmp, &dest).map_err(|e| DbError::io(&dest, e))?;
@@ -302,6 +405,32 @@ fn write_parquet(path: &Path, table: Table, batches: &[RecordBatch]) -> Result<(
         writer.write(b).map_err(|e| DbError::parquet(path, e))?;
     }
     finish(path, writer)
+}
+
+/// A name no other batch of this store has or will have: the process, the time and a count
+/// within the process (batch names hash their runs with it: two writers adding the same runs
+/// must not write the same files).
+pub fn unique() -> String {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{nanos}-{n}", std::process::id())
+}
+
+/// The error for `dir`, which is not a store: `what` it is.
+fn not_a_store(dir: &Path, what: &str) -> DbError {
+    DbError::NotAStore {
+        path: dir.to_owned(),
+        why: what.to_owned(),
+    }
+}
+
+/// Whether the folder `dir` has no entries.
+fn is_empty(dir: &Path) -> Result<bool, DbError> {
+    let mut entries = std::fs::read_dir(dir).map_err(|e| DbError::io(dir, e))?;
+    Ok(entries.next().is_none())
 }
 
 /// Syncs a folder, so the renames in it survive a crash.

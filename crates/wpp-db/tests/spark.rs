@@ -95,7 +95,7 @@ fn views_on_spark_equal_views_embedded() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = store(dir.path());
-    let store = Store::open(&db);
+    let store = Store::open(&db).unwrap();
     let spec_json = wpp_db::spark::spec(&store, None).unwrap();
     let queries: BTreeMap<String, String> =
         serde_json::from_value(spec_json["queries"].clone()).unwrap();
@@ -135,8 +135,9 @@ fn views_on_spark_equal_views_embedded() {
 fn spark_spec_names_files_under_a_url_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let db = store(dir.path());
-    let local = wpp_db::spark::spec(&Store::open(&db), None).unwrap();
-    let remote = wpp_db::spark::spec(&Store::open(&db), Some("s3a://bucket/runs/")).unwrap();
+    let local = wpp_db::spark::spec(&Store::open(&db).unwrap(), None).unwrap();
+    let remote =
+        wpp_db::spark::spec(&Store::open(&db).unwrap(), Some("s3a://bucket/runs/")).unwrap();
     let files = |spec: &Value| -> Vec<String> {
         let tables = spec["tables"].as_array().unwrap();
         let files = tables.iter().flat_map(|t| t["files"].as_array().unwrap());
