@@ -571,13 +571,18 @@ fn detached_finisher_builds_the_wpp() {
     run(exe, &[], Some(&raw));
     let (_, want) = events_of(&raw);
     let wpp = b.dir.path("detached.wpp");
-    let got = Command::new(exe)
-        .env_remove("WPP_RAW")
-        .env_remove("WPP_QUIET")
-        .env_remove("WPP_FINISH")
-        .env("WPP_OUT", &wpp)
-        .output()
-        .unwrap();
+    // As a user runs it: every setting at its default.
+    let by_default = |args: &[&str]| {
+        Command::new(exe)
+            .args(args)
+            .env_remove("WPP_RAW")
+            .env_remove("WPP_QUIET")
+            .env_remove("WPP_FINISH")
+            .env("WPP_OUT", &wpp)
+            .output()
+            .unwrap()
+    };
+    let got = by_default(&[]);
     let spool = wpp.with_extension("trace");
     assert_eq!(
         String::from_utf8_lossy(&got.stderr),
@@ -602,14 +607,7 @@ fn detached_finisher_builds_the_wpp() {
     let quiet = run_env(exe, &[], Some(&b.dir.path("q.wpp")), &[]);
     assert!(quiet.stderr.is_empty(), "WPP_QUIET=1 prints nothing");
     // A fatal signal leaves the spool, and the line says how to make the `.wpp` of it.
-    let aborted = Command::new(exe)
-        .arg("abort")
-        .env_remove("WPP_RAW")
-        .env_remove("WPP_QUIET")
-        .env_remove("WPP_FINISH")
-        .env("WPP_OUT", &wpp)
-        .output()
-        .unwrap();
+    let aborted = by_default(&["abort"]);
     let said = String::from_utf8_lossy(&aborted.stderr);
     let how = format!(
         "recorded to {0} (ended by a signal before its .wpp: `wpp compress {0} -o {1}` makes it)",

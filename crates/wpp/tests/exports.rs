@@ -598,6 +598,37 @@ fn lcov_lines(lcov: &str) -> BTreeMap<u32, u64> {
         .collect()
 }
 
+/// `tests/programs/PROGRAM` built at -O0 in `mode` and run in `dir` (its standard output must be
+/// `stdout`), recording to `out`: `wpp annotate`'s lcov line counts.
+fn annotated_lines(
+    dir: &Path,
+    program: &str,
+    mode: &str,
+    out: &str,
+    stdout: &str,
+) -> BTreeMap<u32, u64> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/programs")
+        .join(program);
+    let exe = format!("prog-{mode}");
+    let src = src.to_str().unwrap();
+    wpp(
+        dir,
+        &["cc", "--mode", mode, "--", "-O0", "-g", src, "-o", &exe],
+    );
+    let run = Command::new(dir.join(&exe))
+        .current_dir(dir)
+        .env("WPP_OUT", out)
+        .env("WPP_FINISH", "wait")
+        .env("WPP_QUIET", "1")
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    assert_eq!(String::from_utf8_lossy(&run.stdout), stdout);
+    let lcov = String::from_utf8(wpp(dir, &["annotate", out, "--format", "lcov"]).stdout);
+    lcov_lines(&lcov.unwrap())
+}
+
 /// A line after a call counts the call's returns where the recording knows them: in
 /// `tests/programs/longjmp_lines.c` the block of `deep(n - 1, k); after++;` (lines 18–19) runs
 /// 40 times, but 16 of those frames are abandoned by a `longjmp` inside the call, so `after++`
@@ -607,25 +638,8 @@ fn lcov_lines(lcov: &str) -> BTreeMap<u32, u64> {
 fn lines_after_a_call_count_its_returns_in_path_recordings() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/longjmp_lines.c");
-    let src = src.to_str().unwrap();
     for (mode, out) in [("trace-paths", "o.wpp"), ("bl", "o.blprof")] {
-        let exe = format!("prog-{mode}");
-        wpp(
-            dir,
-            &["cc", "--mode", mode, "--", "-O0", "-g", src, "-o", &exe],
-        );
-        let run = Command::new(dir.join(&exe))
-            .current_dir(dir)
-            .env("WPP_OUT", out)
-            .env("WPP_FINISH", "wait")
-            .env("WPP_QUIET", "1")
-            .output()
-            .unwrap();
-        assert!(run.status.success());
-        assert_eq!(String::from_utf8_lossy(&run.stdout), "50 24 4\n");
-        let lcov = String::from_utf8(wpp(dir, &["annotate", out, "--format", "lcov"]).stdout);
-        let lines = lcov_lines(&lcov.unwrap());
+        let lines = annotated_lines(dir, "longjmp_lines.c", mode, out, "50 24 4\n");
         assert_eq!(lines.get(&18), Some(&40), "{mode}: {lines:?}");
         assert_eq!(lines.get(&19), Some(&24), "{mode}: {lines:?}");
     }
@@ -642,25 +656,10 @@ fn lines_inside_a_block_count_its_runs_as_gcov_does() {
     let dir = tmp.path();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/inner_lines.c");
     let src = src.to_str().unwrap();
-    let mut lcovs = Vec::new();
-    for (mode, out) in [("trace-blocks", "o.wpp"), ("bl", "o.blprof")] {
-        let exe = format!("prog-{mode}");
-        wpp(
-            dir,
-            &["cc", "--mode", mode, "--", "-O0", "-g", src, "-o", &exe],
-        );
-        let run = Command::new(dir.join(&exe))
-            .current_dir(dir)
-            .env("WPP_OUT", out)
-            .env("WPP_FINISH", "wait")
-            .env("WPP_QUIET", "1")
-            .output()
-            .unwrap();
-        assert!(run.status.success());
-        assert_eq!(String::from_utf8_lossy(&run.stdout), "42\n");
-        let lcov = String::from_utf8(wpp(dir, &["annotate", out, "--format", "lcov"]).stdout);
-        lcovs.push(lcov_lines(&lcov.unwrap()));
-    }
+    let lcovs: Vec<_> = [("trace-blocks", "o.wpp"), ("bl", "o.blprof")]
+        .into_iter()
+        .map(|(mode, out)| annotated_lines(dir, "inner_lines.c", mode, out, "42\n"))
+        .collect();
     assert_eq!(
         lcovs[0], lcovs[1],
         "the profile counts lines as the recording"
