@@ -82,11 +82,21 @@ enum Command {
 fn main() -> ExitCode {
     match run(Cli::parse().command) {
         Ok(code) => code,
+        // `wpp sql … | head`: the reader had what it wanted.
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wpp-db: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `e` comes from writing to a pipe whose reader has gone.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -218,7 +228,16 @@ fn sql(
             );
             query::write(&batches, format, &mut f)?;
         }
-        (_, None) => query::write(&batches, format, &mut std::io::stdout().lock())?,
+        (_, None) => {
+            // Whole, so that a reader that leaves early (`| head`) is told from a failed write
+            // (the CSV writer turns the pipe's error into text).
+            let mut text = Vec::new();
+            query::write(&batches, format, &mut text)?;
+            std::io::stdout()
+                .lock()
+                .write_all(&text)
+                .context("cannot write the result")?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

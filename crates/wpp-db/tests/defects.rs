@@ -261,6 +261,22 @@ fn sql_prints_headers_and_refuses_statements() {
         assert!(err.contains("not a query"), "{err}");
     }
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["1"]);
+    // A reader that stops early (`| head`) is no error: no message, exit 0.
+    let long = "SELECT value FROM generate_series(1, 200000)";
+    let mut sql = Command::new(env!("CARGO_BIN_EXE_wpp-db"))
+        .args(["sql", "--db", &s(&db), "--format", "csv", long])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(sql.stdout.take());
+    let out = sql.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.is_empty(),
+        "{:?}: {err}",
+        out.status
+    );
 }
 
 /// F12: an OS error is said once; a query on a damaged file names the file.
