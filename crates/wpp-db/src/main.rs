@@ -82,21 +82,11 @@ enum Command {
 fn main() -> ExitCode {
     match run(Cli::parse().command) {
         Ok(code) => code,
-        // `wpp sql … | head`: the reader had what it wanted.
-        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wpp-db: error: {e:#}");
             ExitCode::FAILURE
         }
     }
-}
-
-/// Whether `e` comes from writing to a pipe whose reader has gone.
-fn broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -131,7 +121,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => sql(&query, &db, format, output),
         Command::SparkSpec { db, url_prefix } => {
             let spec = wpp_db::spark::spec(&Store::open(&db)?, url_prefix.as_deref())?;
-            print(&format!("{spec}\n"))
+            print(format!("{spec}\n"))
         }
         Command::Views => {
             let text: String = VIEWS
@@ -147,8 +137,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes `text` to standard output; a reader that went away (`| head`) is not an error.
-fn print(text: &str) -> anyhow::Result<ExitCode> {
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
+fn print(text: impl AsRef<[u8]>) -> anyhow::Result<ExitCode> {
+    match std::io::stdout().lock().write_all(text.as_ref()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(e).context("cannot write to standard output")
         }
@@ -233,10 +223,7 @@ fn sql(
             // (the CSV writer turns the pipe's error into text).
             let mut text = Vec::new();
             query::write(&batches, format, &mut text)?;
-            std::io::stdout()
-                .lock()
-                .write_all(&text)
-                .context("cannot write the result")?
+            return print(text);
         }
     }
     Ok(ExitCode::SUCCESS)
