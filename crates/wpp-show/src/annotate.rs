@@ -48,7 +48,16 @@ pub fn line_counts(
     only: Option<u32>,
 ) -> Result<BTreeMap<Loc, LineInfo>, ShowError> {
     let mut lines: BTreeMap<Loc, LineInfo> = BTreeMap::new();
-    let resumed = resumed_counts(db, run)?;
+    // Path recordings and profiles: one decoder (and its cache) for the returns and the paths.
+    let mut decoder = if run.path_counts.is_empty() || !db.has_cfgs() {
+        None
+    } else {
+        Some(PathDecoder::new(db)?)
+    };
+    let resumed = match decoder.as_mut() {
+        Some(d) => resumed_counts(db, run, d)?,
+        None => None,
+    };
     for (f, counts) in run.block_counts.iter().enumerate() {
         let f = f as u32;
         if only.is_some_and(|o| o != f) {
@@ -71,7 +80,9 @@ pub fn line_counts(
             lines.entry(loc).or_default().count += n;
         }
     }
-    add_paths(db, map, run, only, &mut lines)?;
+    if let Some(d) = decoder.as_mut() {
+        add_paths(db, map, run, only, d, &mut lines)?;
+    }
     Ok(lines)
 }
 
@@ -81,13 +92,16 @@ type Resumed = FxHashMap<(u32, u32), u64>;
 /// How often each block's first call returned, `(function, block)` → count, where the run
 /// tells: in path recordings and profiles, each path that starts after a call (at its cut
 /// node's tail) is one return. A frame that a `longjmp` abandoned inside the call has none, so
-/// its lines after the call do not count it. `None` for block recordings, which do not tell.
-fn resumed_counts(db: &ProgramDb, run: &Run) -> Result<Option<Resumed>, ShowError> {
+/// its lines after the call do not count it. `None` when no block has lines after its call.
+fn resumed_counts(
+    db: &ProgramDb,
+    run: &Run,
+    decoder: &mut PathDecoder,
+) -> Result<Option<Resumed>, ShowError> {
     let has_tails = |f: &wpp_trace::Function| f.block_tail_lines.iter().any(|l| !l.is_empty());
-    if run.path_counts.is_empty() || !db.has_cfgs() || !db.functions.iter().any(has_tails) {
+    if !db.functions.iter().any(has_tails) {
         return Ok(None);
     }
-    let mut decoder = PathDecoder::new(db)?;
     let mut resumed = Resumed::default();
     for (&(f, p), &n) in &run.path_counts {
         if (f as usize) < db.functions.len() {
@@ -105,12 +119,9 @@ fn add_paths(
     map: &SourceMap,
     run: &Run,
     only: Option<u32>,
+    decoder: &mut PathDecoder,
     lines: &mut BTreeMap<Loc, LineInfo>,
 ) -> Result<(), ShowError> {
-    if run.path_counts.is_empty() || !db.has_cfgs() {
-        return Ok(());
-    }
-    let mut decoder = PathDecoder::new(db)?;
     let mut paths: Vec<_> = run
         .path_counts
         .iter()
