@@ -43,7 +43,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         // After the subcommand: `cargo build --target T …`.
         cargo_args.insert(1, format!("--target={}", host_triple()?));
     }
-    if builds_release(&cargo_args) && !release_sets_debug()? {
+    if builds_release(&cargo_args) && !release_sets_debug(&cargo_args)? {
         // As `wpp cc` adds `-gline-tables-only` when no `-g` is given: lines for `annotate`.
         c.env("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only");
     }
@@ -108,15 +108,22 @@ fn builds_release(args: &[String]) -> bool {
     })
 }
 
-/// Whether the user set the release profile's debug information: in the environment, or in
-/// the workspace's manifest (`[profile.release] debug`).
-fn release_sets_debug() -> anyhow::Result<bool> {
-    if std::env::var_os("CARGO_PROFILE_RELEASE_DEBUG").is_some() {
+/// Whether the user set the release profile's debug information: in the environment, in a
+/// `--config` of the command, or in the manifest of the workspace it builds (`--manifest-path`'s,
+/// else the current directory's) as `[profile.release] debug`.
+fn release_sets_debug(args: &[String]) -> anyhow::Result<bool> {
+    if std::env::var_os("CARGO_PROFILE_RELEASE_DEBUG").is_some()
+        || args.iter().any(|a| a.contains("profile.release.debug"))
+    {
         return Ok(true);
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(&cargo)
-        .args(["locate-project", "--workspace", "--message-format", "plain"])
+    let mut locate = Command::new(&cargo);
+    locate.args(["locate-project", "--workspace", "--message-format", "plain"]);
+    if let Some(manifest) = option_value(args, "--manifest-path") {
+        locate.args(["--manifest-path", manifest]);
+    }
+    let out = locate
         .output()
         .with_context(|| format!("cannot run {cargo} locate-project"))?;
     if !out.status.success() {
@@ -133,6 +140,15 @@ fn release_sets_debug() -> anyhow::Result<bool> {
         .get("profile")
         .and_then(|p| p.get("release"))
         .is_some_and(|r| r.get("debug").is_some()))
+}
+
+/// The value of a cargo option given as `NAME VALUE` or `NAME=VALUE`.
+fn option_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix(name) {
+        Some("") => args.get(i + 1).map(String::as_str),
+        Some(rest) => rest.strip_prefix('='),
+        None => None,
+    })
 }
 
 /// wpp's options as `wpp cc` flags. Paths are made absolute: rustc runs the linker from a
@@ -204,4 +220,42 @@ fn host_triple() -> anyhow::Result<String> {
         .find_map(|l| l.strip_prefix("host: "))
         .map(str::to_owned)
         .with_context(|| format!("{rustc} -vV names no host"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// The manifest read is the one cargo builds: `--manifest-path`'s, not the current
+    /// directory's (which here has none).
+    #[test]
+    fn the_debug_setting_is_read_from_the_manifest_cargo_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = |name: &str, profile: &str| {
+            let root = dir.path().join(name);
+            std::fs::create_dir_all(root.join("src")).unwrap();
+            std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+            let text = format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\n{profile}");
+            std::fs::write(root.join("Cargo.toml"), text).unwrap();
+            root.join("Cargo.toml").display().to_string()
+        };
+        let full = manifest("full", "[profile.release]\ndebug = true\n");
+        let plain = manifest("plain", "");
+        let sets = |a: &[&str]| release_sets_debug(&args(a)).unwrap();
+        assert!(sets(&["build", "-r", "--manifest-path", &full]));
+        assert!(sets(&["build", "-r", &format!("--manifest-path={full}")]));
+        assert!(!sets(&["build", "-r", "--manifest-path", &plain]));
+        assert!(sets(&[
+            "build",
+            "-r",
+            "--manifest-path",
+            &plain,
+            "--config",
+            "profile.release.debug=2"
+        ]));
+    }
 }
