@@ -109,7 +109,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Compact { db } => {
             let store = Store::open_for_writing(&db, || waiting(&db))?;
             let batch = format!("compact-{}", ingest::hash_hex(unique().as_bytes()));
-            let merged = store.compact(&batch)?;
+            let readers = || {
+                eprintln!(
+                    "wpp-db: waiting for readers of {} before deleting the merged files",
+                    db.display()
+                )
+            };
+            let merged = store.compact(&batch, &readers)?;
             eprintln!("{}: {merged} batches merged", db.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -209,6 +215,8 @@ fn sql(
         .build()
         .context("cannot start the query runtime")?;
     let batches = runtime.block_on(query::run(&store, text))?;
+    // Its files may go (a compaction) once the rows are read, before they are printed.
+    drop(store);
     match (format, output) {
         (Format::Parquet, Some(path)) => query::write_parquet(&batches, &path)?,
         (_, Some(path)) => {

@@ -4,6 +4,7 @@
 //! ```text
 //! DIR/manifest                     committed batch ids, one per line
 //! DIR/lock                         locked by the writer (empty)
+//! DIR/readers                      share-locked by readers (empty)
 //! DIR/runs/BATCH.parquet           one file per table per batch (tables without rows have none)
 //! DIR/path_counts/BATCH.parquet
 //! DIR/…/.pending-….parquet.tmp     being written; never read
@@ -20,7 +21,12 @@
 //! One writer at a time: `add` and `compact` hold an exclusive lock (`flock`) on `DIR/lock` from
 //! before they read the manifest until they are done, so a second writer waits for the first
 //! (a writer that collected another's garbage would delete its batch in flight). Readers do not
-//! lock: they see the manifest before or after a commit. Batch and temporary file names carry
+//! wait for writers: they see the manifest before or after a commit. But they hold a shared
+//! lock on `DIR/readers` from before they read the manifest until their query ends, and files
+//! of unlisted batches are deleted only under the exclusive lock: compaction waits for the
+//! readers that may still read the batches it merged, and a writer that finds readers leaves
+//! such files to a later one. (Without it a query racing a compaction failed on a deleted
+//! file, or skipped it and answered from part of the store.) Batch and temporary file names carry
 //! the writing process and time, so two writers never share a name even without the lock.
 //!
 //! A store is recognised by its manifest (written empty when the store is created), so a
@@ -52,22 +58,34 @@ const MANIFEST: &str = "manifest";
 /// The file writers lock.
 const LOCK: &str = "lock";
 
+/// The file readers share-lock.
+const READERS: &str = "readers";
+
+/// Whether [`Store::collect_garbage`] waits for readers before deleting unlisted batches
+/// (calling the function first if it must), or leaves those files.
+#[derive(Clone, Copy)]
+enum Readers<'a> {
+    Wait(&'a dyn Fn()),
+    Skip,
+}
+
 /// A store folder.
 #[derive(Clone, Debug)]
 pub struct Store {
     dir: PathBuf,
-    /// The writer's lock on `DIR/lock`, held while any clone lives (readers have none).
+    /// The writer's lock on `DIR/lock`, or a reader's shared lock on `DIR/readers` (module
+    /// docs), held while any clone lives.
     _lock: Option<Arc<File>>,
 }
 
 impl Store {
     /// Opens the store at `dir` for reading; fails unless `dir` is a store (a folder with a
-    /// manifest).
+    /// manifest). The store's files stay while it lives (module docs).
     pub fn open(dir: &Path) -> Result<Store, DbError> {
         match std::fs::metadata(dir) {
             Ok(m) if m.is_dir() && dir.join(MANIFEST).is_file() => Ok(Store {
                 dir: dir.to_owned(),
-                _lock: None,
+                _lock: share(dir),
             }),
             Ok(m) if m.is_dir() => Err(not_a_store(dir, "a folder without a manifest")),
             Ok(_) => Err(not_a_store(dir, "a file (a store is a folder)")),
@@ -86,7 +104,7 @@ impl Store {
     /// lock, calling `waiting` first if another writer holds it, and removes what a killed
     /// writer left (temporary files and files of unlisted batches).
     pub fn open_for_writing(dir: &Path, waiting: impl FnOnce()) -> Result<Store, DbError> {
-        Store::open(dir)?;
+        drop(Store::open(dir)?);
         Store::lock(dir, waiting)?.prepare()
     }
 
@@ -147,7 +165,7 @@ impl Store {
             let folder = self.dir.join(t.name);
             std::fs::create_dir_all(&folder).map_err(|e| DbError::io(&folder, e))?;
         }
-        self.collect_garbage()?;
+        self.collect_garbage(Readers::Skip)?;
         Ok(self)
     }
 
@@ -239,18 +257,23 @@ impl Store {
         sync_dir(&self.dir)
     }
 
-    /// Removes temporary files and the files of batches the manifest does not list.
-    fn collect_garbage(&self) -> Result<(), DbError> {
-        let listed: BTreeSet<String> = self.batches()?.into_iter().collect();
+    /// Removes temporary files and, once no reader may read them, the files of batches the
+    /// manifest does not list.
+    fn collect_garbage(&self, readers: Readers) -> Result<(), DbError> {
         let _ = std::fs::remove_file(self.dir.join(format!(".{MANIFEST}.tmp")));
+        let excluded = exclude_readers(&self.dir, readers)?;
+        let listed: BTreeSet<String> = self.batches()?.into_iter().collect();
         for t in TABLES {
             let folder = self.dir.join(t.name);
             let entries = std::fs::read_dir(&folder).map_err(|e| DbError::io(&folder, e))?;
             for entry in entries {
                 let path = entry.map_err(|e| DbError::io(&folder, e))?.path();
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                let batch = name.strip_suffix(".parquet");
-                if batch.is_none_or(|b| !listed.contains(b)) {
+                let unlisted = match name.strip_suffix(".parquet") {
+                    Some(b) => !listed.contains(b) && excluded.is_some(),
+                    None => true,
+                };
+                if unlisted {
                     std::fs::remove_file(&path).map_err(|e| DbError::io(&path, e))?;
                 }
             }
@@ -287,8 +310,9 @@ impl Store {
         Ok(None)
     }
 
-    /// Merges every table's committed files into one file per table (module docs).
-    pub fn compact(&self, batch: &str) -> Result<usize, DbError> {
+    /// Merges every table's committed files into one file per table (module docs); calls
+    /// `waiting` if it must wait for readers before it deletes the merged files.
+    pub fn compact(&self, batch: &str, waiting: &dyn Fn()) -> Result<usize, DbError> {
         let old = self.batches()?;
         if old.len() <= 1 {
             return Ok(old.len());
@@ -305,7 +329,7 @@ impl Store {
             sync_dir(&self.dir.join(table.name))?;
         }
         self.write_manifest(&[batch.to_owned()])?;
-        self.collect_garbage()?;
+        self.collect_garbage(Readers::Wait(waiting))?;
         Ok(old.len())
     }
 }
@@ -420,6 +444,43 @@ pub fn unique() -> String {
 }
 
 /// The error for `dir`, which is not a store: `what` it is.
+/// A reader's shared lock on `DIR/readers`, created if missing. None where it cannot be
+/// opened (a read-only store made before readers locked): the reader then reads unprotected.
+fn share(dir: &Path) -> Option<Arc<File>> {
+    use rustix::fs::{flock, FlockOperation};
+    let path = dir.join(READERS);
+    let file = File::open(&path)
+        .or_else(|_| File::options().create(true).append(true).open(&path))
+        .ok()?;
+    flock(&file, FlockOperation::LockShared).ok()?;
+    Some(Arc::new(file))
+}
+
+/// The exclusive lock on `DIR/readers`: waited for, or None at once if a reader holds it.
+fn exclude_readers(dir: &Path, readers: Readers) -> Result<Option<File>, DbError> {
+    use rustix::fs::{flock, FlockOperation};
+    let path = dir.join(READERS);
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| DbError::io(&path, e))?;
+    let io = |e: rustix::io::Errno| DbError::io(&path, e.into());
+    match (
+        flock(&file, FlockOperation::NonBlockingLockExclusive),
+        readers,
+    ) {
+        (Ok(()), _) => Ok(Some(file)),
+        (Err(rustix::io::Errno::WOULDBLOCK), Readers::Skip) => Ok(None),
+        (Err(rustix::io::Errno::WOULDBLOCK), Readers::Wait(waiting)) => {
+            waiting();
+            flock(&file, FlockOperation::LockExclusive).map_err(io)?;
+            Ok(Some(file))
+        }
+        (Err(e), _) => Err(io(e)),
+    }
+}
+
 fn not_a_store(dir: &Path, what: &str) -> DbError {
     DbError::NotAStore {
         path: dir.to_owned(),

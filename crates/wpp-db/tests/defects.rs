@@ -103,26 +103,56 @@ fn a_second_writer_waits_and_says_so() {
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let b = profiles(dir.path(), "b", 1, 200);
     let log = dir.path().join("stderr");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wpp-db"))
-        .args(["add", &s(&b), "--db", &s(&db)])
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
     let waiting = format!("waiting for another writer of {}", s(&db));
-    let said = || std::fs::read_to_string(&log).unwrap().contains(&waiting);
-    for _ in 0..600 {
-        if said() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(said(), "{}", std::fs::read_to_string(&log).unwrap());
+    let mut child = spawn_until_said(&["add", &s(&b), "--db", &s(&db)], &log, &waiting);
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["1"]);
     drop(lock);
     assert!(child.wait().unwrap().success());
     let err = std::fs::read_to_string(&log).unwrap();
     assert_eq!(err.matches(&waiting).count(), 1, "{err}");
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["2"]);
+}
+
+/// Spawns `wpp-db ARGS` with standard error to `log`, and waits until it has said `what`.
+fn spawn_until_said(args: &[&str], log: &Path, what: &str) -> Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_wpp-db"))
+        .args(args)
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(log).unwrap().contains(what);
+    for _ in 0..600 {
+        if said() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(said(), "{}", std::fs::read_to_string(log).unwrap());
+    child
+}
+
+/// A compaction leaves the batches it merged while a reader that may have listed them reads
+/// (a query used to fail on a deleted file, or skip it and answer from part of the store),
+/// and deletes them when the reader is done.
+#[test]
+fn a_compaction_keeps_the_files_a_reader_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = profiles(dir.path(), "a", 6, 100);
+    let db = dir.path().join("db");
+    ok(&["add", &s(&a), "--db", &s(&db), "--batch-runs", "2"]);
+    let runs = |db: &Path| -> usize { std::fs::read_dir(db.join("runs")).unwrap().count() };
+    assert_eq!(runs(&db), 3);
+    // A reader in flight, as `wpp sql` holds it from before it reads the manifest.
+    let reader = std::fs::File::open(db.join("readers")).unwrap();
+    rustix::fs::flock(&reader, rustix::fs::FlockOperation::LockShared).unwrap();
+    let log = dir.path().join("stderr");
+    let waiting = format!("waiting for readers of {}", s(&db));
+    let compact = spawn_until_said(&["compact", "--db", &s(&db)], &log, &waiting);
+    assert_eq!(runs(&db), 4, "the merged batches stay beside the new one");
+    drop(reader);
+    assert!(compact.wait_with_output().unwrap().status.success());
+    assert_eq!(runs(&db), 1);
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["6"]);
 }
 
 /// F2: a run is its bytes, wherever they are: the same profile copied to another folder and

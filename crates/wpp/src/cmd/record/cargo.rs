@@ -144,11 +144,13 @@ fn release_sets_debug(args: &[String]) -> anyhow::Result<bool> {
 
 /// The value of a cargo option given as `NAME VALUE` or `NAME=VALUE`.
 fn option_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix(name) {
-        Some("") => args.get(i + 1).map(String::as_str),
-        Some(rest) => rest.strip_prefix('='),
-        None => None,
-    })
+    args.iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix(name) {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
 }
 
 /// wpp's options as `wpp cc` flags. Paths are made absolute: rustc runs the linker from a
