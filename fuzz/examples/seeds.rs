@@ -322,6 +322,7 @@ fn main() {
             run: Some(wpp_abi::profile::RunInfo {
                 command_line: vec!["./seed".into(), "-x".into()],
                 exit_status: Some(0),
+                id: Some(0x5eed),
             }),
         };
         let bytes = file.to_bytes();

@@ -5,10 +5,11 @@
 //!
 //! ```text
 //!  0  8  magic "WPPRPROF"
-//!  8  1  version (u8) = 4
+//!  8  1  version (u8) = 5
 //!  9  8  body_len (u64, little-endian)
-//! 17  4  body_crc (u32, little-endian): CRC-32 of the body
-//! 21  body_len bytes: postcard of ProfileFile, then of the program database's trailer
+//! 17  4  body_crc (u32, little-endian): CRC-32 of the run id and the body
+//! 21 16  run id (u128, little-endian; 0: none, as in a merge): the process's, RunInfo::id
+//! 37  body_len bytes: postcard of ProfileFile, then of the program database's trailer
 //!     (its source table: each block's file); the file ends here
 //! ```
 //!
@@ -19,7 +20,8 @@
 //! itself read as the first copy): a flipped bit fails the checksum, a cut file is reported as
 //! truncated with the bytes expected, and anything after the body is refused.
 //!
-//! Version 4 added the run ([`RunInfo`]: command line, exit status) as the body's last field.
+//! Version 5 added the run id to the header. Version 4 added the run ([`RunInfo`]: command
+//! line, exit status) as the body's last field.
 //! Version 3 (the same without it), version 2 (without the trailer, so blocks inlined from a
 //! header were shown in the function's own file) and version 1 (the version byte, then the
 //! postcard body directly, with no length or checksum) still read; bytes after a body are
@@ -31,9 +33,12 @@ use wpp_paths::{BlProfile, PathId, PppProfile};
 /// The magic of a run-time profile file.
 pub const MAGIC: &[u8; 8] = b"WPPRPROF";
 /// The layout version.
-pub const VERSION: u8 = 4;
-/// Bytes before the body in versions 2 to 4: magic, version, body length, body checksum.
-pub const HEADER_LEN: usize = 21;
+pub const VERSION: u8 = 5;
+/// Bytes before the body: magic, version, body length, checksum, run id.
+pub const HEADER_LEN: usize = 37;
+/// Bytes before the body in versions 2 to 4, which had no run id; the checksum covers
+/// everything after them in every version.
+const HEADER_LEN_V4: usize = 21;
 
 /// A profile written by an instrumented program.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -59,6 +64,12 @@ pub struct RunInfo {
     /// The status the process exited with (`exit`, a return from `main`, `_exit`); `None`
     /// while it runs (a snapshot), and when it died of a signal or replaced itself by `exec`.
     pub exit_status: Option<i32>,
+    /// The process's run id: random, chosen when it starts (a forked child chooses its own),
+    /// and the same in each of its snapshots. It tells two runs with equal counts apart, and
+    /// a copy or later snapshot of one run from another run (`wpp db`). In the header, not
+    /// the body; `None` before version 5.
+    #[serde(skip)]
+    pub id: Option<u128>,
 }
 
 impl RunInfo {
@@ -120,7 +131,7 @@ pub enum ProfileError {
         found: u64,
     },
     /// The body's checksum does not match: the file is damaged.
-    #[error("checksum mismatch in the profile body at byte offset {HEADER_LEN}")]
+    #[error("checksum mismatch in the profile body at byte offset {HEADER_LEN_V4}")]
     Checksum,
     /// Bytes follow the profile (e.g. two profiles concatenated).
     #[error("{extra} bytes after the end of the profile at byte offset {offset}")]
@@ -147,19 +158,24 @@ impl ProfileFile {
     /// Encodes the file in the current version.
     pub fn to_bytes(&self) -> Vec<u8> {
         let body = crate::Trailer::append_to(self, &self.program.program).expect("serializable");
+        let id = self.run.as_ref().and_then(|r| r.id).unwrap_or(0);
+        let mut checked = id.to_le_bytes().to_vec();
+        checked.extend_from_slice(&body);
         let mut out = MAGIC.to_vec();
         out.push(VERSION);
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc32fast::hash(&checked).to_le_bytes());
+        out.extend_from_slice(&checked);
         out
     }
 
-    /// Decodes a file of either version. Nothing is allocated before the length is checked
+    /// Decodes a file of any version. Nothing is allocated before the length is checked
     /// against the bytes present.
     pub fn from_bytes(bytes: &[u8]) -> Result<ProfileFile, ProfileError> {
-        let (version, at) = checked_body(bytes)?;
-        decode_body(bytes, at, version)
+        let body = checked_body(bytes)?;
+        let mut file = decode_body(bytes, body.at, body.version)?;
+        set_id(&mut file.run, body.id);
+        Ok(file)
     }
 
     /// Adds `other`'s counts to this profile (saturating), e.g. the profiles the processes of
@@ -241,7 +257,7 @@ impl Build {
     /// older version — for [`ProfileFile::from_bytes`] and [`ProfileFile::merge`] to read
     /// and compare whole. Damage is an error, as in [`ProfileFile::from_bytes`].
     pub fn counts(&self, bytes: &[u8]) -> Result<Option<Counts>, ProfileError> {
-        let (version, at) = checked_body(bytes)?;
+        let CheckedBody { version, at, id } = checked_body(bytes)?;
         let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
             return Ok(None);
         };
@@ -253,7 +269,7 @@ impl Build {
             offset: offset as u64,
             message: e.to_string(),
         };
-        let (counts, rest) = match version {
+        let (mut counts, rest) = match version {
             3 => {
                 let (old, rest) = postcard::take_from_bytes::<CountsV3>(rest).map_err(malformed)?;
                 let (bl, ppp) = (old.bl, old.ppp);
@@ -261,6 +277,7 @@ impl Build {
             }
             _ => postcard::take_from_bytes::<Counts>(rest).map_err(malformed)?,
         };
+        set_id(&mut counts.run, id);
         Ok((rest == &self.trailer[..]).then_some(counts))
     }
 }
@@ -276,7 +293,7 @@ impl Build {
         bytes: &[u8],
         each: impl FnMut(&str, u64, u64),
     ) -> Result<Option<Counts>, ProfileError> {
-        let (version, at) = checked_body(bytes)?;
+        let CheckedBody { version, at, id } = checked_body(bytes)?;
         let Some(rest) = bytes[at..].strip_prefix(&self.program[..]) else {
             return Ok(None);
         };
@@ -293,8 +310,9 @@ impl Build {
             each,
             with_run: version >= 4,
         };
-        let rest = serde::de::DeserializeSeed::deserialize(seed, &mut de)
+        let mut rest = serde::de::DeserializeSeed::deserialize(seed, &mut de)
             .map_err(|e| malformed(offset, e.to_string()))?;
+        set_id(&mut rest.run, id);
         let after = de
             .finalize()
             .map_err(|e| malformed(offset, e.to_string()))?;
@@ -458,25 +476,58 @@ pub fn ppp_path_counts(ppp: &PppProfile) -> impl Iterator<Item = (&str, u64, u64
     })
 }
 
-/// Checks a file's magic, version, length and checksum: its version and where its body starts.
-fn checked_body(bytes: &[u8]) -> Result<(u8, usize), ProfileError> {
+/// A checked file's version, where its body starts, and its run id.
+struct CheckedBody {
+    version: u8,
+    at: usize,
+    id: Option<u128>,
+}
+
+/// The run id of a file of version 5 or later that has one, read from its header without
+/// checking the file (for a quick lookup; readers check it).
+pub fn peek_run_id(bytes: &[u8]) -> Option<u128> {
+    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC || bytes[8] < 5 {
+        return None;
+    }
+    let id = u128::from_le_bytes(
+        bytes[HEADER_LEN_V4..HEADER_LEN]
+            .try_into()
+            .expect("16 bytes"),
+    );
+    (id != 0).then_some(id)
+}
+
+/// Puts the header's run id into the run decoded from the body.
+fn set_id(run: &mut Option<RunInfo>, id: Option<u128>) {
+    if let Some(run) = run {
+        run.id = id;
+    }
+}
+
+/// Checks a file's magic, version, length and checksum.
+fn checked_body(bytes: &[u8]) -> Result<CheckedBody, ProfileError> {
     if bytes.len() < 9 || &bytes[..8] != MAGIC {
         return Err(ProfileError::BadMagic);
     }
     match bytes[8] {
-        1 => Ok((1, 9)),
+        1 => Ok(CheckedBody {
+            version: 1,
+            at: 9,
+            id: None,
+        }),
         v @ (2..=VERSION) => {
             let truncated = |expected: u64| ProfileError::Truncated {
                 offset: bytes.len() as u64,
                 expected,
                 found: bytes.len() as u64,
             };
-            if bytes.len() < HEADER_LEN {
-                return Err(truncated(HEADER_LEN as u64));
+            let header = if v >= 5 { HEADER_LEN } else { HEADER_LEN_V4 };
+            if bytes.len() < header {
+                return Err(truncated(header as u64));
             }
             let len = u64::from_le_bytes(bytes[9..17].try_into().expect("8 bytes"));
             let crc = u32::from_le_bytes(bytes[17..21].try_into().expect("4 bytes"));
-            let end = (HEADER_LEN as u64).saturating_add(len);
+            let end = (header as u64).saturating_add(len);
             if (bytes.len() as u64) < end {
                 return Err(truncated(end));
             }
@@ -487,10 +538,14 @@ fn checked_body(bytes: &[u8]) -> Result<(u8, usize), ProfileError> {
                     extra: (bytes.len() - end) as u64,
                 });
             }
-            if crc32fast::hash(&bytes[HEADER_LEN..]) != crc {
+            if crc32fast::hash(&bytes[HEADER_LEN_V4..]) != crc {
                 return Err(ProfileError::Checksum);
             }
-            Ok((v, HEADER_LEN))
+            Ok(CheckedBody {
+                version: v,
+                at: header,
+                id: peek_run_id(bytes),
+            })
         }
         v => Err(ProfileError::Version(v)),
     }
@@ -594,6 +649,7 @@ mod tests {
             run: Some(RunInfo {
                 command_line: vec!["./prog".into(), "a b".into()],
                 exit_status: Some(3),
+                id: Some(0x0123_4567_89ab_cdef_0011_2233_4455_6677),
             }),
         }
     }
@@ -748,6 +804,39 @@ mod tests {
         [&MAGIC[..], &[version], &len, &crc, body].concat()
     }
 
+    /// Version 5 keeps the run id (in the header, under the checksum), and each reader gives
+    /// it; version 4 (the same body, no id) still reads, with the run but no id.
+    #[test]
+    fn the_run_id_round_trips_and_version_4_still_reads() {
+        let file = bl_file(&[(0, 1, 7), (2, 5, 1)]);
+        let id = file.run.as_ref().and_then(|r| r.id).expect("an id");
+        let bytes = file.to_bytes();
+        assert_eq!(peek_run_id(&bytes), Some(id));
+        assert_eq!(ProfileFile::from_bytes(&bytes).unwrap(), file);
+        let build = Build::of(&file.program);
+        let counts = build
+            .counts(&bytes)
+            .unwrap()
+            .expect("a profile of the build");
+        assert_eq!(counts.run.and_then(|r| r.id), Some(id));
+        let rest = build.each_count(&bytes, |_, _, _| {}).unwrap().unwrap();
+        assert_eq!(rest.run.and_then(|r| r.id), Some(id));
+        // A flipped bit in the id is damage, as in the body.
+        let mut flipped = bytes.clone();
+        flipped[HEADER_LEN_V4 + 3] ^= 4;
+        assert!(matches!(
+            ProfileFile::from_bytes(&flipped),
+            Err(ProfileError::Checksum)
+        ));
+        let v4 = with_header(4, &bytes[HEADER_LEN..]);
+        assert_eq!(peek_run_id(&v4), None);
+        let mut without_id = file.clone();
+        without_id.run.as_mut().unwrap().id = None;
+        assert_eq!(ProfileFile::from_bytes(&v4).unwrap(), without_id);
+        let counts = build.counts(&v4).unwrap().expect("a profile of the build");
+        assert_eq!(counts.run, without_id.run);
+    }
+
     /// Version 4 keeps the run; version 3 (a profile of every build before it) still reads,
     /// without it, and its counts are read by its build without decoding its program.
     #[test]
@@ -780,6 +869,7 @@ mod tests {
         let run = |args: &[&str]| RunInfo {
             command_line: args.iter().map(|a| a.to_string()).collect(),
             exit_status: None,
+            id: None,
         };
         assert_eq!(run(&["./p", "-n", "a=1"]).command_text(), "./p -n a=1");
         let odd = run(&["./p", "a b", "it's", ""]).command_text();

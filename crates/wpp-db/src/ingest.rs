@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use rustc_hash::FxHashSet;
 use twox_hash::XxHash3_128;
-use wpp_abi::profile::{ppp_path_counts, Build, Counts, ProfileFile, RunInfo};
+use wpp_abi::profile::{peek_run_id, ppp_path_counts, Build, Counts, ProfileFile, RunInfo};
 use wpp_abi::EmbeddedProgram;
 use wpp_grammar::file::WppFile;
 use wpp_paths::{BallLarus, Cfg, Dag, PathId, PppProfile};
@@ -58,7 +58,7 @@ pub struct Report {
     /// Files whose run was already in the store (the same content).
     pub present: usize,
     /// Profiles added whose run has no exit status: snapshots of running programs (a later
-    /// snapshot, with more counts, is another run) or runs killed by a signal.
+    /// snapshot of the run is then already present) or runs killed by a signal.
     pub without_exit: usize,
     /// Files skipped, with why.
     pub skipped: Vec<(PathBuf, String)>,
@@ -806,12 +806,13 @@ fn function_id(program: &Program, name: &str) -> Result<u32, String> {
 /// Recordings, which may be large, are hashed as they stream by and read again by their
 /// readers.
 ///
-/// A run's id is the content hash of its whole file, wherever the file is: a copy in another
-/// folder or under another name is the same run. The files carry no identity of their process
-/// (no pid or start time; a profile's command line and exit status are the same for two runs of
-/// a test), so two runs that left identical bytes are one run, and a profile that a running
-/// program rewrites at each flush is a new run at each snapshot taken (the README says to add
-/// profiles once their programs have exited).
+/// A run's id is a profile's run id (`RunInfo::id`, chosen by its process: random, the same
+/// in each snapshot), else the content hash of its whole file; either way a copy in another
+/// folder or under another name is the same run. So two runs of a program whose profiles have
+/// the same counts are two runs, and a later snapshot of a run already added is that run
+/// (the first one added stays: the README says to add profiles once their programs have
+/// exited). Recordings and profiles before version 5 carry no identity of their process: two
+/// that left identical bytes are one run, and each snapshot of such a profile a new one.
 fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
     let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut head = Vec::new();
@@ -832,7 +833,11 @@ fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
         // profile's checksum and decoder check every byte and have no memory-safety
         // dependence on their values.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| e.to_string())?;
-        return Ok((kind, hash_hex(&map), Some(map)));
+        let id = match peek_run_id(&map) {
+            Some(id) => format!("{id:032x}"),
+            None => hash_hex(&map),
+        };
+        return Ok((kind, id, Some(map)));
     }
     let mut hasher = XxHash3_128::new();
     hasher.write(&head);

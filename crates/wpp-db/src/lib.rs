@@ -13,10 +13,11 @@
 //! or `Boolean` (no unsigned types, so Spark reads the files unchanged); counts saturate at
 //! `i64::MAX`. Ids are 128-bit hex content hashes (XXH3-128):
 //!
-//! - a **run id** hashes the run's file (its bytes, not its path), so adding a file again, or a
-//!   copy of it from elsewhere, changes nothing; the files carry no process identity, so two
-//!   runs that left identical bytes are one run, and each snapshot of a profile that a running
-//!   program rewrites is a run of its own ([`ingest`]'s `identify`);
+//! - a **run id** is a profile's own (`wpp_abi::profile::RunInfo::id`, chosen at random by
+//!   its process and kept in its snapshots), else a hash of the run's file (its bytes, not its
+//!   path): adding a file again, or a copy of it from elsewhere, changes nothing; recordings
+//!   and older profiles carry no process identity, so two of them that left identical bytes are
+//!   one run ([`ingest`]'s `identify`);
 //! - a **program id** hashes the program database (names, source lines, CFGs), so runs of one
 //!   build share it, different builds differ, and the `bl` and `ppp` builds of one program (the
 //!   same CFGs, so the same Ball–Larus ids) share it;

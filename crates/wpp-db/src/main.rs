@@ -183,7 +183,7 @@ fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Re
     if report.without_exit > 0 {
         eprintln!(
             "wpp-db: note: {} profiles added have no exit status: snapshots of running programs \
-             (a later snapshot of one adds its run again) or runs killed by a signal",
+             (the store keeps the first snapshot added of a run) or runs killed by a signal",
             report.without_exit
         );
     }

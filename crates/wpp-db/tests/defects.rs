@@ -194,6 +194,40 @@ fn a_snapshot_is_noted() {
     );
 }
 
+/// F2: a profile's run id, not its bytes, is the run: two runs with equal counts are two runs,
+/// and a later snapshot of a run already added (more counts, then an exit status) is that run,
+/// whose first-added counts stay.
+#[test]
+fn runs_are_told_apart_by_their_run_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |counts: &[u64], id: u128, exit: Option<i32>| {
+        let mut p = bl_profile(counts, 1);
+        let run = p.run.as_mut().unwrap();
+        (run.id, run.exit_status) = (Some(id), exit);
+        p
+    };
+    let twins = dir.path().join("twins");
+    std::fs::create_dir(&twins).unwrap();
+    write(&twins, "a.blprof", &with(&[1, 2, 3], 7, Some(0)));
+    write(&twins, "b.blprof", &with(&[1, 2, 3], 8, Some(0)));
+    let db = dir.path().join("db");
+    ok(&["add", &s(&twins), "--db", &s(&db)]);
+    let snapshot = write(dir.path(), "s.blprof", &with(&[1, 0, 0], 9, None));
+    ok(&["add", &s(&snapshot), "--db", &s(&db)]);
+    let last = write(dir.path(), "s2.blprof", &with(&[5, 5, 5], 9, Some(0)));
+    let out = wpp_db(&["add", &s(&last), "--db", &s(&db)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("0 runs added, 1 already present"), "{err}");
+    let q = "SELECT run_id, exit_status, events FROM runs ORDER BY run_id";
+    let ids = [7u128, 8, 9].map(|i| format!("{i:032x}"));
+    let want = [
+        format!("{},0,7", ids[0]),
+        format!("{},0,7", ids[1]),
+        format!("{},,2", ids[2]),
+    ];
+    assert_eq!(rows(&db, q), want);
+}
+
 /// F3: `sql` and `compact` on a folder that is not a store fail naming it and leave it as it
 /// was; `add` makes a store only of a missing or empty folder; `--db FILE` says it is a file.
 #[test]

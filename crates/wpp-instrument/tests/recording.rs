@@ -357,7 +357,8 @@ fn exit_without_atexit_and_exec_end_the_recording() {
 
 /// Path profiles are written on `_exit` and `exec` too (exactly; a SIGKILLed profiling run
 /// leaves its last snapshot instead, see `sigkill_leaves_the_last_profile_snapshot`), with the
-/// run's command line and the exit status its parent sees (none when `exec` replaced it).
+/// run's command line, the exit status its parent sees (none when `exec` replaced it), and a
+/// run id of its own.
 #[test]
 fn profiles_are_written_on_exit_and_exec() {
     let b = build("exits.c", &[InstrumentMode::Bl, InstrumentMode::Ppp]);
@@ -368,6 +369,7 @@ fn profiles_are_written_on_exit_and_exec() {
         ("execle", None),
         ("return", Some(0)),
     ];
+    let mut ids = std::collections::BTreeSet::new();
     for (how, status) in hows {
         let native = run(&b.native, &[how], None);
         for (mode, exe) in &b.inst {
@@ -383,6 +385,8 @@ fn profiles_are_written_on_exit_and_exec() {
             let argv = [exe.display().to_string(), how.to_owned()];
             assert_eq!(run.command_line, argv, "{what}");
             assert_eq!(run.exit_status, status, "{what}");
+            let id = run.id.unwrap_or_else(|| panic!("{what}: no run id"));
+            assert!(ids.insert(id), "{what}: run id {id:x} seen before");
             if let Some(s) = status {
                 assert_eq!(native.status.code(), Some(s), "{what}: the native status");
             }

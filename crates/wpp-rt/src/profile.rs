@@ -80,13 +80,45 @@ pub(crate) fn note_exit_status(status: libc::c_int) {
     EXIT_STATUS.store(i64::from(status & 0xff), Ordering::Release);
 }
 
-/// The run so far: its command line, and its exit status once it is exiting.
+/// The run so far: its command line, its exit status once it is exiting, and its id.
 fn run_info(bl: &Bl) -> RunInfo {
     let status = EXIT_STATUS.load(Ordering::Acquire);
     RunInfo {
         command_line: bl.command_line.clone(),
         exit_status: (status != NO_STATUS).then_some(status as i32),
+        id: Some(run_id()),
     }
+}
+
+/// This process's run id ([`RunInfo::id`]), chosen at its first profile write: random, so two
+/// runs never share one, and chosen again in a forked child, whose pid differs. Called under
+/// the writing lock only (so never across a `fork`).
+fn run_id() -> u128 {
+    static CHOSEN: Mutex<Option<(u32, u128)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut chosen = crate::lock(&CHOSEN);
+    match *chosen {
+        Some((p, id)) if p == pid => id,
+        _ => {
+            let id = random_u128(pid);
+            *chosen = Some((pid, id));
+            id
+        }
+    }
+}
+
+/// 128 random bits from the kernel; if it cannot give them, the time and pid.
+fn random_u128(pid: u32) -> u128 {
+    let mut bytes = [0u8; 16];
+    // SAFETY: `bytes` is writable for its length.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == bytes.len() as isize {
+        return u128::from_le_bytes(bytes);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    now ^ (u128::from(pid) << 96) | 1
 }
 
 /// The process's arguments; none if `/proc` cannot say.

@@ -60,6 +60,7 @@ pub fn bl_profile(counts: &[u64], leaf_runs: u64) -> ProfileFile {
         run: Some(RunInfo {
             command_line: vec!["./t".into(), format!("{leaf_runs}"), "a b".into()],
             exit_status: Some((leaf_runs % 4) as i32),
+            id: None,
         }),
     }
 }

@@ -156,7 +156,10 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                     || "no exit status: a snapshot, or it died of a signal or exec'd".into(),
                     |s| format!("exit status {s}"),
                 );
-                writeln!(out, "run: {} ({status})", run.command_text())?;
+                let id = run
+                    .id
+                    .map_or_else(String::new, |id| format!(", run id {id:032x}"));
+                writeln!(out, "run: {} ({status}{id})", run.command_text())?;
             }
             for f in &shown {
                 let loc = match (&f.file, f.line) {
