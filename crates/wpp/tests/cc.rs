@@ -223,6 +223,47 @@ const CASES: &[Case] = &[
         report: None,
     },
     Case {
+        name: "thin archive (`ar T`, Meson's default) in another folder, by -L -l, GNU ld",
+        commands: &[
+            "mkdir -p sub && cd sub && wpp-cc -O1 -c ../lib.c ../lib2.c ../group_a.c",
+            "wpp-cc -O1 -c main.c && llvm-ar-22 csrDT sub/libq.a sub/lib.o sub/lib2.o sub/group_a.o",
+            "head -c 8 sub/libq.a | grep -q thin",
+            "wpp-cc main.o -Lsub -lq -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &["group_a"],
+        report: Some("libq.a(lib.o)"),
+    },
+    Case {
+        name: "thin archive named on the link line, lld",
+        commands: &[
+            "wpp-cc -O1 -c lib.c lib2.c main.c group_a.c",
+            "ar rcsT libq.a lib.o lib2.o group_a.o",
+            "wpp-cc -fuse-ld=lld main.o libq.a -o p",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &["group_a"],
+        report: Some("libq.a(lib.o)"),
+    },
+    Case {
+        name: "thin archive in --whole-archive: every member linked",
+        commands: &[
+            "wpp-cc -O1 -c lib.c lib2.c main.c unused.c",
+            "ar rcsT libq.a lib.o lib2.o unused.o",
+            "wpp-cc main.o -Wl,--whole-archive libq.a -Wl,--no-whole-archive -o p",
+            "nm p | grep -q ' T lib_unused'",
+        ],
+        exe: "p",
+        stdout: "twice=42\n",
+        recorded: &["main", "lib_twice", "lib_add"],
+        not_recorded: &[],
+        report: None,
+    },
+    Case {
         name: "response file",
         commands: &[
             "printf '%s\\n' -O2 main.c \"'lib.c'\" lib2.c '-o p' > args.rsp",

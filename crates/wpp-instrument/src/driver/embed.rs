@@ -90,15 +90,61 @@ pub fn gather(
                 continue;
             }
             let full = format!("{name}({m})");
-            let bytes = member.data(&*data).map_err(|e| DriverError::Input {
+            let bytes = member_data(path, &member, &data).map_err(|reason| DriverError::Input {
                 path: full.clone(),
-                reason: e.to_string(),
+                reason,
             })?;
-            push(full, bytes, out)?;
+            push(full, &bytes, out)?;
         }
         return Ok(());
     }
     push(name, &data, out)
+}
+
+/// A member's bytes: in the archive, or for a thin archive's member (`ar T`, Meson's default)
+/// in the file it names, relative to the archive's folder.
+fn member_data<'d>(
+    archive: &Path,
+    member: &object::read::archive::ArchiveMember<'d>,
+    data: &'d [u8],
+) -> Result<std::borrow::Cow<'d, [u8]>, String> {
+    if !member.is_thin() {
+        return member.data(data).map(Into::into).map_err(|e| e.to_string());
+    }
+    let path = thin_member_path(archive, &String::from_utf8_lossy(member.name()));
+    std::fs::read(&path)
+        .map(Into::into)
+        .map_err(|e| format!("thin archive member {}: {e}", path.display()))
+}
+
+/// The file a thin archive's member names.
+fn thin_member_path(archive: &Path, member: &str) -> PathBuf {
+    archive.parent().unwrap_or(Path::new("")).join(member)
+}
+
+/// The members of the thin archive at `archive` (none if it is not one): each name and the
+/// file it names.
+pub fn thin_members(archive: &Path) -> Vec<(String, PathBuf)> {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    let thin = std::fs::File::open(archive).and_then(|mut f| f.read_exact(&mut magic));
+    if thin.is_err() || magic != object::archive::THIN_MAGIC {
+        return Vec::new();
+    }
+    let Ok(data) = std::fs::read(archive) else {
+        return Vec::new();
+    };
+    let Ok(file) = ArchiveFile::parse(&*data) else {
+        return Vec::new();
+    };
+    if !file.is_thin() {
+        return Vec::new();
+    }
+    file.members()
+        .filter_map(Result::ok)
+        .map(|m| String::from_utf8_lossy(m.name()).into_owned())
+        .map(|m| (m.clone(), thin_member_path(archive, &m)))
+        .collect()
 }
 
 /// Writes the members of `archive` named in `names` into `dir`, one file each (numbered, as
@@ -122,7 +168,7 @@ pub fn extract_members(
         if !names.contains(&m) {
             continue;
         }
-        let bytes = member.data(&*data).map_err(|e| bad(e.to_string()))?;
+        let bytes = member_data(archive, &member, &data).map_err(bad)?;
         let path = dir.join(format!("member{i}-{}", m.replace('/', "_")));
         std::fs::write(&path, bytes).map_err(DriverError::Temp)?;
         out.push(path);
@@ -245,8 +291,32 @@ impl Bits<'_> {
 }
 
 /// The archive members a link used, by archive path, from the linker's `-t -t` trace: GNU ld
-/// prints `(libz.a)deflate.o`, lld prints `libz.a(deflate.o)`.
+/// prints `(libz.a)deflate.o`, lld prints `libz.a(deflate.o)`. GNU ld prints a thin archive's
+/// used member as the file it names (`./c.o`, after the archive's own line; a file named before
+/// it is an input of its own): the members of each thin archive whose files follow it.
 pub fn traced_members(trace: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out = traced_archive_members(trace);
+    let lines: Vec<&str> = trace.lines().map(str::trim).collect();
+    for (i, archive) in lines.iter().enumerate() {
+        let members = thin_members(Path::new(archive));
+        if members.is_empty() {
+            continue;
+        }
+        let after: BTreeSet<PathBuf> = lines[i + 1..]
+            .iter()
+            .filter_map(|l| std::fs::canonicalize(l).ok())
+            .collect();
+        for (name, file) in members {
+            if std::fs::canonicalize(&file).is_ok_and(|f| after.contains(&f)) {
+                out.entry((*archive).to_owned()).or_default().insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The `archive(member)` lines of a `-t -t` trace, in either linker's form.
+fn traced_archive_members(trace: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in trace.lines().map(str::trim) {
         let parsed = if let Some(rest) = line.strip_prefix('(') {
@@ -275,7 +345,7 @@ mod tests {
     fn reads_gnu_and_lld_traces() {
         let t = "/lib/x86_64-linux-gnu/Scrt1.o\nm.o\n(liba.a)a.o\n(liba.a)b.o\n\
                  ./libz.a(deflate.o)\n/usr/lib/libc.so.6\n(/x/lib c.a)c d.o\n";
-        let m = traced_members(t);
+        let m = traced_archive_members(t);
         assert_eq!(m.len(), 3, "{m:?}");
         assert_eq!(m["liba.a"].iter().collect::<Vec<_>>(), ["a.o", "b.o"]);
         assert_eq!(m["./libz.a"].iter().collect::<Vec<_>>(), ["deflate.o"]);
