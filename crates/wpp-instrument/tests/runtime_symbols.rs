@@ -72,6 +72,32 @@ fn packaged_runtime_exports_only_the_abi() {
     );
 }
 
+/// A package copied with its library (`cp` of both: the package then looks newer than the
+/// library) is made again, not trusted: a stale one linked an old runtime into programs.
+#[test]
+fn a_copied_package_is_made_again_from_its_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libwpp_rt.a");
+    std::fs::copy(runtime_lib(), &lib).unwrap();
+    let stale = dir.path().join("libwpp_rt.a.packaged.o");
+    std::fs::write(&stale, b"an older package").unwrap();
+    let mut d = driver();
+    d.runtime = Some(lib);
+    let packaged = d.packaged_runtime().expect("packaged runtime");
+    assert_eq!(packaged, stale);
+    assert_eq!(
+        runtime::foreign_globals(&packaged).unwrap(),
+        Vec::<String>::new()
+    );
+    // Made once: a second build finds it by its stamp.
+    let made = std::fs::metadata(&packaged).unwrap().modified().unwrap();
+    d.packaged_runtime().unwrap();
+    assert_eq!(
+        std::fs::metadata(&packaged).unwrap().modified().unwrap(),
+        made
+    );
+}
+
 /// The zstd sources of the `zstd-sys` crate cargo unpacked for the runtime.
 fn zstd_lib() -> PathBuf {
     let home = std::env::var_os("CARGO_HOME")

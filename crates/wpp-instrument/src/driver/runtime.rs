@@ -9,7 +9,7 @@
 //! ([`wpp_abi::INTERPOSED`]) is local, zstd's weak tracing hooks are renamed
 //! out of the program's namespace, and debug info and embedded bitcode are stripped
 //! (69 → 3 MB for a debug build). The packaged object is cached next to the staticlib and
-//! rebuilt when the staticlib is newer.
+//! rebuilt when the staticlib changes.
 
 use super::DriverError;
 use object::{Object, ObjectSymbol};
@@ -29,20 +29,40 @@ const ZSTD_HOOKS: &[&str] = &[
 ];
 
 /// The packaged runtime for a runtime library: `lib` itself when it is already a packaged
-/// object (`.o`), else the cached `<lib>.packaged.o` (made when missing or older than `lib`).
+/// object (`.o`), else the cached `<lib>.packaged.o`, made again unless its stamp
+/// (`<lib>.packaged.stamp`) says it was made from `lib` as it is now ([`stamp`]).
 pub fn packaged(lib: &Path, ld: &Path, objcopy: &Path) -> Result<PathBuf, DriverError> {
     if lib.extension().is_some_and(|e| e == "o") {
         return Ok(lib.to_path_buf());
     }
     let out = cache_path(lib);
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(o), Some(l)) = (modified(&out), modified(lib)) {
-        if o >= l {
-            return Ok(out);
-        }
+    let stamp_path = out.with_extension("stamp");
+    let now = stamp(lib);
+    if now.is_some() && out.exists() && std::fs::read_to_string(&stamp_path).ok() == now {
+        return Ok(out);
     }
     package(lib, &out, ld, objcopy)?;
+    if let Some(now) = now {
+        // Through a temporary name, as the package: a build never reads half a stamp.
+        let tmp = stamp_path.with_extension(format!("{}.{}", std::process::id(), unique()));
+        if std::fs::write(&tmp, now).is_ok() {
+            let _ = std::fs::rename(&tmp, &stamp_path);
+        }
+    }
     Ok(out)
+}
+
+/// What a package is made from: the library's size and modification time. Comparing the two
+/// files' times trusted a stale package copied after its library (`cp` of both, an install):
+/// a copy gives the library a time of its own, which no stamp has.
+fn stamp(lib: &Path) -> Option<String> {
+    let m = std::fs::metadata(lib).ok()?;
+    let time = m
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(format!("{} {}", m.len(), time.as_nanos()))
 }
 
 /// `<dir>/<name>.packaged.o` next to the library when that directory is writable, else in the
