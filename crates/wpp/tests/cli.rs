@@ -221,7 +221,7 @@ fn segmented_files_answer_as_one_segment() {
         assert_eq!(counted, 40000, "{stats}");
         assert_eq!(stats["events"], stats_json(&one)["events"]);
         assert_eq!(stats["threads"], 3);
-        assert!(ok(&["stats", &cut]).contains("segments                    6\n"));
+        assert!(ok(&["stats", &cut]).contains("segments                        6\n"));
         for q in questions {
             let ask = |file: &str| {
                 let mut args = vec![q[0], file];

@@ -160,6 +160,11 @@ fn list_stats_chain_and_filter_give_the_known_answers() {
     let classes: Vec<_> = r.pairs.iter().map(|p| (p.store, p.load, p.class)).collect();
     use wpp_deps::filter::Class::*;
     assert_eq!(classes, vec![(0, 1, PartiallyFree), (2, 3, FullyFree)]);
+    // The report alone holds no program: its total and no rows of unknown functions.
+    let (code, out, err) = wpp(&["deps", "filter", report.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert!(rows.len() == 1 && rows[0].starts_with("total"), "{out}");
 }
 
 #[test]
@@ -206,6 +211,23 @@ fn damaged_address_traces_give_clear_errors() {
     let (code, _, err) = wpp(&["deps", "list", "/nonexistent.at"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("/nonexistent.at"), "{err}");
+    // Every verb gives the input layer's errors for a folder and an empty file (trial 34 G11:
+    // `filter` called them "not an address trace").
+    let empty = dir.path().join("empty");
+    let folder = dir.path().to_str().unwrap();
+    for verb in ["list", "stats", "filter", "chain"] {
+        for (file, said) in [(folder, "is a directory"), ("/dev/null", "is empty")] {
+            let mut args = vec!["deps", verb, file];
+            if verb == "chain" {
+                args.extend(["--load", "0"]);
+            }
+            let (code, _, err) = wpp(&args);
+            assert_eq!(code, Some(1), "{verb} {file}: {err}");
+            assert!(err.contains(said), "{verb} {file}: {err}");
+        }
+    }
+    let (code, _, err) = wpp(&["deps", "filter", empty.to_str().unwrap()]);
+    assert!(code == Some(1) && err.contains("is empty"), "{err}");
     // A missing file is not called an address trace, and its error is said once (trial E9).
     let (code, _, err) = wpp(&["deps", "list", "/nonexistent.wpp"]);
     assert_eq!(code, Some(1));

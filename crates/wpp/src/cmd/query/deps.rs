@@ -127,15 +127,15 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
 }
 
 fn open(file: &Path) -> anyhow::Result<AtReader<std::io::BufReader<std::fs::File>>> {
-    // A file that is not there is not called an address trace.
-    if let Err(e) = std::fs::metadata(file) {
-        anyhow::bail!("cannot read {}: {e}", file.display());
-    }
-    if !wpp_deps::at::is_at_file(file) {
+    // Missing, empty and directory inputs get the input layer's one-line errors.
+    let kind = crate::input::sniff(file)?;
+    if kind != crate::input::Kind::AddressTrace {
         anyhow::bail!(
-            "{} is not an address trace: `wpp deps` reads the PROGRAM.PID.at file a \
-             `wpp cc --mode trace-addr` program writes beside its trace",
-            file.display()
+            "{} is {}, not an address trace: `wpp deps` reads the PROGRAM.PID.at file a \
+             `wpp cc --mode trace-addr` program writes beside its trace; {}",
+            file.display(),
+            kind.with_article(),
+            kind.readers()
         );
     }
     let r = AtReader::open(file)?.allow_truncated();
@@ -752,10 +752,7 @@ const FILTER_NAME_WIDTH: usize = 48;
 
 fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> {
     use wpp_deps::filter::{classify, Class, FilterReport};
-    let mut magic = [0u8; 8];
-    let is_report = std::fs::File::open(file)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|()| &magic == wpp_deps::filter::MAGIC);
+    let is_report = crate::input::sniff(file)? == crate::input::Kind::DependenceReport;
     // A report (`--mode ewpp-filter`) names no functions: its distribution is the total.
     let (db, report) = match is_report {
         true => {
@@ -775,7 +772,11 @@ fn filter(file: &Path, output: Option<&Path>, json: bool) -> anyhow::Result<()> 
         std::fs::write(o, report.to_bytes())
             .with_context(|| format!("cannot write {}", o.display()))?;
     }
-    let (functions, total) = report.distribution(&db);
+    let (mut functions, total) = report.distribution(&db);
+    if is_report {
+        // Its loads are ids of a program it does not hold: the total is all it can say.
+        functions.clear();
+    }
     if json {
         let classes = Class::ALL;
         return crate::util::print_json(&FilterOut {

@@ -208,7 +208,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     ];
     let mut out = std::io::stdout().lock();
     for (k, v) in lines {
-        writeln!(out, "{k:<28}{v}")?;
+        // A label as long as the column still gets a space before its value.
+        writeln!(out, "{k:<31} {v}")?;
     }
     for (i, g) in s.segments.iter().enumerate() {
         writeln!(
