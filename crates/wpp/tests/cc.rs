@@ -917,6 +917,17 @@ fn passthrough_invocations() {
     assert!(v.contains("clang version 22"), "{v}");
     p.ok("wpp-cc -E main.c -o main.i && grep -q lib_twice main.i");
     p.ok("wpp-cc -S -O2 lib.c -o lib.s && grep -q lib_add lib.s");
+    // clang's help, then where wpp's own options are, which that help cannot name (G12).
+    p.ok("wpp-cc --help >help.txt");
+    let help = std::fs::read_to_string(p.path("help.txt")).unwrap();
+    assert!(help.starts_with("OVERVIEW: clang"), "{help}");
+    assert!(help.trim_end().ends_with("`wpp help cc`"), "{help}");
+    let own = Command::new(env!("CARGO_BIN_EXE_wpp"))
+        .args(["help", "cc"])
+        .output()
+        .unwrap();
+    let own = String::from_utf8_lossy(&own.stdout);
+    assert!(own.contains("--wpp-mode"), "{own}");
     let bad = p.sh("wpp-cc --wpp-mode=blocks main.c");
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("trace-blocks"));

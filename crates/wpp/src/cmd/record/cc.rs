@@ -207,6 +207,12 @@ pub fn run(args: &[String], cxx: bool) -> anyhow::Result<()> {
     d.keep = o.keep;
     d.verbose |= o.verbose;
     d.run(&clang_args)?;
+    if clang_args.iter().any(|a| a == "--help" || a == "-help") {
+        // After clang's own help (what a build system asking `CC --help` expects).
+        println!(
+            "\nwpp cc: the options above are clang's; wpp's own (`--wpp-mode=M`, …): `wpp help cc`"
+        );
+    }
     Ok(())
 }
 
