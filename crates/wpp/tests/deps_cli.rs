@@ -98,6 +98,27 @@ fn list_stats_chain_and_filter_give_the_known_answers() {
         })
         .collect();
     assert_eq!(got, vec![(1, 2, 1), (2, 2, 2)]);
+    // A line without loads says what it has, or where the loads are (trial 34 G9).
+    for (line, said) in [
+        ("t.c:10", "line 10 has stores only: #0 f:10:1"),
+        (
+            "t.c:13",
+            "no load at line 13; the nearest lines with loads are 12",
+        ),
+        (
+            "t.c:9999",
+            "no load at line 9999; the nearest lines with loads are 12",
+        ),
+        (
+            "t.c:5",
+            "no load at line 5; the nearest lines with loads are 11",
+        ),
+        ("u.c:11", "no source file of the program ends with `u.c`"),
+    ] {
+        let (code, _, err) = wpp(&["deps", "list", at, "--load", line]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains(said), "{line}: {err}");
+    }
 
     let (_, out, _) = wpp(&["deps", "list", at, "--load", "1"]);
     assert_eq!(out.lines().count(), 2);
@@ -501,7 +522,10 @@ fn load_ids_as_printed_and_unknown_files_are_named() {
         "{err}"
     );
     let (_, _, err) = wpp(&["deps", "list", at, "--load", "t.c:99"]);
-    assert!(err.contains("no load at that line"), "{err}");
+    assert!(
+        err.contains("no load at line 99; the nearest lines with loads are 12"),
+        "{err}"
+    );
 }
 
 /// A long (C++) name overflows its own row of `wpp deps filter`; the other rows are not padded

@@ -373,14 +373,47 @@ fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
         .with_context(|| format!("--load {spec}: expected an id or FILE:LINE"))?;
     let ids = db.at_line(file, line, AccessKind::Load);
     if ids.is_empty() {
-        anyhow::bail!("--load {spec}: {}", no_load(db, file));
+        anyhow::bail!("--load {spec}: {}", no_load(db, file, line));
     }
     Ok(ids)
 }
 
-/// Why no load is at `file`'s line: no source file of the program ends with `file` (the
-/// nearest names suggested), or none of its loads is on that line.
-fn no_load(db: &MemoryDb, file: &str) -> String {
+/// Why no load is at `file`'s `line`: no source file of the program ends with `file` (the
+/// nearest names suggested), or the line has only stores, or no memory instruction (the
+/// nearest lines with loads named), or the program has no lines at all.
+fn no_load(db: &MemoryDb, file: &str, line: u32) -> String {
+    let stores = db.at_line(file, line, AccessKind::Store);
+    if !stores.is_empty() {
+        let shown: Vec<String> = stores
+            .iter()
+            .map(|&id| format!("#{id} {}", db.location(id)))
+            .collect();
+        return format!("line {line} has stores only: {}", shown.join(", "));
+    }
+    let mut lines: Vec<u32> = (0..db.instructions.len() as u32)
+        .filter(|&id| {
+            let i = &db.instructions[id as usize];
+            i.kind == AccessKind::Load
+                && i.line != 0
+                && (file.is_empty() || db.file(id).is_some_and(|f| f.ends_with(file)))
+        })
+        .map(|id| db.instructions[id as usize].line)
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    if !lines.is_empty() {
+        let before = lines.iter().rev().find(|&&l| l < line);
+        let after = lines.iter().find(|&&l| l > line);
+        let near: Vec<String> = before
+            .into_iter()
+            .chain(after)
+            .map(u32::to_string)
+            .collect();
+        return format!(
+            "no load at line {line}; the nearest lines with loads are {}",
+            near.join(" and ")
+        );
+    }
     let functions = db
         .program
         .functions
@@ -390,7 +423,7 @@ fn no_load(db: &MemoryDb, file: &str) -> String {
         .chain(db.files.iter().map(String::as_str))
         .collect();
     if file.is_empty() || files.iter().any(|f| f.ends_with(file)) {
-        return "no load at that line (was the program compiled with -g?)".into();
+        return "no load of the file has a source line (was the program compiled with -g0?)".into();
     }
     let names = files.iter().map(|f| f.rsplit('/').next().unwrap_or(f));
     let hint = match &crate::util::nearest(file, names)[..] {
