@@ -308,9 +308,9 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     w.chunk([a(0), a(1), a(0), a(1)].into_iter()).unwrap();
     let at = dir.path().join("t.at");
     std::fs::write(&at, w.finish().unwrap()).unwrap();
-    let write_trace = |name: &str, blocks: &[u32]| {
+    let write_trace_of = |program: &ProgramDb, name: &str, blocks: &[u32]| {
         let p = dir.path().join(name);
-        let mut t = wpp_trace::file::create(&p, wpp_trace::Format::Binary, &program).unwrap();
+        let mut t = wpp_trace::file::create(&p, wpp_trace::Format::Binary, program).unwrap();
         t.push(Event::Enter(FunctionId(0))).unwrap();
         for &b in blocks {
             t.push(Event::Block(BlockId(b))).unwrap();
@@ -319,6 +319,7 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
         t.finish().unwrap();
         p.to_str().unwrap().to_string()
     };
+    let write_trace = |name: &str, blocks: &[u32]| write_trace_of(&program, name, blocks);
     let good = write_trace("t.trace", &[0, 1, 0, 1]);
     let out = dir.path().join("e.trace");
     let (o, e) = (out.to_str().unwrap(), at.to_str().unwrap());
@@ -344,6 +345,16 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     assert_eq!(code, Some(1));
     assert!(
         err.contains("block trace event 3: the block ends before its memory instruction 0"),
+        "{err}"
+    );
+    // Another program's trace is said to be one (trial 34 G10), before any event is compared.
+    let mut other = program.clone();
+    other.functions[0].name = "g".into();
+    let other = write_trace_of(&other, "other.trace", &[0, 1, 0, 1]);
+    let (code, _, err) = wpp(&["deps", "ecf", e, &other, "-o", o]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("are recordings of different programs or builds: function 0 is `g`"),
         "{err}"
     );
 

@@ -875,6 +875,19 @@ fn block_trace(trace: &Path) -> anyhow::Result<(wpp_trace::ProgramDb, Vec<Event>
     Ok((wpp.program.clone(), events))
 }
 
+/// How a block trace's functions differ from its address trace's (both list the build's
+/// functions in its order), if they do.
+fn different_functions(trace: &wpp_trace::ProgramDb, at: &wpp_trace::ProgramDb) -> Option<String> {
+    let (t, a) = (&trace.functions, &at.functions);
+    if let Some(i) = t.iter().zip(a).position(|(x, y)| x.name != y.name) {
+        return Some(format!(
+            "function {i} is `{}` in one and `{}` in the other",
+            t[i].name, a[i].name
+        ));
+    }
+    (t.len() != a.len()).then(|| format!("{} functions and {}", t.len(), a.len()))
+}
+
 fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> anyhow::Result<()> {
     use wpp_deps::ecf;
     let db = open(file)?.db().clone();
@@ -890,6 +903,13 @@ fn ecf(file: &Path, trace: &Path, output: &Path, exercised: Option<&Path>) -> an
         None => wpp_deps::filter::classify(&db, open(file)?)?,
     };
     let (mut program, events) = block_trace(trace)?;
+    if let Some(why) = different_functions(&program, &db.program) {
+        anyhow::bail!(
+            "{} and {} are recordings of different programs or builds: {why}",
+            trace.display(),
+            file.display()
+        );
+    }
     let built = ecf::build(&db, &events, open(file)?, &report)
         .with_context(|| format!("{} and {}", trace.display(), file.display()))?;
     let mut want = std::collections::BTreeSet::new();
