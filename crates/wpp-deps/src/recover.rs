@@ -27,10 +27,40 @@ pub struct Dependence {
     pub offset: u64,
     /// How many of the load's bytes this writer wrote.
     pub bytes: u64,
+    /// One past the offset of the last such byte: `end - offset == bytes` when they are
+    /// contiguous, else other writers' bytes lie between them.
+    pub end: u64,
+    /// Which of the load's first 64 bytes this writer wrote (bit `i`: offset `i`), so the
+    /// bytes of a load up to 64 bytes wide are known exactly ([`Dependence::pieces`]).
+    pub mask: u64,
     /// The load's thread.
     pub thread: u32,
     /// The store's thread (`None`: external).
     pub store_thread: Option<u32>,
+}
+
+impl Dependence {
+    /// The writer's bytes as maximal `(offset, len)` runs, if known exactly (`end` ≤ 64).
+    pub fn pieces(&self) -> Option<Vec<(u64, u64)>> {
+        if self.end > 64 {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut m = self.mask;
+        while m != 0 {
+            let at = u64::from(m.trailing_zeros());
+            let len = u64::from((m >> at).trailing_ones());
+            out.push((at, len));
+            m &= !byte_mask(at, len);
+        }
+        Some(out)
+    }
+}
+
+/// The bits of bytes `offset..offset + len` among a load's first 64.
+fn byte_mask(offset: u64, len: u64) -> u64 {
+    let (lo, hi) = (offset.min(64), offset.saturating_add(len).min(64));
+    ((1u128 << hi) - (1u128 << lo)) as u64
 }
 
 /// Counts of a recovery (`wpp deps stats`).
@@ -268,6 +298,8 @@ impl<'a> Recovery<'a> {
                 store,
                 offset: 0,
                 bytes: a.size,
+                end: a.size,
+                mask: byte_mask(0, a.size),
                 thread: 0,
                 store_thread: None,
             }),
@@ -292,7 +324,12 @@ impl<'a> Recovery<'a> {
                 }
             };
             match found {
-                Some(i) => writers[i].bytes += len,
+                Some(i) => {
+                    let d = &mut writers[i];
+                    d.bytes += len;
+                    d.end = offset + len;
+                    d.mask |= byte_mask(offset, len);
+                }
                 None => {
                     if !by_writer.is_empty() {
                         by_writer.insert(w, writers.len());
@@ -302,6 +339,8 @@ impl<'a> Recovery<'a> {
                         store: w,
                         offset,
                         bytes: len,
+                        end: offset + len,
+                        mask: byte_mask(offset, len),
                         thread: 0,
                         store_thread: None,
                     })

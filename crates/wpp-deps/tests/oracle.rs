@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use wpp_deps::at::Run;
 use wpp_deps::chain::ChainIndex;
-use wpp_deps::{recover, Access, AccessKind, Instance, MemInstr, MemoryDb, Writer};
+use wpp_deps::{recover, Access, AccessKind, Dependence, Instance, MemInstr, MemoryDb, Writer};
 
 fn db_strategy() -> impl Strategy<Value = MemoryDb> {
     prop::collection::vec((0u32..2, 0u32..2, 0u8..3), 2..8).prop_map(|v| MemoryDb {
@@ -69,8 +69,16 @@ fn backtrack(db: &MemoryDb, acc: &[Access], p: usize, b: u64) -> Writer {
     Writer::External
 }
 
-/// Per load instance: writer → (first offset, bytes).
-type Deps = BTreeMap<(Instance, Writer), (u64, u64)>;
+/// Per load instance: writer → (first offset, bytes, one past the last, each byte's offset).
+type Deps = BTreeMap<(Instance, Writer), (u64, u64, u64, Vec<u64>)>;
+
+/// What recovery says of a dependence, as [`Deps`] holds it (every load here is narrower
+/// than 64 bytes, so its pieces are known).
+fn entry(d: &Dependence) -> (u64, u64, u64, Vec<u64>) {
+    let pieces = d.pieces().expect("a load narrower than 64 bytes");
+    let bytes = pieces.iter().flat_map(|&(at, len)| at..at + len).collect();
+    (d.offset, d.bytes, d.end, bytes)
+}
 
 fn brute_deps(db: &MemoryDb, acc: &[Access]) -> Deps {
     let mut out = Deps::new();
@@ -82,8 +90,10 @@ fn brute_deps(db: &MemoryDb, acc: &[Access]) -> Deps {
         for off in 0..a.size {
             let e = out
                 .entry((u, backtrack(db, acc, p, a.addr + off)))
-                .or_insert((off, 0));
+                .or_insert((off, 0, 0, Vec::new()));
             e.1 += 1;
+            e.2 = off + 1;
+            e.3.push(off);
         }
     }
     out
@@ -139,7 +149,7 @@ proptest! {
         }
         let mut got = Deps::new();
         recover(&db, [Ok::<_, std::convert::Infallible>(acc.clone())], |d| {
-            let old = got.insert((d.load, d.store), (d.offset, d.bytes));
+            let old = got.insert((d.load, d.store), entry(d));
             assert!(old.is_none(), "writer reported twice for one load");
         }).unwrap();
         prop_assert_eq!(&got, &brute_deps(&db, &acc));
@@ -149,7 +159,7 @@ proptest! {
     fn recovery_matches_backtracking((db, acc) in case()) {
         let mut got = Deps::new();
         let stats = recover(&db, [Ok::<_, std::convert::Infallible>(acc.clone())], |d| {
-            let old = got.insert((d.load, d.store), (d.offset, d.bytes));
+            let old = got.insert((d.load, d.store), entry(d));
             assert!(old.is_none(), "writer reported twice for one load");
         }).unwrap();
         let want = brute_deps(&db, &acc);

@@ -508,6 +508,51 @@ fn a_block_recording_of_several_threads_records_no_dependences() {
     );
 }
 
+/// A writer whose bytes of a load are not one run is shown by its runs, not as a range that
+/// would cover another writer's byte (trial 34 G2: `[3 bytes at +0]` for bytes 0, 2 and 3).
+#[test]
+fn a_writers_bytes_are_shown_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("t.at");
+    let (int, byte, load) = (
+        Access {
+            id: 0,
+            addr: 300,
+            size: 4,
+        },
+        Access {
+            id: 2,
+            addr: 301,
+            size: 1,
+        },
+        Access {
+            id: 3,
+            addr: 300,
+            size: 4,
+        },
+    );
+    std::fs::write(&at, sample_with(vec![int, byte, load])).unwrap();
+    let at = at.to_str().unwrap();
+    let (code, out, err) = wpp(&["deps", "list", at, "--load", "3"]);
+    assert_eq!(code, Some(0), "{err}");
+    let last: Vec<&str> = out.lines().rev().take(2).collect();
+    assert!(
+        last[1].ends_with("#0(2) f:10:1 Store [3 bytes: +0, +2 to +3]"),
+        "{out}"
+    );
+    assert!(
+        last[0].ends_with("#2(3) f:11:1 Store [1 bytes at +1]"),
+        "{out}"
+    );
+    let (_, out, _) = wpp(&["deps", "list", at, "--load", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.lines().rev().nth(1).unwrap()).unwrap();
+    assert_eq!(v["pieces"], serde_json::json!([[0, 1], [2, 2]]), "{v}");
+    assert_eq!(
+        (v["offset"].as_u64(), v["bytes"].as_u64(), v["end"].as_u64()),
+        (Some(0), Some(3), Some(4))
+    );
+}
+
 /// `--load` takes an id as listings print it (`#1`, trial D13), and a file the program does not
 /// have is said to be missing, with the nearest names, not blamed on `-g` (trial D14).
 #[test]

@@ -480,6 +480,14 @@ struct DepOut {
     /// How many of the load's bytes it wrote (address traces only).
     #[serde(skip_serializing_if = "Option::is_none")]
     bytes: Option<u64>,
+    /// One past its last byte (address traces only): more than `offset + bytes` where other
+    /// writers' bytes lie between its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end: Option<u64>,
+    /// Its bytes as `[offset, len]` runs, where they are not one run and the load's first 64
+    /// bytes hold them (address traces only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pieces: Option<Vec<(u64, u64)>>,
     /// The filtering run did not exercise the pair (eWPPs only).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     unexpected: bool,
@@ -488,6 +496,18 @@ struct DepOut {
     thread: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     store_thread: Option<u32>,
+}
+
+/// Byte runs as `+0, +2 to +3`.
+fn show_pieces(pieces: &[(u64, u64)]) -> String {
+    let shown: Vec<String> = pieces
+        .iter()
+        .map(|&(at, len)| match len {
+            1 => format!("+{at}"),
+            _ => format!("+{at} to +{}", at + len - 1),
+        })
+        .collect();
+    shown.join(", ")
 }
 
 fn show(e: &End) -> String {
@@ -513,8 +533,17 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                 .and_then(|_| Ok(writeln!(out)?))
         } else {
             let from = o.store.as_ref().map_or("external".to_string(), show);
-            let bytes = match (o.bytes, o.offset) {
-                (Some(n), Some(at)) => format!(" [{n} bytes at +{at}]"),
+            let bytes = match (o.bytes, o.offset, o.end, &o.pieces) {
+                (Some(n), Some(at), Some(end), _) if end - at == n => {
+                    format!(" [{n} bytes at +{at}]")
+                }
+                (Some(n), _, _, Some(pieces)) => format!(" [{n} bytes: {}]", show_pieces(pieces)),
+                (Some(n), Some(at), Some(end), None) => {
+                    format!(
+                        " [{n} bytes between +{at} and +{}, with others' between]",
+                        end - 1
+                    )
+                }
                 _ => String::new(),
             };
             let unexpected = match o.unexpected {
@@ -552,6 +581,8 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                     },
                     offset: Some(d.offset),
                     bytes: Some(d.bytes),
+                    end: Some(d.end),
+                    pieces: d.pieces().filter(|p| p.len() > 1),
                     unexpected: false,
                     thread: threads.then_some(d.thread),
                     store_thread: d.store_thread.filter(|_| threads),
@@ -564,6 +595,8 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
                 store: Some(end(&db, d.store)),
                 offset: None,
                 bytes: None,
+                end: None,
+                pieces: None,
                 unexpected: d.unexpected,
                 thread: None,
                 store_thread: None,
