@@ -10,8 +10,10 @@
 //! (`t_{i+1} = t_i`); at source level a line is the statement. Loads on lines without debug
 //! information (line 0) are never uses at a statement.
 //!
-//! [`ChainIndex`] holds the recovered dependences of a whole run in memory (a few words per
-//! load and store instance), fine for tests and bench prefixes; the listing commands stream.
+//! [`ChainIndex::build`] holds the recovered dependences of a whole run in memory (a few words
+//! per load and store instance), fine for tests and bench prefixes. [`ChainIndex::build_for`]
+//! holds only those the chains of some loads reach, level by level, one replay per level: the
+//! memory of a query follows its answer, not the run (`wpp deps chain`).
 
 use crate::at::Run;
 use crate::lastwriter::{Instance, Writer};
@@ -22,12 +24,63 @@ use std::collections::BTreeMap;
 
 /// The dependences of a run, indexed for chain queries.
 pub struct ChainIndex {
-    /// Per load instance: the store instances it depends on.
-    deps: FxHashMap<Instance, Vec<Instance>>,
-    /// Per store instance: the instances of the uses at its statement.
-    uses: FxHashMap<Instance, Vec<Instance>>,
+    /// Per load id: the store instances each of its instances depends on.
+    deps: FxHashMap<u32, Writers>,
+    /// The instances of the uses at a store instance's statement.
+    uses: Uses,
+    /// Per store id: the load ids that are uses at its statement ([`statement_uses`]).
+    at_statement: Vec<Vec<u32>>,
     /// Executions per instruction.
     instances: Vec<u64>,
+}
+
+/// One load's writers by instance, in compressed rows: instance `n`'s are entries
+/// `starts[n - 1]..starts[n]` (the last one's run to the end). Some 20 bytes per dependence
+/// and 8 per instance, where a map of vectors took 130–220 bytes per load instance (trial 34
+/// G5: 6.6 GB for one load's 5·10^7 instances).
+#[derive(Default)]
+struct Writers {
+    starts: Vec<u64>,
+    ids: Vec<u32>,
+    ns: Vec<u64>,
+}
+
+impl Writers {
+    /// Adds `store` to instance `n`'s writers; instances come in increasing order.
+    fn push(&mut self, n: u64, store: Instance) {
+        while (self.starts.len() as u64) < n {
+            self.starts.push(self.ids.len() as u64);
+        }
+        self.ids.push(store.id);
+        self.ns.push(store.n);
+    }
+
+    fn of(&self, n: u64) -> impl Iterator<Item = Instance> + '_ {
+        let range = match n.checked_sub(1).and_then(|i| self.starts.get(i as usize)) {
+            Some(&a) => {
+                a as usize
+                    ..self
+                        .starts
+                        .get(n as usize)
+                        .map_or(self.ids.len(), |&b| b as usize)
+            }
+            None => 0..0,
+        };
+        range.map(|i| Instance {
+            id: self.ids[i],
+            n: self.ns[i],
+        })
+    }
+}
+
+/// Where the instances of the uses at a store instance's statement come from.
+enum Uses {
+    /// Per store id: for each of its instances in order, the instance of each of its
+    /// statement's uses when it ran (0: not run yet).
+    Recorded(FxHashMap<u32, Vec<u64>>),
+    /// Under whole blocks (an eCF): a use at `d(k)`'s statement ran in the same block
+    /// execution, so it is instance `k`.
+    SameBlock,
 }
 
 /// Per store id: the load ids that are uses at its statement (see the module docs).
@@ -50,7 +103,7 @@ pub fn statement_uses(db: &MemoryDb) -> Vec<Vec<u32>> {
 }
 
 impl ChainIndex {
-    /// Replays a run's accesses.
+    /// Replays a run's accesses, keeping every dependence.
     pub fn build<T: Into<Run>, E>(
         db: &MemoryDb,
         runs: impl IntoIterator<Item = Result<T, E>>,
@@ -58,45 +111,116 @@ impl ChainIndex {
     where
         RecoverError: From<E>,
     {
-        let at_statement = statement_uses(db);
+        let mut index = ChainIndex::empty(db, Uses::Recorded(FxHashMap::default()));
+        let kind = |k| {
+            db.instructions
+                .iter()
+                .map(|i| i.kind == k)
+                .collect::<Vec<_>>()
+        };
+        let (loads, stores) = (kind(AccessKind::Load), kind(AccessKind::Store));
+        index.replay_level(db, &loads, &stores, runs)?;
+        Ok(index)
+    }
+
+    fn empty(db: &MemoryDb, uses: Uses) -> ChainIndex {
+        ChainIndex {
+            deps: FxHashMap::default(),
+            uses,
+            at_statement: statement_uses(db),
+            instances: vec![0; db.instructions.len()],
+        }
+    }
+
+    /// The index holding only what the chains of `loads` with at most `depth` dependences
+    /// need: replay `i` (each from `open`) keeps the dependences of the loads of level `i`
+    /// (level 0: `loads`; level `i + 1`: the uses at the statements of the stores level `i`
+    /// reached) and the uses at the statements of level `i - 1`'s stores. It stops early
+    /// when a level has nothing left to record.
+    pub fn build_for<I, T, E>(
+        db: &MemoryDb,
+        loads: &[u32],
+        depth: usize,
+        mut open: impl FnMut() -> Result<I, RecoverError>,
+    ) -> Result<ChainIndex, RecoverError>
+    where
+        I: IntoIterator<Item = Result<T, E>>,
+        T: Into<Run>,
+        RecoverError: From<E>,
+    {
+        let n = db.instructions.len();
+        let mut index = ChainIndex::empty(db, Uses::Recorded(FxHashMap::default()));
+        let (mut level, mut stores) = (vec![false; n], vec![false; n]);
+        for &u in loads {
+            level[u as usize] = true;
+        }
+        // What an earlier replay recorded is whole (every instance): never recorded twice.
+        let (mut loads_done, mut stores_done) = (vec![false; n], vec![false; n]);
+        for _ in 0..depth {
+            for id in 0..n {
+                level[id] &= !loads_done[id];
+                stores[id] &= !stores_done[id];
+                loads_done[id] |= level[id];
+                stores_done[id] |= stores[id];
+            }
+            if !level.contains(&true) && !stores.contains(&true) {
+                break;
+            }
+            let reached = index.replay_level(db, &level, &stores, open()?)?;
+            level.iter_mut().for_each(|l| *l = false);
+            for d in (0..n).filter(|&d| reached[d]) {
+                for &u in &index.at_statement[d] {
+                    level[u as usize] = true;
+                }
+            }
+            stores = reached;
+        }
+        Ok(index)
+    }
+
+    /// One replay of [`build_for`](Self::build_for): keeps the dependences of the loads in
+    /// `level` and the uses at the statements of the stores in `stores`; the store ids the
+    /// level's loads depend on.
+    fn replay_level<T: Into<Run>, E>(
+        &mut self,
+        db: &MemoryDb,
+        level: &[bool],
+        stores: &[bool],
+        runs: impl IntoIterator<Item = Result<T, E>>,
+    ) -> Result<Vec<bool>, RecoverError>
+    where
+        RecoverError: From<E>,
+    {
+        let Uses::Recorded(uses) = &mut self.uses else {
+            unreachable!("a replay records its uses")
+        };
         let mut r = Recovery::new(db);
-        let mut deps = FxHashMap::default();
-        let mut uses = FxHashMap::default();
+        let mut reached = vec![false; level.len()];
         for run in runs {
             let run: Run = run?.into();
             r.set_thread(run.thread);
             for a in run.accesses {
                 let (inst, ds) = r.step(a)?;
-                let stores: Vec<Instance> = ds
-                    .iter()
-                    .filter_map(|d| match d.store {
-                        Writer::Store(s) => Some(s),
-                        Writer::External => None,
-                    })
-                    .collect();
-                if !stores.is_empty() {
-                    deps.insert(inst, stores);
-                }
-                let us = &at_statement[a.id as usize];
-                if !us.is_empty() {
+                let id = a.id as usize;
+                let at = &self.at_statement[id];
+                if level[id] {
+                    for d in ds {
+                        if let Writer::Store(s) = d.store {
+                            let writers = self.deps.entry(a.id).or_default();
+                            writers.push(inst.n, s);
+                            reached[s.id as usize] = true;
+                        }
+                    }
+                } else if stores[id] && !at.is_empty() {
                     let n = r.instances();
-                    let v: Vec<Instance> = us
-                        .iter()
-                        .filter(|&&u| n[u as usize] > 0)
-                        .map(|&u| Instance {
-                            id: u,
-                            n: n[u as usize],
-                        })
-                        .collect();
-                    uses.insert(inst, v);
+                    uses.entry(a.id)
+                        .or_default()
+                        .extend(at.iter().map(|&u| n[u as usize]));
                 }
             }
         }
-        Ok(ChainIndex {
-            deps,
-            uses,
-            instances: r.instances().to_vec(),
-        })
+        self.instances = r.instances().to_vec();
+        Ok(reached)
     }
 
     /// The index of dependences recovered some other way (from an eCF, [`crate::ecf`]):
@@ -108,32 +232,54 @@ impl ChainIndex {
         deps: impl IntoIterator<Item = (Instance, Instance)>,
         instances: Vec<u64>,
     ) -> ChainIndex {
-        let at_statement = statement_uses(db);
-        let mut index = ChainIndex {
-            deps: FxHashMap::default(),
-            uses: FxHashMap::default(),
-            instances,
-        };
+        let mut index = ChainIndex::empty(db, Uses::SameBlock);
+        index.instances = instances;
+        let mut deps: Vec<(Instance, Instance)> = deps.into_iter().collect();
+        deps.sort_unstable();
         for (load, store) in deps {
-            index.deps.entry(load).or_default().push(store);
-            let us = &at_statement[store.id as usize];
-            index
-                .uses
-                .entry(store)
-                .or_insert_with(|| us.iter().map(|&u| Instance { id: u, n: store.n }).collect());
+            index.deps.entry(load.id).or_default().push(load.n, store);
         }
         index
+    }
+
+    /// The store instances load instance `u` depends on.
+    fn deps_of(&self, u: Instance) -> impl Iterator<Item = Instance> + '_ {
+        self.deps
+            .get(&u.id)
+            .into_iter()
+            .flat_map(move |w| w.of(u.n))
+    }
+
+    /// The instances of the uses at store instance `d`'s statement.
+    fn uses_of(&self, d: Instance) -> impl Iterator<Item = Instance> + '_ {
+        let ids = self
+            .at_statement
+            .get(d.id as usize)
+            .map_or(&[][..], Vec::as_slice);
+        let recorded = match &self.uses {
+            Uses::SameBlock => None,
+            Uses::Recorded(m) => Some(
+                m.get(&d.id)
+                    .and_then(|v| {
+                        let (w, k) = (ids.len(), d.n.checked_sub(1)? as usize);
+                        v.get(k * w..(k + 1) * w)
+                    })
+                    .unwrap_or(&[]),
+            ),
+        };
+        ids.iter().enumerate().filter_map(move |(j, &u)| {
+            let n = match recorded {
+                None => d.n,
+                Some(r) => r.get(j).copied().unwrap_or(0),
+            };
+            (n > 0).then_some(Instance { id: u, n })
+        })
     }
 
     /// `RecoverDependence(u(t))` restricted to store `d`: the instances of `d` that wrote some
     /// byte `u(t)` read (several when a loop of narrow stores filled a wide load).
     pub fn writers(&self, u: Instance, d: u32) -> impl Iterator<Item = Instance> + '_ {
-        self.deps
-            .get(&u)
-            .map_or(&[][..], |v| v)
-            .iter()
-            .copied()
-            .filter(move |s| s.id == d)
+        self.deps_of(u).filter(move |s| s.id == d)
     }
 
     /// `RecoverChain` (Figure 21): whether instance `u0` starts the chain `d1, u1, d2, u2, …,
@@ -153,17 +299,13 @@ impl ChainIndex {
             out.push(d);
             let ok = match chain.get(1) {
                 None => true,
-                Some(&next) => self
-                    .uses
-                    .get(&d)
-                    .and_then(|v| v.iter().find(|x| x.id == next))
-                    .is_some_and(|&n| {
-                        out.push(n);
-                        self.extend(n, &chain[2..], out) || {
-                            out.pop();
-                            false
-                        }
-                    }),
+                Some(&next) => self.uses_of(d).find(|x| x.id == next).is_some_and(|n| {
+                    out.push(n);
+                    self.extend(n, &chain[2..], out) || {
+                        out.pop();
+                        false
+                    }
+                }),
             };
             if ok {
                 return true;
@@ -206,10 +348,10 @@ impl ChainIndex {
         if depth == 0 {
             return;
         }
-        for &d in self.deps.get(&u).map_or(&[][..], |v| v) {
+        for d in self.deps_of(u) {
             path.push(d.id);
             seen.insert(path.clone());
-            for &next in self.uses.get(&d).map_or(&[][..], |v| v) {
+            for next in self.uses_of(d) {
                 path.push(next.id);
                 self.walk(next, depth - 1, path, seen);
                 path.pop();

@@ -88,8 +88,9 @@ pub enum Command {
     /// load's instances that start it. Every chain of at most `--depth` dependences is listed,
     /// each prefix of a longer one too (a chain in its own right), and a statement that uses
     /// several loads branches: so one instance starts several chains, and the counts of a
-    /// load's chains add up to more than its instances. Holds the run's dependences in memory;
-    /// from a `.wpp` eWPP, only those of the loads the chains reach, recovered on its rules.
+    /// load's chains add up to more than its instances. Holds only the dependences of the
+    /// loads the chains reach: from an address trace, read once per level of the chains;
+    /// from a `.wpp` eWPP, recovered on its rules; a raw eWPP trace's are all held.
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
@@ -754,7 +755,15 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
     let db = input.db().clone();
     let ids = loads(&db, load)?;
     let index = match input {
-        Input::At(r) => ChainIndex::build(&db, Ahead::new(*r))?,
+        Input::At(r) => {
+            // One replay per level of the chains, each holding only what they reach.
+            let mut first = Some(*r);
+            let open = || match first.take() {
+                Some(r) => Ok(Ahead::new(r)),
+                None => Ok(Ahead::new(AtReader::open(file)?.allow_truncated())),
+            };
+            ChainIndex::build_for(&db, &ids, depth, open)?
+        }
         Input::Ecf(_, source) => match *source {
             // A `.wpp`: only the dependences of the loads the chains reach, from its rules.
             Ecf::Wpp(wpp) => match wpp.grammar.starts().first() {
