@@ -416,6 +416,17 @@ fn path_recordings_and_profiles_annotate_the_lines_block_recordings_do() {
         text.contains("^ path ") && text.contains("of collatz ×"),
         "{text}"
     );
+    // A source changed after the recording is said to be (trial 34 G3), by annotate and report.
+    let said = |args: &[&str]| String::from_utf8(wpp(dir, args).stderr).unwrap();
+    let warning = "changed after run.blprof was written";
+    assert!(!said(&["annotate", "run.blprof"]).contains(warning));
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    let profile = std::fs::File::options()
+        .write(true)
+        .open(dir.join("run.blprof"));
+    profile.unwrap().set_modified(old).unwrap();
+    assert!(said(&["annotate", "run.blprof"]).contains(warning));
+    assert!(said(&["report", "run.blprof", "-o", "r"]).contains(warning));
 }
 
 /// Loads `page` in headless Chromium: its DOM after scripts ran, and its console messages.

@@ -36,6 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(name) => Some(super::function_index(&args.file, &l.db, name)?),
         None => None,
     };
+    super::warn_edited_sources(&args.file, &l.map);
     let mut out = crate::output::Output::create(args.output.as_deref())?;
     match args.format {
         Format::Text => wpp_show::annotate::write_annotated(&l.db, &l.map, &l.run, only, &mut out)?,

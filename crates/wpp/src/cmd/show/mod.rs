@@ -62,6 +62,25 @@ pub fn load(path: &Path, command: &str) -> anyhow::Result<Loaded> {
     Ok(Loaded { db, map, run, kind })
 }
 
+/// Warns of each source file of `map` changed after the recording or profile at `path` was
+/// written: the lines shown from it may no longer be the lines its counts are of (trial 34 G3).
+/// By modification times: a recording copied later hides an edit made before the copy.
+pub fn warn_edited_sources(path: &Path, map: &wpp_show::SourceMap) {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(recorded) = modified(path) else {
+        return;
+    };
+    for file in &map.files {
+        if modified(Path::new(file)).is_some_and(|t| t > recorded) {
+            eprintln!(
+                "wpp: warning: {file} changed after {} was written: its lines may not be the \
+                 lines the counts are of",
+                path.display()
+            );
+        }
+    }
+}
+
 fn load_profile(path: &Path) -> anyhow::Result<Loaded> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut file = wpp_abi::profile::ProfileFile::from_bytes(&bytes)

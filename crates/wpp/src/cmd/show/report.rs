@@ -18,6 +18,7 @@ pub struct Args {
 /// Runs `wpp report`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let l = super::load(&args.file, "report")?;
+    super::warn_edited_sources(&args.file, &l.map);
     let name = args.file.display().to_string();
     let flame_svg = if l.run.has_stacks && l.run.samples > 0 {
         let mut svg = Vec::new();
