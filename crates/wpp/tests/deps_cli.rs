@@ -577,6 +577,16 @@ fn load_ids_as_printed_and_unknown_files_are_named() {
         err.contains("ends with `nosuch.cpp`; none of its 1 source files"),
         "{err}"
     );
+    // A function's name names its every load (trial 34 G13); a wrong one, the nearest.
+    let (code, by_function, err) = wpp(&["deps", "list", at, "--load", "f"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(by_function, wpp(&["deps", "list", at]).1);
+    let (code, _, err) = wpp(&["deps", "chain", at, "--load", "ff"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("a function's name; did you mean `f`?"),
+        "{err}"
+    );
     let (_, _, err) = wpp(&["deps", "list", at, "--load", "t.c:99"]);
     assert!(
         err.contains("no load at line 99; the nearest lines with loads are 12"),

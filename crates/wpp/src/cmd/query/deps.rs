@@ -29,7 +29,7 @@ pub enum Command {
         /// `--mode ewpp` run).
         file: PathBuf,
         /// Only this load: a memory-instruction id (`1620` or `#1620`, as listings print it),
-        /// or `FILE:LINE` (`:LINE` for any file).
+        /// `FILE:LINE` (`:LINE` for any file), or a function (its every load).
         #[arg(long)]
         load: Option<String>,
         /// Print JSON Lines (one object per dependence).
@@ -88,13 +88,16 @@ pub enum Command {
     /// load's instances that start it. Every chain of at most `--depth` dependences is listed,
     /// each prefix of a longer one too (a chain in its own right), and a statement that uses
     /// several loads branches: so one instance starts several chains, and the counts of a
-    /// load's chains add up to more than its instances. Holds only the dependences of the
+    /// load's chains add up to more than its instances. A block copy (`memcpy`) is one
+    /// statement: a chain through it goes on to the writers of every byte it copied, not only
+    /// of those the load read. Holds only the dependences of the
     /// loads the chains reach: from an address trace, read once per level of the chains;
     /// from a `.wpp` eWPP, recovered on its rules; a raw eWPP trace's are all held.
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
-        /// The load: a memory-instruction id (`1620` or `#1620`), or `FILE:LINE`.
+        /// The load: a memory-instruction id (`1620` or `#1620`), `FILE:LINE`, or a function
+        /// (its every load).
         #[arg(long)]
         load: String,
         /// Longest chain, in dependences (at least 1).
@@ -368,14 +371,37 @@ fn loads(db: &MemoryDb, spec: &str) -> anyhow::Result<Vec<u32>> {
             ),
         }
     }
-    let (file, line) = spec
+    let Some((file, line)) = spec
         .rsplit_once(':')
         .and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?)))
-        .with_context(|| format!("--load {spec}: expected an id or FILE:LINE"))?;
+    else {
+        return function_loads(db, spec);
+    };
     let ids = db.at_line(file, line, AccessKind::Load);
     if ids.is_empty() {
         anyhow::bail!("--load {spec}: {}", no_load(db, file, line));
     }
+    Ok(ids)
+}
+
+/// The loads of the function named `name` (trial 34 G13: narrowing a listing to a function).
+fn function_loads(db: &MemoryDb, name: &str) -> anyhow::Result<Vec<u32>> {
+    let functions = &db.program.functions;
+    let Some(f) = functions.iter().position(|f| f.name == name) else {
+        let near = crate::util::nearest(name, functions.iter().map(|f| f.name.as_str()));
+        let hint = match &near[..] {
+            [] => String::new(),
+            near => format!("; did you mean `{}`?", near.join("`, `")),
+        };
+        anyhow::bail!("--load {name}: expected an id, FILE:LINE or a function's name{hint}");
+    };
+    let ids: Vec<u32> = (0..db.instructions.len() as u32)
+        .filter(|&id| {
+            let i = &db.instructions[id as usize];
+            i.kind == AccessKind::Load && i.function as usize == f
+        })
+        .collect();
+    anyhow::ensure!(!ids.is_empty(), "--load {name}: the function has no load");
     Ok(ids)
 }
 
@@ -521,11 +547,18 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
     let input = input(file)?;
     let db = input.db().clone();
     let only = load.map(|s| loads(&db, s)).transpose()?;
+    // A function's loads may be many: a lookup per dependence, not a search.
+    let wanted: Option<Vec<bool>> = only.as_ref().map(|ids| {
+        let mut w = vec![false; db.instructions.len()];
+        ids.iter().for_each(|&id| w[id as usize] = true);
+        w
+    });
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let mut err = Ok(());
     let mut print = |o: DepOut| {
-        if err.is_err() || only.as_ref().is_some_and(|ids| !ids.contains(&o.load.id)) {
+        let unwanted = wanted.as_ref().is_some_and(|w| !w[o.load.id as usize]);
+        if err.is_err() || unwanted {
             return;
         }
         err = if json {
