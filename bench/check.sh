@@ -263,7 +263,7 @@ same_report() {
 # eCF $2 (which lists no external reads, nor bytes, and marks pairs the filter did not see).
 same_deps() {
     local a b
-    a=$(set +o pipefail; "$WPP" deps list "$1" | grep -v ' <- external' | sed 's/ \[[0-9]* bytes at +[0-9]*\]$//' | head -n "$DEPS_PREFIX")
+    a=$(set +o pipefail; "$WPP" deps list "$1" | grep -v ' <- external' | sed 's/ \[[0-9]* bytes[^]]*\]$//' | head -n "$DEPS_PREFIX")
     b=$(set +o pipefail; "$WPP" deps list "$2" | sed 's/ (not exercised by the filtering run)$//' | head -n "$DEPS_PREFIX")
     [[ -n $a ]] || { echo "no dependence in $1"; return 1; }
     [[ $a == "$b" ]] || { diff <(echo "$a") <(echo "$b") | head -n 5; return 1; }

@@ -46,8 +46,14 @@ struct Writers {
 }
 
 impl Writers {
-    /// Adds `store` to instance `n`'s writers; instances come in increasing order.
+    /// Adds `store` to instance `n`'s writers; instances come in increasing order (a
+    /// recovery's, which replays the run in order).
     fn push(&mut self, n: u64, store: Instance) {
+        assert!(
+            self.starts.len() as u64 <= n,
+            "load instance {n} after {}: dependences out of order",
+            self.starts.len()
+        );
         while (self.starts.len() as u64) < n {
             self.starts.push(self.ids.len() as u64);
         }
@@ -232,14 +238,30 @@ impl ChainIndex {
         deps: impl IntoIterator<Item = (Instance, Instance)>,
         instances: Vec<u64>,
     ) -> ChainIndex {
-        let mut index = ChainIndex::empty(db, Uses::SameBlock);
-        index.instances = instances;
+        let mut index = ChainIndex::of_ecf(db);
         let mut deps: Vec<(Instance, Instance)> = deps.into_iter().collect();
         deps.sort_unstable();
         for (load, store) in deps {
-            index.deps.entry(load.id).or_default().push(load.n, store);
+            index.push(load, store);
         }
+        index.set_instances(instances);
         index
+    }
+
+    /// An empty index of an eCF's dependences (as [`from_dependences`](Self::from_dependences)),
+    /// filled as they are recovered, without holding them in a list first.
+    pub fn of_ecf(db: &MemoryDb) -> ChainIndex {
+        ChainIndex::empty(db, Uses::SameBlock)
+    }
+
+    /// Adds a dependence of an eCF's index; each load's come in the order of its instances.
+    pub fn push(&mut self, load: Instance, store: Instance) {
+        self.deps.entry(load.id).or_default().push(load.n, store);
+    }
+
+    /// Sets the executions per instruction.
+    pub fn set_instances(&mut self, instances: Vec<u64>) {
+        self.instances = instances;
     }
 
     /// The store instances load instance `u` depends on.

@@ -1166,8 +1166,9 @@ fn store_deps(p: &Project, file: &str) -> Vec<serde_json::Value> {
         .filter(|v| !v["store"].is_null())
         .map(|mut v| {
             let o = v.as_object_mut().expect("an object");
-            o.remove("offset");
-            o.remove("bytes");
+            for field in ["offset", "bytes", "end", "pieces"] {
+                o.remove(field);
+            }
             v
         })
         .collect()

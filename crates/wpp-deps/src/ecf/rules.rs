@@ -689,7 +689,7 @@ struct Job {
 
 /// The dependences that chains from `loads` of at most `depth` dependences use (Figure 21),
 /// from the eWPP's rules: the loads' dependences, then those of the uses at their stores'
-/// statements, level by level (one [`recover_loads`] per level), indexed as
+/// statements, level by level (one [`recover_loads`] per level), indexed as they come, as
 /// [`ChainIndex::from_dependences`] indexes a whole run's. Its chains and `ChainFreq` from
 /// `loads` are the whole run's.
 pub fn chain_index(
@@ -702,7 +702,7 @@ pub fn chain_index(
 ) -> Result<ChainIndex, EcfError> {
     let uses = statement_uses(db);
     let mut instances = vec![0; db.instructions.len()];
-    let mut deps = Vec::new();
+    let mut index = ChainIndex::of_ecf(db);
     let mut asked: FxHashSet<u32> = loads.iter().copied().collect();
     let mut level: Vec<u32> = loads.to_vec();
     for _ in 0..depth {
@@ -712,7 +712,7 @@ pub fn chain_index(
         let mut stores = FxHashSet::default();
         let runs = recover_loads(db, grammar, alphabet, start, &level, |d| {
             stores.insert(d.store.id);
-            deps.push((d.load, d.store));
+            index.push(d.load, d.store);
         })?;
         for (u, n) in runs {
             instances[u as usize] = n;
@@ -723,5 +723,6 @@ pub fn chain_index(
         level = next.filter(|&u| asked.insert(u)).collect();
         level.sort_unstable();
     }
-    Ok(ChainIndex::from_dependences(db, deps, instances))
+    index.set_instances(instances);
+    Ok(index)
 }

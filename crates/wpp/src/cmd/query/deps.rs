@@ -808,11 +808,12 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
                 None => ChainIndex::from_dependences(&db, [], vec![0; db.instructions.len()]),
             },
             source => {
-                let mut deps = Vec::new();
+                let mut index = ChainIndex::of_ecf(&db);
                 let source = Box::new(source);
                 let instances =
-                    ecf_recover(file, &db, source, drop, |d| deps.push((d.load, d.store)))?;
-                ChainIndex::from_dependences(&db, deps, instances)
+                    ecf_recover(file, &db, source, drop, |d| index.push(d.load, d.store))?;
+                index.set_instances(instances);
+                index
             }
         },
     };
