@@ -369,12 +369,13 @@ enum Calls {
     Outside,
     /// Right after a check call's `Enter` at this timestamp: its site comes next.
     Entered(u64),
-    /// Reading a call of a load asked for: its `Enter`'s timestamp and its events so far.
-    Reading(u64, Vec<Event>),
+    /// Reading a call of a load asked for: its `Enter`'s timestamp (its events so far are in
+    /// [`Walker::call`]).
+    Reading(u64),
 }
 
 /// A check call of a load asked for, as [`Walker::walk`] reads it (after its `Enter`).
-type CallEvents<'c> = Call<'c, std::vec::IntoIter<Event>>;
+type CallEvents<'c, 'd> = Call<'c, std::vec::Drain<'d, Event>>;
 
 /// One pass of the walk, with `S` fixed.
 struct Walker<'a> {
@@ -394,6 +395,10 @@ struct Walker<'a> {
     summary_counts: Vec<(u32, u64)>,
     /// Summaries being computed; the allocations are kept from one to the next.
     jobs: Vec<Job>,
+    /// The events of the call being read, in one buffer for every call (a vector per call
+    /// spent a quarter of a rare load's lookup in the allocator when its function's loads
+    /// are hot).
+    call: Vec<Event>,
 }
 
 impl<'a> Walker<'a> {
@@ -427,6 +432,7 @@ impl<'a> Walker<'a> {
             summary_frames: Vec::new(),
             summary_counts: Vec::new(),
             jobs: Vec::new(),
+            call: Vec::new(),
         }
     }
 
@@ -442,7 +448,7 @@ impl<'a> Walker<'a> {
     fn walk(
         &mut self,
         start: RuleId,
-        mut on_call: impl FnMut(&mut CallEvents, &State, &Slots) -> Result<(), EcfError>,
+        mut on_call: impl FnMut(&mut CallEvents<'_, '_>, &State, &Slots) -> Result<(), EcfError>,
     ) -> Result<State, EcfError> {
         let mut state = State {
             frames: Vec::new(),
@@ -509,21 +515,21 @@ impl<'a> Walker<'a> {
 
     /// One event read where it is (not summarized).
     fn leaf(
-        &self,
+        &mut self,
         e: Event,
         t: u64,
         calls: Calls,
         state: &mut State,
-        on_call: &mut impl FnMut(&mut CallEvents, &State, &Slots) -> Result<(), EcfError>,
+        on_call: &mut impl FnMut(&mut CallEvents<'_, '_>, &State, &Slots) -> Result<(), EcfError>,
     ) -> Result<Calls, EcfError> {
         match (calls, e) {
-            (Calls::Reading(at, mut events), e) => {
-                events.push(e);
+            (Calls::Reading(at), e) => {
+                self.call.push(e);
                 if e != Event::Leave {
-                    return Ok(Calls::Reading(at, events));
+                    return Ok(Calls::Reading(at));
                 }
                 state.frames.pop();
-                let mut events = events.into_iter();
+                let mut events = self.call.drain(..);
                 let mut call = Call {
                     events: &mut events,
                     t: at,
@@ -532,7 +538,9 @@ impl<'a> Walker<'a> {
                 Ok(Calls::Outside)
             }
             (Calls::Entered(at), Event::Block(b)) if self.sites.contains(&b.0) => {
-                Ok(Calls::Reading(at, vec![e]))
+                self.call.clear();
+                self.call.push(e);
+                Ok(Calls::Reading(at))
             }
             (_, e) => {
                 state.step(&self.slots, e, t)?;
