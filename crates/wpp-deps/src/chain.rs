@@ -10,6 +10,14 @@
 //! (`t_{i+1} = t_i`); at source level a line is the statement. Loads on lines without debug
 //! information (line 0) are never uses at a statement.
 //!
+//! **Block copies.** A `memcpy`/`memmove` is one statement whose store copies its load byte
+//! for byte, so a chain through it goes on only from the bytes of the copy the load before
+//! it read, to the writers of those bytes of the copy's source (beyond the paper, whose
+//! statements copy whole values). An address trace says where each dependence's bytes lie;
+//! the index keeps that for the dependences a copy narrows ([`Span`]). Exact for loads of up
+//! to 64 bytes, whose writers' bytes are known one by one; wider, from the first byte to the
+//! last. An eCF has no addresses: its chains go on to the writers of every byte copied.
+//!
 //! [`ChainIndex::build`] holds the recovered dependences of a whole run in memory (a few words
 //! per load and store instance), fine for tests and bench prefixes. [`ChainIndex::build_for`]
 //! holds only those the chains of some loads reach, level by level, one replay per level: the
@@ -30,6 +38,8 @@ pub struct ChainIndex {
     uses: Uses,
     /// Per store id: the load ids that are uses at its statement ([`statement_uses`]).
     at_statement: Vec<Vec<u32>>,
+    /// Per store id: the source load of its block copy ([`copy_sources`]), or [`NO_COPY`].
+    copy_of: Vec<u32>,
     /// Executions per instruction.
     instances: Vec<u64>,
 }
@@ -43,12 +53,63 @@ struct Writers {
     starts: Vec<u64>,
     ids: Vec<u32>,
     ns: Vec<u64>,
+    /// Where the bytes of the entries a block copy narrows lie, by entry, in entry order.
+    spans: Vec<(u64, Span)>,
+}
+
+/// Where the bytes of one dependence lie, for a chain through a block copy (see the module
+/// docs): kept when the load is a copy's source or the store a copy's destination.
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    /// The writer's bytes within the load: from its first (`offset`) to one past its last
+    /// (`end`), and which of the load's first 64 (bit `i`: offset `i`).
+    pub offset: u64,
+    /// One past the last.
+    pub end: u64,
+    /// Bit `i`: the writer wrote the load's byte `i`.
+    pub mask: u64,
+    /// The load's address less the store's: a load's byte `i` is the store's `i + shift`.
+    pub shift: i64,
+}
+
+/// Bytes `lo..hi` of one access.
+type Bytes = (u64, u64);
+
+impl Span {
+    /// The writer's bytes among `interest` (all when `None`) as maximal runs, in the store's
+    /// coordinates.
+    fn pieces(&self, interest: Option<Bytes>) -> Vec<Bytes> {
+        let (lo, hi) = interest.unwrap_or((0, u64::MAX));
+        let (lo, hi) = (lo.max(self.offset), hi.min(self.end));
+        let mut runs = Vec::new();
+        if self.end <= 64 {
+            let mut m = self.mask & range_mask(lo, hi);
+            while m != 0 {
+                let at = u64::from(m.trailing_zeros());
+                let len = u64::from((m >> at).trailing_ones());
+                runs.push((at, at + len));
+                m &= !range_mask(at, at + len);
+            }
+        } else if lo < hi {
+            runs.push((lo, hi));
+        }
+        let shift = |b: u64| b.wrapping_add_signed(self.shift);
+        runs.into_iter()
+            .map(|(a, b)| (shift(a), shift(b)))
+            .collect()
+    }
+}
+
+/// The bits of bytes `lo..hi` among the first 64.
+fn range_mask(lo: u64, hi: u64) -> u64 {
+    let (lo, hi) = (lo.min(64), hi.min(64).max(lo.min(64)));
+    ((1u128 << hi) - (1u128 << lo)) as u64
 }
 
 impl Writers {
     /// Adds `store` to instance `n`'s writers; instances come in increasing order (a
     /// recovery's, which replays the run in order).
-    fn push(&mut self, n: u64, store: Instance) {
+    fn push(&mut self, n: u64, store: Instance, span: Option<Span>) {
         assert!(
             self.starts.len() as u64 <= n,
             "load instance {n} after {}: dependences out of order",
@@ -57,11 +118,14 @@ impl Writers {
         while (self.starts.len() as u64) < n {
             self.starts.push(self.ids.len() as u64);
         }
+        if let Some(span) = span {
+            self.spans.push((self.ids.len() as u64, span));
+        }
         self.ids.push(store.id);
         self.ns.push(store.n);
     }
 
-    fn of(&self, n: u64) -> impl Iterator<Item = Instance> + '_ {
+    fn of(&self, n: u64) -> impl Iterator<Item = (Instance, Option<Span>)> + '_ {
         let range = match n.checked_sub(1).and_then(|i| self.starts.get(i as usize)) {
             Some(&a) => {
                 a as usize
@@ -72,9 +136,20 @@ impl Writers {
             }
             None => 0..0,
         };
-        range.map(|i| Instance {
-            id: self.ids[i],
-            n: self.ns[i],
+        range.map(|i| {
+            let span = match self.spans.is_empty() {
+                true => None,
+                false => self
+                    .spans
+                    .binary_search_by_key(&(i as u64), |&(e, _)| e)
+                    .ok()
+                    .map(|k| self.spans[k].1),
+            };
+            let store = Instance {
+                id: self.ids[i],
+                n: self.ns[i],
+            };
+            (store, span)
         })
     }
 }
@@ -108,6 +183,33 @@ pub fn statement_uses(db: &MemoryDb) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// [`copy_sources`]' entry of a store that is not a block copy's destination.
+pub const NO_COPY: u32 = u32::MAX;
+
+/// Per store id: the load of the same `memcpy`/`memmove` that reads what it writes (the
+/// instrumenter numbers a copy's source load right before its destination store), or
+/// [`NO_COPY`].
+pub fn copy_sources(db: &MemoryDb) -> Vec<u32> {
+    let ins = &db.instructions;
+    (0..ins.len())
+        .map(|d| {
+            let (s, call) = (&ins[d], ins[d].what.strip_suffix(" dst"));
+            let src = d.checked_sub(1).map(|u| &ins[u]);
+            match (call, src) {
+                (Some(call), Some(u))
+                    if s.kind == AccessKind::Store
+                        && u.kind == AccessKind::Load
+                        && u.what.strip_suffix(" src") == Some(call)
+                        && (u.function, u.block, u.line) == (s.function, s.block, s.line) =>
+                {
+                    d as u32 - 1
+                }
+                _ => NO_COPY,
+            }
+        })
+        .collect()
+}
+
 impl ChainIndex {
     /// Replays a run's accesses, keeping every dependence.
     pub fn build<T: Into<Run>, E>(
@@ -134,6 +236,7 @@ impl ChainIndex {
             deps: FxHashMap::default(),
             uses,
             at_statement: statement_uses(db),
+            copy_of: copy_sources(db),
             instances: vec![0; db.instructions.len()],
         }
     }
@@ -197,11 +300,14 @@ impl ChainIndex {
     where
         RecoverError: From<E>,
     {
+        let is_source = self.copy_sources_mask();
         let Uses::Recorded(uses) = &mut self.uses else {
             unreachable!("a replay records its uses")
         };
         let mut r = Recovery::new(db);
         let mut reached = vec![false; level.len()];
+        // Per copy store: its instances' addresses, which place the bytes its loads read.
+        let mut copied_to: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
         for run in runs {
             let run: Run = run?.into();
             r.set_thread(run.thread);
@@ -209,11 +315,25 @@ impl ChainIndex {
                 let (inst, ds) = r.step(a)?;
                 let id = a.id as usize;
                 let at = &self.at_statement[id];
+                if self.copy_of[id] != NO_COPY {
+                    copied_to.entry(a.id).or_default().push(a.addr);
+                }
                 if level[id] {
                     for d in ds {
                         if let Writer::Store(s) = d.store {
+                            let span = match copied_to.get(&s.id) {
+                                Some(addrs) => Some(addrs[s.n as usize - 1]),
+                                None if is_source[id] => Some(a.addr),
+                                None => None,
+                            }
+                            .map(|store_addr| Span {
+                                offset: d.offset,
+                                end: d.end,
+                                mask: d.mask,
+                                shift: a.addr.wrapping_sub(store_addr) as i64,
+                            });
                             let writers = self.deps.entry(a.id).or_default();
-                            writers.push(inst.n, s);
+                            writers.push(inst.n, s, span);
                             reached[s.id as usize] = true;
                         }
                     }
@@ -227,6 +347,15 @@ impl ChainIndex {
         }
         self.instances = r.instances().to_vec();
         Ok(reached)
+    }
+
+    /// Per load id: whether it is a block copy's source.
+    fn copy_sources_mask(&self) -> Vec<bool> {
+        let mut is_source = vec![false; self.copy_of.len()];
+        for &u in self.copy_of.iter().filter(|&&u| u != NO_COPY) {
+            is_source[u as usize] = true;
+        }
+        is_source
     }
 
     /// The index of dependences recovered some other way (from an eCF, [`crate::ecf`]):
@@ -256,7 +385,10 @@ impl ChainIndex {
 
     /// Adds a dependence of an eCF's index; each load's come in the order of its instances.
     pub fn push(&mut self, load: Instance, store: Instance) {
-        self.deps.entry(load.id).or_default().push(load.n, store);
+        self.deps
+            .entry(load.id)
+            .or_default()
+            .push(load.n, store, None);
     }
 
     /// Sets the executions per instruction.
@@ -264,8 +396,8 @@ impl ChainIndex {
         self.instances = instances;
     }
 
-    /// The store instances load instance `u` depends on.
-    fn deps_of(&self, u: Instance) -> impl Iterator<Item = Instance> + '_ {
+    /// The store instances load instance `u` depends on, with where their bytes lie if kept.
+    fn deps_of(&self, u: Instance) -> impl Iterator<Item = (Instance, Option<Span>)> + '_ {
         self.deps
             .get(&u.id)
             .into_iter()
@@ -301,7 +433,40 @@ impl ChainIndex {
     /// `RecoverDependence(u(t))` restricted to store `d`: the instances of `d` that wrote some
     /// byte `u(t)` read (several when a loop of narrow stores filled a wide load).
     pub fn writers(&self, u: Instance, d: u32) -> impl Iterator<Item = Instance> + '_ {
-        self.deps_of(u).filter(move |s| s.id == d)
+        self.deps_of(u).map(|(s, _)| s).filter(move |s| s.id == d)
+    }
+
+    /// The writers of the bytes `interest` of load instance `u` (all: `None`), each with those
+    /// of its bytes as runs in the store's coordinates where the index knows them.
+    fn steps(
+        &self,
+        u: Instance,
+        interest: Option<Bytes>,
+    ) -> impl Iterator<Item = (Instance, Option<Vec<Bytes>>)> + '_ {
+        self.deps_of(u).filter_map(move |(d, span)| {
+            let pieces = span.map(|s| s.pieces(interest));
+            match &pieces {
+                Some(p) if p.is_empty() => None,
+                _ => Some((d, pieces)),
+            }
+        })
+    }
+
+    /// The uses at store instance `d`'s statement, each with the bytes of it a chain follows:
+    /// of a copy's source, those the copy's `pieces` took from it, a run at a time; of any
+    /// other use, or where the pieces are unknown, all.
+    fn next_uses<'s>(
+        &'s self,
+        d: Instance,
+        pieces: &'s Option<Vec<Bytes>>,
+    ) -> impl Iterator<Item = (Instance, Option<Bytes>)> + 's {
+        let source = self.copy_of[d.id as usize];
+        self.uses_of(d).flat_map(move |x| {
+            let narrowed = pieces.as_deref().filter(|_| x.id == source);
+            let all = narrowed.is_none().then_some((x, None));
+            let runs = narrowed.into_iter().flatten().map(move |&p| (x, Some(p)));
+            all.into_iter().chain(runs)
+        })
     }
 
     /// `RecoverChain` (Figure 21): whether instance `u0` starts the chain `d1, u1, d2, u2, …,
@@ -310,24 +475,33 @@ impl ChainIndex {
     /// may continue the chain (the first that does is returned).
     pub fn recover_chain(&self, u0: Instance, chain: &[u32]) -> Option<Vec<Instance>> {
         let mut out = vec![u0];
-        self.extend(u0, chain, &mut out).then_some(out)
+        self.extend(u0, None, chain, &mut out).then_some(out)
     }
 
-    fn extend(&self, u: Instance, chain: &[u32], out: &mut Vec<Instance>) -> bool {
+    fn extend(
+        &self,
+        u: Instance,
+        interest: Option<Bytes>,
+        chain: &[u32],
+        out: &mut Vec<Instance>,
+    ) -> bool {
         let Some(&d_id) = chain.first() else {
             return true;
         };
-        for d in self.writers(u, d_id) {
+        for (d, pieces) in self.steps(u, interest).filter(|(d, _)| d.id == d_id) {
             out.push(d);
             let ok = match chain.get(1) {
                 None => true,
-                Some(&next) => self.uses_of(d).find(|x| x.id == next).is_some_and(|n| {
-                    out.push(n);
-                    self.extend(n, &chain[2..], out) || {
-                        out.pop();
-                        false
-                    }
-                }),
+                Some(&want) => self
+                    .next_uses(d, &pieces)
+                    .filter(|(x, _)| x.id == want)
+                    .any(|(x, bytes)| {
+                        out.push(x);
+                        self.extend(x, bytes, &chain[2..], out) || {
+                            out.pop();
+                            false
+                        }
+                    }),
             };
             if ok {
                 return true;
@@ -352,7 +526,8 @@ impl ChainIndex {
         let runs = self.instances.get(u0 as usize).copied().unwrap_or(0);
         for n in 1..=runs {
             let mut seen = std::collections::BTreeSet::new();
-            self.walk(Instance { id: u0, n }, depth, &mut Vec::new(), &mut seen);
+            let u = Instance { id: u0, n };
+            self.walk(u, None, depth, &mut Vec::new(), &mut seen);
             for c in seen {
                 *freq.entry(c).or_insert(0) += 1;
             }
@@ -363,6 +538,7 @@ impl ChainIndex {
     fn walk(
         &self,
         u: Instance,
+        interest: Option<Bytes>,
         depth: usize,
         path: &mut Vec<u32>,
         seen: &mut std::collections::BTreeSet<Vec<u32>>,
@@ -370,12 +546,12 @@ impl ChainIndex {
         if depth == 0 {
             return;
         }
-        for d in self.deps_of(u) {
+        for (d, pieces) in self.steps(u, interest) {
             path.push(d.id);
             seen.insert(path.clone());
-            for next in self.uses_of(d) {
-                path.push(next.id);
-                self.walk(next, depth - 1, path, seen);
+            for (x, bytes) in self.next_uses(d, &pieces) {
+                path.push(x.id);
+                self.walk(x, bytes, depth - 1, path, seen);
                 path.pop();
             }
             path.pop();

@@ -8,13 +8,14 @@ use wpp_deps::at::Run;
 use wpp_deps::chain::ChainIndex;
 use wpp_deps::{recover, Access, AccessKind, Dependence, Instance, MemInstr, MemoryDb, Writer};
 
+/// Instructions of two blocks and lines; a kind of 3 makes the instruction a block copy's
+/// destination, and the one before it the copy's source (as the instrumenter numbers a
+/// `memcpy`'s two accesses).
 fn db_strategy() -> impl Strategy<Value = MemoryDb> {
-    prop::collection::vec((0u32..2, 0u32..2, 0u8..3), 2..8).prop_map(|v| MemoryDb {
-        version: 1,
-        program: Default::default(),
-        instructions: v
-            .into_iter()
-            .map(|(block, line, k)| MemInstr {
+    prop::collection::vec((0u32..2, 0u32..2, 0u8..4), 2..8).prop_map(|v| {
+        let mut instructions: Vec<MemInstr> = v
+            .iter()
+            .map(|&(block, line, k)| MemInstr {
                 function: 0,
                 block,
                 line,
@@ -23,8 +24,23 @@ fn db_strategy() -> impl Strategy<Value = MemoryDb> {
                 kind: [AccessKind::Load, AccessKind::Store, AccessKind::Clobber][k as usize % 3],
                 what: String::new(),
             })
-            .collect(),
-        files: Vec::new(),
+            .collect();
+        for (i, &(_, _, k)) in v.iter().enumerate().skip(1) {
+            if k == 3 && instructions[i - 1].what.is_empty() {
+                let (block, line) = (instructions[i].block, instructions[i].line);
+                let src = &mut instructions[i - 1];
+                (src.kind, src.block, src.line, src.what) =
+                    (AccessKind::Load, block, line, "memcpy src".into());
+                let dst = &mut instructions[i];
+                (dst.kind, dst.what) = (AccessKind::Store, "memcpy dst".into());
+            }
+        }
+        MemoryDb {
+            version: 1,
+            program: Default::default(),
+            instructions,
+            files: Vec::new(),
+        }
     })
 }
 
@@ -109,29 +125,44 @@ fn is_use_at(db: &MemoryDb, u: u32, d: u32) -> bool {
         && (u..d).all(|x| db.instructions[x as usize].block == id.block)
 }
 
-/// Figure 21 on the raw list: does the load at position `p` start `chain`?
-fn brute_chain(db: &MemoryDb, acc: &[Access], p: usize, chain: &[u32]) -> bool {
+/// Whether store `d` is a block copy whose source is load `u`.
+fn copies(db: &MemoryDb, d: u32, u: u32) -> bool {
+    db.instructions[d as usize].what == "memcpy dst" && u + 1 == d
+}
+
+/// Figure 21 on the raw list: does the load at position `p` start `chain`? Every byte of the
+/// load counts, except after a block copy: there only the byte the copy took from its source
+/// (`byte`, in the load's coordinates).
+fn brute_chain(db: &MemoryDb, acc: &[Access], p: usize, chain: &[u32], byte: Option<u64>) -> bool {
     let Some(&d) = chain.first() else { return true };
     let a = acc[p];
-    (0..a.size).any(|off| match backtrack(db, acc, p, a.addr + off) {
-        Writer::Store(s) if s.id == d => {
-            let q = (0..p)
-                .rev()
-                .find(|&q| instance_at(acc, q) == s)
-                .expect("writer position");
-            match chain.get(1) {
-                None => true,
-                Some(&u) => {
-                    is_use_at(db, u, d)
-                        && (0..q)
-                            .rev()
-                            .find(|&r| acc[r].id == u)
-                            .is_some_and(|r| brute_chain(db, acc, r, &chain[2..]))
+    let bytes = match byte {
+        Some(b) => b..(b + 1).min(a.size),
+        None => 0..a.size,
+    };
+    bytes
+        .into_iter()
+        .any(|off| match backtrack(db, acc, p, a.addr + off) {
+            Writer::Store(s) if s.id == d => {
+                let q = (0..p)
+                    .rev()
+                    .find(|&q| instance_at(acc, q) == s)
+                    .expect("writer position");
+                match chain.get(1) {
+                    None => true,
+                    Some(&u) => {
+                        // The copy's byte is the same byte of its source.
+                        let copied = copies(db, d, u).then(|| a.addr + off - acc[q].addr);
+                        is_use_at(db, u, d)
+                            && (0..q)
+                                .rev()
+                                .find(|&r| acc[r].id == u)
+                                .is_some_and(|r| brute_chain(db, acc, r, &chain[2..], copied))
+                    }
                 }
             }
-        }
-        _ => false,
-    })
+            _ => false,
+        })
 }
 
 proptest! {
@@ -217,13 +248,13 @@ proptest! {
             prop_assert_eq!(&only.chains(u0, depth), &chains);
             for (chain, &freq) in &chains {
                 prop_assert!(freq > 0);
-                let brute = positions.iter().filter(|&&p| brute_chain(&db, &acc, p, chain)).count() as u64;
+                let brute = positions.iter().filter(|&&p| brute_chain(&db, &acc, p, chain, None)).count() as u64;
                 prop_assert_eq!(freq, brute, "chain {:?} from {}", chain, u0);
                 prop_assert_eq!(index.chain_freq(u0, chain), brute);
             }
             // Every one-step chain the brute force finds is enumerated.
             for d in 0..db.instructions.len() as u32 {
-                let brute = positions.iter().filter(|&&p| brute_chain(&db, &acc, p, &[d])).count() as u64;
+                let brute = positions.iter().filter(|&&p| brute_chain(&db, &acc, p, &[d], None)).count() as u64;
                 prop_assert_eq!(chains.get(&vec![d]).copied().unwrap_or(0), brute);
             }
         }

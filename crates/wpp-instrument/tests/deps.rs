@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use wpp_deps::chain::ChainIndex;
 use wpp_deps::{recover, Access, AccessKind, AtReader, MemoryDb, Writer};
 use wpp_instrument::{InstrumentMode, Options};
 
@@ -191,6 +192,15 @@ fn hand_known_dependences() {
         addr(store("S_FRAME_B"), 1),
         "frames did not share the slot"
     );
+
+    // A chain through the struct copy goes on only to the writer of the field read (Figure
+    // 21, narrowed at the copy): `s->a` of the copy came from `fill`'s `s->a = 7`, not from
+    // its `memset` of `b`, which the copy also took.
+    let index = ChainIndex::build(&db, [Ok::<_, std::convert::Infallible>(accesses)]).unwrap();
+    let (copy, source) = (store("S_COPY"), load("S_COPY"));
+    let chains: Vec<Vec<u32>> = index.chains(load("L_READ_A"), 2).into_keys().collect();
+    let want = [vec![copy], vec![copy, source, store("S_FILL_A")]];
+    assert_eq!(chains, want);
 }
 
 /// Per function (by name), its loads' dependences in the order they ran, as (the writing

@@ -88,9 +88,11 @@ pub enum Command {
     /// load's instances that start it. Every chain of at most `--depth` dependences is listed,
     /// each prefix of a longer one too (a chain in its own right), and a statement that uses
     /// several loads branches: so one instance starts several chains, and the counts of a
-    /// load's chains add up to more than its instances. A block copy (`memcpy`) is one
-    /// statement: a chain through it goes on to the writers of every byte it copied, not only
-    /// of those the load read. Holds only the dependences of the
+    /// load's chains add up to more than its instances. Through a block copy (`memcpy`,
+    /// `memmove`) a chain from an address trace goes on only to the writers of the bytes the
+    /// load took from the copy (exact for loads of up to 64 bytes; wider, from their first
+    /// such byte to the last); from an eWPP, which has no addresses, to the writers of every
+    /// byte copied. Holds only the dependences of the
     /// loads the chains reach: from an address trace, read once per level of the chains;
     /// from a `.wpp` eWPP, recovered on its rules; a raw eWPP trace's are all held.
     Chain {
