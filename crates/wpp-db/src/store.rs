@@ -135,22 +135,8 @@ impl Store {
 
     /// The store at `dir` with the writers' lock taken (waiting for it after `waiting`).
     fn lock(dir: &Path, waiting: impl FnOnce()) -> Result<Store, DbError> {
-        use rustix::fs::{flock, FlockOperation};
-        let path = dir.join(LOCK);
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| DbError::io(&path, e))?;
-        let io = |e: rustix::io::Errno| DbError::io(&path, e.into());
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Err(rustix::io::Errno::WOULDBLOCK) => {
-                waiting();
-                flock(&file, FlockOperation::LockExclusive).map_err(io)?;
-            }
-            other => other.map_err(io)?,
-        }
+        let file = lock_exclusive(&dir.join(LOCK), Some(waiting))?
+            .expect("a lock that is waited for is taken");
         Ok(Store {
             dir: dir.to_owned(),
             _lock: Some(Arc::new(file)),
@@ -443,7 +429,6 @@ pub fn unique() -> String {
     format!("{}-{nanos}-{n}", std::process::id())
 }
 
-/// The error for `dir`, which is not a store: `what` it is.
 /// A reader's shared lock on `DIR/readers`, created if missing. None where it cannot be
 /// opened (a read-only store made before readers locked): the reader then reads unprotected.
 fn share(dir: &Path) -> Option<Arc<File>> {
@@ -458,21 +443,27 @@ fn share(dir: &Path) -> Option<Arc<File>> {
 
 /// The exclusive lock on `DIR/readers`: waited for, or None at once if a reader holds it.
 fn exclude_readers(dir: &Path, readers: Readers) -> Result<Option<File>, DbError> {
-    use rustix::fs::{flock, FlockOperation};
     let path = dir.join(READERS);
+    match readers {
+        Readers::Wait(waiting) => lock_exclusive(&path, Some(waiting)),
+        Readers::Skip => lock_exclusive(&path, None::<fn()>),
+    }
+}
+
+/// An exclusive `flock` on `path`, created if missing: at once, or if another process holds
+/// it, after `busy` says so, or None at once without `busy`.
+fn lock_exclusive(path: &Path, busy: Option<impl FnOnce()>) -> Result<Option<File>, DbError> {
+    use rustix::fs::{flock, FlockOperation};
     let file = File::options()
         .create(true)
         .append(true)
-        .open(&path)
-        .map_err(|e| DbError::io(&path, e))?;
-    let io = |e: rustix::io::Errno| DbError::io(&path, e.into());
-    match (
-        flock(&file, FlockOperation::NonBlockingLockExclusive),
-        readers,
-    ) {
+        .open(path)
+        .map_err(|e| DbError::io(path, e))?;
+    let io = |e: rustix::io::Errno| DbError::io(path, e.into());
+    match (flock(&file, FlockOperation::NonBlockingLockExclusive), busy) {
         (Ok(()), _) => Ok(Some(file)),
-        (Err(rustix::io::Errno::WOULDBLOCK), Readers::Skip) => Ok(None),
-        (Err(rustix::io::Errno::WOULDBLOCK), Readers::Wait(waiting)) => {
+        (Err(rustix::io::Errno::WOULDBLOCK), None) => Ok(None),
+        (Err(rustix::io::Errno::WOULDBLOCK), Some(waiting)) => {
             waiting();
             flock(&file, FlockOperation::LockExclusive).map_err(io)?;
             Ok(Some(file))
@@ -481,6 +472,7 @@ fn exclude_readers(dir: &Path, readers: Readers) -> Result<Option<File>, DbError
     }
 }
 
+/// The error for `dir`, which is not a store: `what` it is.
 fn not_a_store(dir: &Path, what: &str) -> DbError {
     DbError::NotAStore {
         path: dir.to_owned(),

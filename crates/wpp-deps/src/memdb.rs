@@ -99,13 +99,29 @@ impl MemoryDb {
     /// The ids of the instructions whose source line is `line` (in a file whose name ends with
     /// `file`, or in any file when `file` is empty) and whose kind is `kind`.
     pub fn at_line(&self, file: &str, line: u32, kind: AccessKind) -> Vec<u32> {
-        (0..self.instructions.len() as u32)
-            .filter(|&id| {
-                let i = &self.instructions[id as usize];
-                let in_file = file.is_empty() || self.file(id).is_some_and(|f| f.ends_with(file));
-                i.line == line && i.kind == kind && in_file
-            })
+        self.of_kind_in(file, kind)
+            .filter(|&id| self.instructions[id as usize].line == line)
             .collect()
+    }
+
+    /// The source lines of the instructions of `kind` in files whose path ends with `file`
+    /// (any file if empty), in order.
+    pub fn lines(&self, file: &str, kind: AccessKind) -> Vec<u32> {
+        let mut lines: Vec<u32> = self
+            .of_kind_in(file, kind)
+            .map(|id| self.instructions[id as usize].line)
+            .filter(|&line| line != 0)
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
+        lines
+    }
+
+    fn of_kind_in<'s>(&'s self, file: &'s str, kind: AccessKind) -> impl Iterator<Item = u32> + 's {
+        (0..self.instructions.len() as u32).filter(move |&id| {
+            self.instructions[id as usize].kind == kind
+                && (file.is_empty() || self.file(id).is_some_and(|f| f.ends_with(file)))
+        })
     }
 
     /// The source file of instruction `id`: its own, or its function's.

@@ -419,17 +419,7 @@ fn no_load(db: &MemoryDb, file: &str, line: u32) -> String {
             .collect();
         return format!("line {line} has stores only: {}", shown.join(", "));
     }
-    let mut lines: Vec<u32> = (0..db.instructions.len() as u32)
-        .filter(|&id| {
-            let i = &db.instructions[id as usize];
-            i.kind == AccessKind::Load
-                && i.line != 0
-                && (file.is_empty() || db.file(id).is_some_and(|f| f.ends_with(file)))
-        })
-        .map(|id| db.instructions[id as usize].line)
-        .collect();
-    lines.sort_unstable();
-    lines.dedup();
+    let lines = db.lines(file, AccessKind::Load);
     if !lines.is_empty() {
         let before = lines.iter().rev().find(|&&l| l < line);
         let after = lines.iter().find(|&&l| l > line);
