@@ -257,8 +257,45 @@ impl ChainIndex {
         T: Into<Run>,
         RecoverError: From<E>,
     {
-        let n = db.instructions.len();
-        let mut index = ChainIndex::empty(db, Uses::Recorded(FxHashMap::default()));
+        let index = ChainIndex::empty(db, Uses::Recorded(FxHashMap::default()));
+        index.by_levels(loads, depth, |index, level, stores| {
+            index.replay_level(db, level, stores, open()?)
+        })
+    }
+
+    /// [`build_for`](Self::build_for) for an eCF, whose dependences come from a recovery of
+    /// the whole run: `recover` runs it once per level, gives each dependence (load instance,
+    /// store instance) to its callback, and returns the executions per instruction. The
+    /// index keeps those of the level's loads only.
+    pub fn build_for_ecf<E>(
+        db: &MemoryDb,
+        loads: &[u32],
+        depth: usize,
+        mut recover: impl FnMut(&mut dyn FnMut(Instance, Instance)) -> Result<Vec<u64>, E>,
+    ) -> Result<ChainIndex, E> {
+        ChainIndex::of_ecf(db).by_levels(loads, depth, |index, level, _| {
+            let mut reached = vec![false; level.len()];
+            let instances = recover(&mut |load, store| {
+                if level[load.id as usize] {
+                    index.push(load, store);
+                    reached[store.id as usize] = true;
+                }
+            })?;
+            index.set_instances(instances);
+            Ok(reached)
+        })
+    }
+
+    /// The level loop of [`build_for`](Self::build_for): `replay(index, level, stores)` keeps
+    /// the dependences of the loads in `level` and the uses at the statements of `stores`,
+    /// and returns the stores the level's loads depend on.
+    fn by_levels<E>(
+        mut self,
+        loads: &[u32],
+        depth: usize,
+        mut replay: impl FnMut(&mut ChainIndex, &[bool], &[bool]) -> Result<Vec<bool>, E>,
+    ) -> Result<ChainIndex, E> {
+        let n = self.instances.len();
         let (mut level, mut stores) = (vec![false; n], vec![false; n]);
         for &u in loads {
             level[u as usize] = true;
@@ -275,16 +312,19 @@ impl ChainIndex {
             if !level.contains(&true) && !stores.contains(&true) {
                 break;
             }
-            let reached = index.replay_level(db, &level, &stores, open()?)?;
+            let reached = replay(&mut self, &level, &stores)?;
             level.iter_mut().for_each(|l| *l = false);
             for d in (0..n).filter(|&d| reached[d]) {
-                for &u in &index.at_statement[d] {
+                for &u in &self.at_statement[d] {
                     level[u as usize] = true;
                 }
             }
-            stores = reached;
+            // Under whole blocks a store's uses need no replay of their own.
+            if matches!(self.uses, Uses::Recorded(_)) {
+                stores = reached;
+            }
         }
-        Ok(index)
+        Ok(self)
     }
 
     /// One replay of [`build_for`](Self::build_for): keeps the dependences of the loads in

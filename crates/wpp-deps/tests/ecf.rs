@@ -166,6 +166,11 @@ proptest! {
             if db.instructions[u0 as usize].kind != AccessKind::Load { continue; }
             let chains = from_at.chains(u0, depth);
             prop_assert_eq!(&from_ecf.chains(u0, depth), &chains);
+            // A level at a time, as for a raw eCF: only what these chains need, the same.
+            let levels = ChainIndex::build_for_ecf(db, &[u0], depth, |push| {
+                ecf::recover(db, &built.events, |d| push(d.load, d.store))
+            }).unwrap();
+            prop_assert_eq!(&levels.chains(u0, depth), &chains);
             for chain in chains.keys() {
                 prop_assert_eq!(from_ecf.chain_freq(u0, chain), from_at.chain_freq(u0, chain));
             }

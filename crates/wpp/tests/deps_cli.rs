@@ -408,6 +408,8 @@ fn ecf_is_written_and_a_mismatched_trace_is_refused() {
     let (code, from_ewpp, err) = wpp(&["deps", "chain", w, "--load", "1", "--json"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(from_ewpp, from_at);
+    let (code, from_raw, err) = wpp(&["deps", "chain", o, "--load", "1", "--json"]);
+    assert_eq!((code, from_raw), (Some(0), from_at.clone()), "{err}");
     assert!(from_at.contains("\"frequency\": 2"), "{from_at}");
 
     // A block trace without checks, and a damaged eCF, are refused clearly.

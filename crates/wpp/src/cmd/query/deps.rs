@@ -94,7 +94,7 @@ pub enum Command {
     /// such byte to the last); from an eWPP, which has no addresses, to the writers of every
     /// byte copied. Holds only the dependences of the
     /// loads the chains reach: from an address trace, read once per level of the chains;
-    /// from a `.wpp` eWPP, recovered on its rules; a raw eWPP trace's are all held.
+    /// from a `.wpp` eWPP, recovered on its rules; from a raw eWPP trace, once per level.
     Chain {
         /// The address trace, or an eWPP.
         file: PathBuf,
@@ -799,13 +799,19 @@ fn chain(file: &Path, load: &str, depth: usize, json: bool) -> anyhow::Result<()
                 }
                 None => ChainIndex::from_dependences(&db, [], vec![0; db.instructions.len()]),
             },
+            // A raw eCF: recovered once per level of the chains, keeping that level's.
             source => {
-                let mut index = ChainIndex::of_ecf(&db);
-                let source = Box::new(source);
-                let instances =
-                    ecf_recover(file, &db, source, drop, |d| index.push(d.load, d.store))?;
-                index.set_instances(instances);
-                index
+                let mut first = Some(source);
+                ChainIndex::build_for_ecf(&db, &ids, depth, |push| {
+                    let source = match first.take() {
+                        Some(s) => s,
+                        None => match self::input(file)? {
+                            Input::Ecf(_, s) => *s,
+                            Input::At(_) => anyhow::bail!("{} changed while read", file.display()),
+                        },
+                    };
+                    ecf_recover(file, &db, Box::new(source), drop, |d| push(d.load, d.store))
+                })?
             }
         },
     };
