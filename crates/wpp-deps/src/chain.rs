@@ -14,7 +14,7 @@
 //! for byte, so a chain through it goes on only from the bytes of the copy the load before
 //! it read, to the writers of those bytes of the copy's source (beyond the paper, whose
 //! statements copy whole values). An address trace says where each dependence's bytes lie;
-//! the index keeps that for the dependences a copy narrows ([`Span`]). Exact for loads of up
+//! the index keeps that for the dependences a copy narrows (`Span`). Exact for loads of up
 //! to 64 bytes, whose writers' bytes are known one by one; wider, from the first byte to the
 //! last. An eCF has no addresses: its chains go on to the writers of every byte copied.
 //!
@@ -40,6 +40,9 @@ pub struct ChainIndex {
     at_statement: Vec<Vec<u32>>,
     /// Per store id: the source load of its block copy ([`copy_sources`]), or [`NO_COPY`].
     copy_of: Vec<u32>,
+    /// Per copy store a replay recorded the uses of: its instances' addresses, which place
+    /// the bytes its loads read in the copy (where a chain goes on from them).
+    copy_addrs: FxHashMap<u32, Vec<u64>>,
     /// Executions per instruction.
     instances: Vec<u64>,
 }
@@ -53,31 +56,38 @@ struct Writers {
     starts: Vec<u64>,
     ids: Vec<u32>,
     ns: Vec<u64>,
-    /// Where the bytes of the entries a block copy narrows lie, by entry, in entry order.
-    spans: Vec<(u64, Span)>,
+    /// Where the bytes of the entries a block copy narrows lie, in entry order: the entry
+    /// (with [`HULL`] if the bytes are a hull) and the bytes, as the writer's [`Span::mask`]
+    /// or, for a writer reaching past a load's 64th byte, `offset | end << 32`. 16 bytes per
+    /// such dependence.
+    spans: Vec<(u64, u64)>,
+    /// The address of each load instance that has spans, in instance order.
+    addrs: Vec<(u64, u64)>,
 }
+
+/// [`Writers::spans`]' flag of an entry whose bytes are a hull, not a mask.
+const HULL: u64 = 1 << 63;
 
 /// Where the bytes of one dependence lie, for a chain through a block copy (see the module
 /// docs): kept when the load is a copy's source or the store a copy's destination.
-#[derive(Clone, Copy, Debug)]
-pub struct Span {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
     /// The writer's bytes within the load: from its first (`offset`) to one past its last
     /// (`end`), and which of the load's first 64 (bit `i`: offset `i`).
-    pub offset: u64,
+    offset: u64,
     /// One past the last.
-    pub end: u64,
+    end: u64,
     /// Bit `i`: the writer wrote the load's byte `i`.
-    pub mask: u64,
-    /// The load's address less the store's: a load's byte `i` is the store's `i + shift`.
-    pub shift: i64,
+    mask: u64,
+    /// The load's address, which places its bytes in a copy's once the copy's is known.
+    load_addr: u64,
 }
 
 /// Bytes `lo..hi` of one access.
 type Bytes = (u64, u64);
 
 impl Span {
-    /// The writer's bytes among `interest` (all when `None`) as maximal runs, in the store's
-    /// coordinates.
+    /// The writer's bytes among `interest` (all when `None`) as maximal runs.
     fn pieces(&self, interest: Option<Bytes>) -> Vec<Bytes> {
         let (lo, hi) = interest.unwrap_or((0, u64::MAX));
         let (lo, hi) = (lo.max(self.offset), hi.min(self.end));
@@ -93,10 +103,7 @@ impl Span {
         } else if lo < hi {
             runs.push((lo, hi));
         }
-        let shift = |b: u64| b.wrapping_add_signed(self.shift);
-        runs.into_iter()
-            .map(|(a, b)| (shift(a), shift(b)))
-            .collect()
+        runs
     }
 }
 
@@ -119,7 +126,14 @@ impl Writers {
             self.starts.push(self.ids.len() as u64);
         }
         if let Some(span) = span {
-            self.spans.push((self.ids.len() as u64, span));
+            let entry = self.ids.len() as u64;
+            self.spans.push(match span.end <= 64 {
+                true => (entry, span.mask),
+                false => (entry | HULL, span.offset | span.end << 32),
+            });
+            if self.addrs.last().map(|&(m, _)| m) != Some(n) {
+                self.addrs.push((n, span.load_addr));
+            }
         }
         self.ids.push(store.id);
         self.ns.push(store.n);
@@ -136,20 +150,40 @@ impl Writers {
             }
             None => 0..0,
         };
-        range.map(|i| {
-            let span = match self.spans.is_empty() {
-                true => None,
-                false => self
-                    .spans
-                    .binary_search_by_key(&(i as u64), |&(e, _)| e)
-                    .ok()
-                    .map(|k| self.spans[k].1),
-            };
+        range.map(move |i| {
+            let span = self.span(i, n);
             let store = Instance {
                 id: self.ids[i],
                 n: self.ns[i],
             };
             (store, span)
+        })
+    }
+
+    /// The span of entry `entry`, of instance `n`, if kept.
+    fn span(&self, entry: usize, n: u64) -> Option<Span> {
+        if self.spans.is_empty() {
+            return None;
+        }
+        let k = self
+            .spans
+            .binary_search_by_key(&(entry as u64), |&(e, _)| e & !HULL)
+            .ok()?;
+        let (key, bytes) = self.spans[k];
+        let (offset, end, mask) = match key & HULL {
+            0 => (
+                u64::from(bytes.trailing_zeros()),
+                64 - u64::from(bytes.leading_zeros()),
+                bytes,
+            ),
+            _ => (bytes & u64::from(u32::MAX), bytes >> 32, 0),
+        };
+        let a = self.addrs.binary_search_by_key(&n, |&(m, _)| m).ok()?;
+        Some(Span {
+            offset,
+            end,
+            mask,
+            load_addr: self.addrs[a].1,
         })
     }
 }
@@ -237,6 +271,7 @@ impl ChainIndex {
             uses,
             at_statement: statement_uses(db),
             copy_of: copy_sources(db),
+            copy_addrs: FxHashMap::default(),
             instances: vec![0; db.instructions.len()],
         }
     }
@@ -346,8 +381,6 @@ impl ChainIndex {
         };
         let mut r = Recovery::new(db);
         let mut reached = vec![false; level.len()];
-        // Per copy store: its instances' addresses, which place the bytes its loads read.
-        let mut copied_to: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
         for run in runs {
             let run: Run = run?.into();
             r.set_thread(run.thread);
@@ -355,22 +388,15 @@ impl ChainIndex {
                 let (inst, ds) = r.step(a)?;
                 let id = a.id as usize;
                 let at = &self.at_statement[id];
-                if self.copy_of[id] != NO_COPY {
-                    copied_to.entry(a.id).or_default().push(a.addr);
-                }
                 if level[id] {
                     for d in ds {
                         if let Writer::Store(s) = d.store {
-                            let span = match copied_to.get(&s.id) {
-                                Some(addrs) => Some(addrs[s.n as usize - 1]),
-                                None if is_source[id] => Some(a.addr),
-                                None => None,
-                            }
-                            .map(|store_addr| Span {
+                            let copied = self.copy_of[s.id as usize] != NO_COPY;
+                            let span = (copied || is_source[id]).then_some(Span {
                                 offset: d.offset,
                                 end: d.end,
                                 mask: d.mask,
-                                shift: a.addr.wrapping_sub(store_addr) as i64,
+                                load_addr: a.addr,
                             });
                             let writers = self.deps.entry(a.id).or_default();
                             writers.push(inst.n, s, span);
@@ -378,6 +404,9 @@ impl ChainIndex {
                         }
                     }
                 } else if stores[id] && !at.is_empty() {
+                    if self.copy_of[id] != NO_COPY {
+                        self.copy_addrs.entry(a.id).or_default().push(a.addr);
+                    }
                     let n = r.instances();
                     uses.entry(a.id)
                         .or_default()
@@ -477,18 +506,29 @@ impl ChainIndex {
     }
 
     /// The writers of the bytes `interest` of load instance `u` (all: `None`), each with those
-    /// of its bytes as runs in the store's coordinates where the index knows them.
+    /// of its bytes as runs in the store's coordinates where the index knows them (a copy's
+    /// whose address a replay recorded).
     fn steps(
         &self,
         u: Instance,
         interest: Option<Bytes>,
     ) -> impl Iterator<Item = (Instance, Option<Vec<Bytes>>)> + '_ {
         self.deps_of(u).filter_map(move |(d, span)| {
-            let pieces = span.map(|s| s.pieces(interest));
-            match &pieces {
-                Some(p) if p.is_empty() => None,
-                _ => Some((d, pieces)),
+            let Some(span) = span else {
+                return Some((d, None));
+            };
+            let pieces = span.pieces(interest);
+            if pieces.is_empty() {
+                return None;
             }
+            let addrs = self.copy_addrs.get(&d.id);
+            let store_addr = addrs.and_then(|a| a.get(d.n as usize - 1));
+            let shift = |b: u64, at: u64| b.wrapping_add(span.load_addr).wrapping_sub(at);
+            let placed = store_addr.map(|&at| {
+                let place = |(lo, hi)| (shift(lo, at), shift(hi, at));
+                pieces.into_iter().map(place).collect()
+            });
+            Some((d, placed))
         })
     }
 
@@ -596,5 +636,44 @@ impl ChainIndex {
             }
             path.pop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A span comes back as kept: a writer's bytes within a load's first 64 as their mask,
+    /// beyond as their hull; the load's address once per instance.
+    #[test]
+    fn spans_come_back_as_kept() {
+        let store = |n| Instance { id: 1, n };
+        let narrow = Span {
+            offset: 2,
+            end: 7,
+            mask: 0b110_1100,
+            load_addr: 4096,
+        };
+        let wide = Span {
+            offset: 60,
+            end: 200,
+            mask: 0,
+            load_addr: 4096,
+        };
+        let other = Span {
+            load_addr: 8192,
+            ..narrow
+        };
+        let mut w = Writers::default();
+        w.push(1, store(1), Some(narrow));
+        w.push(1, store(2), None);
+        w.push(1, store(3), Some(wide));
+        w.push(3, store(4), Some(other));
+        let got: Vec<_> = w.of(1).map(|(_, s)| s).collect();
+        assert_eq!(got, [Some(narrow), None, Some(wide)]);
+        assert_eq!(w.of(2).count(), 0);
+        assert_eq!(w.of(3).map(|(_, s)| s).collect::<Vec<_>>(), [Some(other)]);
+        assert_eq!(narrow.pieces(Some((3, 6))), [(3, 4), (5, 6)]);
+        assert_eq!(wide.pieces(Some((0, 64))), [(60, 64)]);
     }
 }
