@@ -12,9 +12,9 @@ use datafusion::datasource::listing::{
 };
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::LogicalPlan;
+
 use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{SQLOptions, SessionContext};
 
 use crate::store::Store;
 use crate::table::{Table, TABLES};
@@ -79,7 +79,7 @@ async fn register(ctx: &SessionContext, store: &Store, table: Table) -> Result<(
 
 /// Runs `sql` on the store and collects the result: at least one batch (an empty one for no
 /// rows), so that the output has the result's columns. Only queries: a statement that would
-/// change tables or the session (`DROP TABLE`, `INSERT`, `SET`…) is refused, as the store is
+/// change tables, files or the session (`DROP TABLE`, `INSERT`, `COPY`, `SET`…) is refused, as the store is
 /// changed by `wpp db` only. A failure that is a damaged Parquet file names the file.
 pub async fn run(store: &Store, sql: &str) -> Result<Vec<RecordBatch>, DbError> {
     let ctx = session(store).await?;
@@ -88,7 +88,13 @@ pub async fn run(store: &Store, sql: &str) -> Result<Vec<RecordBatch>, DbError> 
         .create_logical_plan(sql)
         .await
         .map_err(|e| query_error(store, e))?;
-    if let LogicalPlan::Ddl(_) | LogicalPlan::Dml(_) | LogicalPlan::Statement(_) = plan {
+    // The whole plan: a `COPY … TO` (which writes any file, a store's own included) may hide
+    // under an `EXPLAIN ANALYZE`, which runs it.
+    let reads_only = SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false);
+    if reads_only.verify_plan(&plan).is_err() {
         return Err(DbError::Query(format!(
             "`{}` is not a query: `wpp sql` only reads the store (`wpp db add` and `wpp db \
              compact` change it)",

@@ -67,41 +67,50 @@ FROM residual_counts rc
 JOIN runs r ON r.run_id = rc.run_id",
 };
 
-/// Every path's share of its label's executions (runs without a label are left out).
+/// Every path's share of its program's executions under a label (runs without a label are
+/// left out). Per program: path ids of two programs, or of two builds of one, name different
+/// paths (trial 35 H3 summed `main`'s path 3 of two programs).
 pub const LABEL_SHARES: View = View {
     name: "label_shares",
-    about: "per label (db add --label) and path: executions and share of the label's executions",
-    sql: "SELECT per.label, per.function, per.path_id, per.executions,
-       CAST(per.executions AS DOUBLE) / CAST(tot.total AS DOUBLE) AS share
-FROM (SELECT label, function, path_id, SUM(executions) AS executions
+    about: "per label (db add --label), program and path: executions and share of the program's \
+            executions under the label",
+    sql: "SELECT per.label, per.program_id, per.function_id, per.function, per.path_id,
+       per.executions, CAST(per.executions AS DOUBLE) / CAST(tot.total AS DOUBLE) AS share
+FROM (SELECT label, program_id, function_id, function, path_id, SUM(executions) AS executions
       FROM path_totals
       WHERE label IS NOT NULL
-      GROUP BY label, function, path_id) per
-JOIN (SELECT label, SUM(executions) AS total
+      GROUP BY label, program_id, function_id, function, path_id) per
+JOIN (SELECT label, program_id, SUM(executions) AS total
       FROM path_totals
       WHERE label IS NOT NULL
-      GROUP BY label) tot
-  ON per.label = tot.label",
+      GROUP BY label, program_id) tot
+  ON per.label = tot.label AND per.program_id = tot.program_id",
 };
 
-/// Between every two labels `label_a < label_b` (e.g. two commits' test runs), each path's
-/// share in both and the change: `WHERE label_a = 'v1' AND label_b = 'v2' ORDER BY
-/// abs(change) DESC`. Paths are matched by function name and Ball–Larus id, which mean the same
-/// path only while the function's CFG is unchanged. Each pair's paths are those of either
-/// label, found by one pass over `label_shares` (an outer join of `label_shares` with itself
-/// per pair took 24 s on 10^4 runs).
+/// Between every two labels `label_a < label_b` (e.g. the test runs and the field runs of one
+/// build), each path's share in both and the change, per program that ran under both:
+/// `WHERE label_a = 'test' AND label_b = 'field' ORDER BY abs(change) DESC`. A path id means
+/// one path only within a build, so a program rebuilt between the labels is not compared here
+/// (`wpp diff` and `wpp profile diff` compare builds, function by function where the CFG is
+/// unchanged). Each pair's paths are those of either label, found by one pass over
+/// `label_shares` (an outer join of `label_shares` with itself per pair took 24 s on 10^4
+/// runs).
 pub const PATH_CHANGES: View = View {
     name: "path_changes",
-    about: "per pair of labels and path: shares in each and the change (label_a < label_b)",
-    sql: "SELECT label_a, label_b, function, path_id, share_a, share_b, share_b - share_a AS change
-FROM (SELECT la.label AS label_a, lb.label AS label_b, s.function, s.path_id,
+    about: "per pair of labels, program run under both, and path: shares in each and the \
+            change (label_a < label_b)",
+    sql: "SELECT label_a, label_b, program_id, function, path_id, share_a, share_b,
+       share_b - share_a AS change
+FROM (SELECT la.label AS label_a, lb.label AS label_b, la.program_id, s.function_id,
+             s.function, s.path_id,
              SUM(CASE WHEN s.label = la.label THEN s.share ELSE 0.0 END) AS share_a,
              SUM(CASE WHEN s.label = lb.label THEN s.share ELSE 0.0 END) AS share_b
-      FROM (SELECT DISTINCT label FROM path_totals WHERE label IS NOT NULL) la
-      JOIN (SELECT DISTINCT label FROM path_totals WHERE label IS NOT NULL) lb
-        ON la.label < lb.label
-      JOIN label_shares s ON s.label = la.label OR s.label = lb.label
-      GROUP BY la.label, lb.label, s.function, s.path_id) pairs",
+      FROM (SELECT DISTINCT label, program_id FROM path_totals WHERE label IS NOT NULL) la
+      JOIN (SELECT DISTINCT label, program_id FROM path_totals WHERE label IS NOT NULL) lb
+        ON la.label < lb.label AND la.program_id = lb.program_id
+      JOIN label_shares s
+        ON s.program_id = la.program_id AND (s.label = la.label OR s.label = lb.label)
+      GROUP BY la.label, lb.label, la.program_id, s.function_id, s.function, s.path_id) pairs",
 };
 
 /// Functions by path diversity: distinct paths taken over all runs, against the paths there

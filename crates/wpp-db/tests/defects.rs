@@ -318,12 +318,26 @@ fn sql_prints_headers_and_refuses_statements() {
     assert!(table.contains("| file | label |"), "{table}");
     let csv = ok(&["sql", "--db", &s(&db), "--format", "csv", q]);
     assert_eq!(csv, "file,label\n");
-    for statement in ["DROP TABLE runs", "INSERT INTO runs SELECT * FROM runs"] {
-        let out = wpp_db(&["sql", "--db", &s(&db), statement]);
+    // Trial 35 H2: `COPY … TO` overwrote a committed batch of the store (its runs vanished),
+    // also under an `EXPLAIN ANALYZE`, which runs what it explains.
+    let batch = std::fs::read_dir(db.join("runs")).unwrap().next().unwrap();
+    let batch = batch.unwrap().path();
+    let copy = format!(
+        "COPY (SELECT * FROM runs WHERE 1 = 0) TO '{}' STORED AS PARQUET",
+        batch.display()
+    );
+    let outside = dir.path().join("x.csv");
+    let copy_out = format!("COPY (SELECT 1) TO '{}'", outside.display());
+    let explained = format!("EXPLAIN ANALYZE {copy_out}");
+    let drop_table = "DROP TABLE runs".to_string();
+    let insert = "INSERT INTO runs SELECT * FROM runs".to_string();
+    for statement in [drop_table, insert, copy, copy_out, explained] {
+        let out = wpp_db(&["sql", "--db", &s(&db), &statement]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{statement}: {err}");
         assert!(err.contains("not a query"), "{err}");
     }
+    assert!(!outside.exists());
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["1"]);
     // A reader that stops early (`| head`) is no error: no message, exit 0.
     let long = "SELECT value FROM generate_series(1, 200000)";
@@ -368,4 +382,44 @@ fn errors_say_why_once_and_name_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains(&s(&runs)), "{err}");
+}
+
+/// Trial 35 H3: `label_shares` summed one function name's path id over two programs (each
+/// `main`'s path 3 means other blocks), and `path_changes` compared path ids across builds.
+/// Now a share is of its program's executions under the label, and only a program run under
+/// both labels is compared.
+#[test]
+fn label_views_keep_programs_and_builds_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v1, v2) = (dir.path().join("v1"), dir.path().join("v2"));
+    std::fs::create_dir_all(&v1).unwrap();
+    std::fs::create_dir_all(&v2).unwrap();
+    // Program b is another build of a: its fig3 starts on another line.
+    let other_build = |mut p: wpp_abi::profile::ProfileFile| {
+        p.program.program.functions[0].line = Some(2);
+        p
+    };
+    write(&v1, "a.blprof", &bl_profile(&[0, 0, 0, 9, 0, 0], 0));
+    write(
+        &v1,
+        "b.blprof",
+        &other_build(bl_profile(&[0, 0, 0, 3, 0, 0], 0)),
+    );
+    write(
+        &v2,
+        "b.blprof",
+        &other_build(bl_profile(&[0, 6, 0, 6, 0, 0], 0)),
+    );
+    let db = dir.path().join("db");
+    ok(&["add", &s(&v1), "--db", &s(&db), "--label", "v1"]);
+    ok(&["add", &s(&v2), "--db", &s(&db), "--label", "v2"]);
+    let shares = "SELECT executions, share FROM label_shares WHERE label = 'v1' AND path_id = 3 \
+                  ORDER BY executions";
+    assert_eq!(rows(&db, shares), ["3,1.0", "9,1.0"]);
+    let b = "SELECT DISTINCT program_id FROM path_totals WHERE label = 'v2'";
+    let b = rows(&db, b);
+    let changes = "SELECT program_id, path_id, share_a, share_b FROM path_changes \
+                   ORDER BY path_id";
+    let want = [format!("{},1,0.0,0.5", b[0]), format!("{},3,1.0,0.5", b[0])];
+    assert_eq!(rows(&db, changes), want);
 }

@@ -320,25 +320,30 @@ fn totals_answer_as_path_counts() {
         (
             "SELECT * FROM label_shares".to_owned(),
             format!(
-                "SELECT per.label, per.function, per.path_id, per.executions, \
-                 CAST(per.executions AS DOUBLE) / CAST(tot.total AS DOUBLE) \
-                 FROM (SELECT pc.label, pc.function, pc.path_id, SUM(pc.count) AS executions \
-                 {by_run} WHERE pc.label IS NOT NULL GROUP BY 1, 2, 3) per \
-                 JOIN (SELECT pc.label, SUM(pc.count) AS total {by_run} \
-                 WHERE pc.label IS NOT NULL GROUP BY 1) tot ON per.label = tot.label"
+                "SELECT per.label, per.program_id, per.function_id, per.function, per.path_id, \
+                 per.executions, CAST(per.executions AS DOUBLE) / CAST(tot.total AS DOUBLE) \
+                 FROM (SELECT pc.label, pc.program_id, pc.function_id, pc.function, pc.path_id, \
+                 SUM(pc.count) AS executions {by_run} WHERE pc.label IS NOT NULL \
+                 GROUP BY 1, 2, 3, 4, 5) per \
+                 JOIN (SELECT pc.label, pc.program_id, SUM(pc.count) AS total {by_run} \
+                 WHERE pc.label IS NOT NULL GROUP BY 1, 2) tot \
+                 ON per.label = tot.label AND per.program_id = tot.program_id"
             ),
         ),
         (
             "SELECT * FROM path_changes".to_owned(),
-            "SELECT la.label, lb.label, k.function, k.path_id, COALESCE(a.share, 0.0), \
-             COALESCE(b.share, 0.0), COALESCE(b.share, 0.0) - COALESCE(a.share, 0.0) \
-             FROM (SELECT DISTINCT label FROM label_shares) la \
-             JOIN (SELECT DISTINCT label FROM label_shares) lb ON la.label < lb.label \
-             CROSS JOIN (SELECT DISTINCT function, path_id FROM label_shares) k \
-             LEFT JOIN label_shares a \
-             ON a.label = la.label AND a.function = k.function AND a.path_id = k.path_id \
-             LEFT JOIN label_shares b \
-             ON b.label = lb.label AND b.function = k.function AND b.path_id = k.path_id \
+            "SELECT la.label, lb.label, k.program_id, k.function, k.path_id, \
+             COALESCE(a.share, 0.0), COALESCE(b.share, 0.0), \
+             COALESCE(b.share, 0.0) - COALESCE(a.share, 0.0) \
+             FROM (SELECT DISTINCT label, program_id FROM label_shares) la \
+             JOIN (SELECT DISTINCT label, program_id FROM label_shares) lb \
+             ON la.label < lb.label AND la.program_id = lb.program_id \
+             JOIN (SELECT DISTINCT program_id, function_id, function, path_id FROM label_shares) k \
+             ON k.program_id = la.program_id \
+             LEFT JOIN label_shares a ON a.label = la.label AND a.program_id = k.program_id \
+             AND a.function_id = k.function_id AND a.path_id = k.path_id \
+             LEFT JOIN label_shares b ON b.label = lb.label AND b.program_id = k.program_id \
+             AND b.function_id = k.function_id AND b.path_id = k.path_id \
              WHERE a.share IS NOT NULL OR b.share IS NOT NULL"
                 .to_owned(),
         ),
