@@ -818,6 +818,13 @@ fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
     let mut head = Vec::new();
     let read = (&mut file).take(8).read_to_end(&mut head);
     read.map_err(|e| e.to_string())?;
+    if wpp_trace::output::is_staged_wpp(path) {
+        return Err(
+            "a .wpp still being written (a temporary file, renamed into place when \
+                    whole): add the .wpp once it is there"
+                .into(),
+        );
+    }
     if head.is_empty() {
         return Err("empty file (a recording cut short before it wrote anything?)".into());
     }

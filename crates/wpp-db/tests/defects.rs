@@ -296,12 +296,17 @@ fn a_truncated_trace_is_named_and_skipped() {
     std::fs::write(&good, &whole).unwrap();
     let cut = dir.path().join("cut.trace");
     std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    // A finisher's `.wpp` in progress (trial 35 H8: "empty file").
+    let staged = dir.path().join("p.wpp.tmp");
+    std::fs::write(&staged, b"").unwrap();
     let db = dir.path().join("db");
-    let out = wpp_db(&["add", &s(&good), &s(&cut), "--db", &s(&db)]);
+    let out = wpp_db(&["add", &s(&good), &s(&cut), &s(&staged), "--db", &s(&db)]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     let line = err.lines().find(|l| l.contains(&s(&cut))).unwrap_or("");
     assert!(line.contains("truncated"), "{err}");
+    let line = err.lines().find(|l| l.contains(&s(&staged))).unwrap_or("");
+    assert!(line.contains("a .wpp still being written"), "{err}");
     assert_eq!(rows(&db, "SELECT file FROM runs"), [s(&good)]);
 }
 

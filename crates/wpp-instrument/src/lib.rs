@@ -39,7 +39,8 @@
 //! * **Exact counts under threads.** The `bl`/`ppp` counter arrays are shared by all threads,
 //!   so a plain load/add/store loses increments that race (issue 4). A module that may start
 //!   threads ([`module_may_run_threads`]: it refers to `pthread_create`, `thrd_create`,
-//!   libstdc++'s `std::thread` start or an OpenMP fork) counts with `atomicrmw add monotonic`
+//!   libstdc++'s `std::thread` start or an OpenMP fork), and every shared library (whose host
+//!   may run threads the library never sees start), counts with `atomicrmw add monotonic`
 //!   instead; single-threaded programs keep the plain increment, since a `lock xadd` costs
 //!   some 20 cycles even uncontended. The runtime's hash-table and PPP-miss paths lock
 //!   already. [`Options::atomic_counters`] overrides the decision.
@@ -904,7 +905,7 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     let atomic = matches!(opts.mode, Mode::Bl | Mode::Ppp)
         && opts
             .atomic_counters
-            .unwrap_or_else(|| module_may_run_threads(module));
+            .unwrap_or_else(|| opts.shared || module_may_run_threads(module));
     for sym in [abi::SYM_PROGRAM_DB, abi::SYM_BUF] {
         if m.global(sym).is_some() {
             return Err(Error::AlreadyInstrumented { symbol: sym });

@@ -614,7 +614,8 @@ fn detached_finisher_builds_the_wpp() {
     let aborted = by_default(&["abort"]);
     let said = String::from_utf8_lossy(&aborted.stderr);
     let how = format!(
-        "recorded to {0} (ended by a signal before its .wpp: `wpp compress {0} -o {1}` makes it)",
+        "recorded to {0} (ended by a signal before its .wpp: `wpp compress {0} -o {1} --algorithm \
+         phrase` makes it, as the finisher would have)",
         spool.display(),
         wpp.display()
     );

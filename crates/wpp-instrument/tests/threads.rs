@@ -139,5 +139,14 @@ fn atomic_increments_only_where_threads_may_run() {
         assert_eq!(report.atomic_counters, threaded, "{src}");
         let ir = module.print_to_string().to_string();
         assert_eq!(ir.contains("atomicrmw add"), threaded, "{src}");
+        // A shared library cannot know its host's threads (trial 35 H1: a plugin called from
+        // a threaded host lost 3 % of its calls): always atomic.
+        let library = wpp_instrument::read_bitcode(&ctx, &keep.join("linked.bc")).unwrap();
+        let shared = Options {
+            shared: true,
+            ..Options::new(InstrumentMode::Bl)
+        };
+        let report = wpp_instrument::instrument_module(&library, &shared).unwrap();
+        assert!(report.atomic_counters, "{src} as a shared library");
     }
 }

@@ -173,7 +173,8 @@ impl Sink {
         match (&self.plan, ending) {
             (None, _) => at.to_string(),
             (Some(plan), Ending::Signal) => format!(
-                "{at} (ended by a signal before its .wpp: `wpp compress {at} -o {}` makes it)",
+                "{at} (ended by a signal before its .wpp: `wpp compress {at} -o {} --algorithm \
+                 phrase` makes it, as the finisher would have)",
                 plan.wpp.display()
             ),
             (Some(plan), Ending::Normal) if plan.mode == crate::finisher::Mode::Detach => {

@@ -69,6 +69,12 @@ pub fn write_chrome(
             to - from
         )));
     }
+    // A grammar's threads are known before any event is expanded.
+    if let (Some(t), Some(threads)) = (thread, rec.threads()) {
+        if !threads.contains(&t) {
+            return Err(no_thread(t, threads.iter().map(|t| t.0)));
+        }
+    }
     let db = rec.program().clone();
     let map = SourceMap::new(&db);
     let mut w = Window {
@@ -80,32 +86,28 @@ pub fn write_chrome(
     };
     let mut index = 0u64;
     let mut seen = std::collections::BTreeSet::new();
-    rec.replay(|e| {
-        if let Event::Thread(t) = e {
-            w.thread = t;
-            seen.insert(t.0);
-            return Ok(true);
-        }
-        if thread.is_some_and(|t| t != w.thread) {
-            return Ok(true);
-        }
-        let at = index;
-        index += 1;
-        if at >= to {
-            return Ok(false);
-        }
-        w.push(e, at, at >= from);
-        Ok(true)
-    })?;
+    rec.replay_threads(
+        |t| thread.is_none_or(|want| want == t),
+        |e| {
+            if let Event::Thread(t) = e {
+                w.thread = t;
+                seen.insert(t.0);
+                return Ok(true);
+            }
+            if thread.is_some_and(|t| t != w.thread) {
+                return Ok(true);
+            }
+            let at = index;
+            index += 1;
+            if at >= to {
+                return Ok(false);
+            }
+            w.push(e, at, at >= from);
+            Ok(true)
+        },
+    )?;
     let of = match thread {
-        Some(t) if !seen.contains(&t.0) => {
-            let ids: Vec<String> = seen.iter().map(u32::to_string).collect();
-            return Err(ShowError::Request(format!(
-                "the recording has no thread {}; choose --thread from its threads: {}",
-                t.0,
-                ids.join(", ")
-            )));
-        }
+        Some(t) if !seen.contains(&t.0) => return Err(no_thread(t, seen.into_iter())),
         Some(t) => format!("thread {}", t.0),
         None => "the recording".into(),
     };
@@ -120,6 +122,16 @@ pub fn write_chrome(
         &serde_json::json!({ "traceEvents": w.events, "displayTimeUnit": "ns" }),
     )
     .map_err(|e| ShowError::Io(e.into()))
+}
+
+/// The error for `--thread t` of a recording with only `threads`.
+fn no_thread(t: ThreadId, threads: impl Iterator<Item = u32>) -> ShowError {
+    let ids: Vec<String> = threads.map(|t| t.to_string()).collect();
+    ShowError::Request(format!(
+        "the recording has no thread {}; choose --thread from its threads: {}",
+        t.0,
+        ids.join(", ")
+    ))
 }
 
 struct Window<'a> {

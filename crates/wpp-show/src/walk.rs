@@ -364,12 +364,30 @@ impl Recording {
     /// never materialized). `f` returns `Ok(false)` to stop early, and the replay stops there.
     pub fn replay(
         &mut self,
+        f: impl FnMut(Event) -> Result<bool, ShowError>,
+    ) -> Result<(), ShowError> {
+        self.replay_threads(|_| true, f)
+    }
+
+    /// The threads of a grammar, which its header lists (a trace's are known once read).
+    pub fn threads(&self) -> Option<Vec<ThreadId>> {
+        match self {
+            Recording::Wpp(w) => Some(w.grammar.starts().iter().map(|s| s.thread).collect()),
+            Recording::Trace(_) => None,
+        }
+    }
+
+    /// [`replay`](Self::replay), where a grammar expands only the threads `keep` accepts (a
+    /// trace gives every event: its threads interleave).
+    pub fn replay_threads(
+        &mut self,
+        keep: impl Fn(ThreadId) -> bool,
         mut f: impl FnMut(Event) -> Result<bool, ShowError>,
     ) -> Result<(), ShowError> {
         match self {
             Recording::Wpp(w) => {
                 let events = w.alphabet.events();
-                for start in w.grammar.starts() {
+                for start in w.grammar.starts().iter().filter(|s| keep(s.thread)) {
                     let expanded = Expander::new(&w.grammar, start.rule).map(|t| events[t.index()]);
                     for e in std::iter::once(Event::Thread(start.thread)).chain(expanded) {
                         if !f(e)? {

@@ -17,6 +17,14 @@ pub fn is_special(dest: &Path) -> bool {
     })
 }
 
+/// Whether `path` is where a `.wpp` is written before it is renamed into place
+/// ([`staging_path`]): a recording's finisher's `X.wpp.tmp`, `wpp compress`'s
+/// `X.wpp.ALGORITHM.tmp`.
+pub fn is_staged_wpp(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with(".tmp") && name.contains(".wpp.")
+}
+
 /// Where to write what becomes `dest`: beside it (`dest` + `suffix`), so that [`replace`] is
 /// one atomic rename; in the temporary directory when `dest` is not a regular file.
 pub fn staging_path(dest: &Path, suffix: &str) -> PathBuf {

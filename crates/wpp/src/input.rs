@@ -22,10 +22,12 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use std::collections::BTreeMap;
 use wpp_abi::profile::ProfileFile;
 use wpp_grammar::file::WppFile;
 use wpp_grammar::StartRule;
-use wpp_paths::Cfg;
+use wpp_paths::dag::DagNodeKind;
+use wpp_paths::{BallLarus, Cfg, Dag, PathId};
 use wpp_trace::{ProgramDb, TraceReader};
 
 /// What a file holds, by its first bytes.
@@ -121,6 +123,13 @@ pub fn sniff(path: &Path) -> anyhow::Result<Kind> {
     if meta.file_type().is_fifo() || meta.file_type().is_socket() {
         bail!("{shown} is a pipe: wpp reads its inputs from files; write it to a file first");
     }
+    if wpp_trace::output::is_staged_wpp(path) {
+        bail!(
+            "{shown} is a .wpp still being written (a temporary file, renamed into place when \
+             whole): read the .wpp once it is there, or meanwhile its recording's raw trace \
+             (PROGRAM.PID.trace)"
+        );
+    }
     let mut head = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut head))
@@ -146,8 +155,9 @@ fn unwritten(path: &Path) -> String {
     if is_wpp && spool.is_file() {
         return format!(
             "cannot read {}: it is not written yet, but its recording's raw trace {} is: the \
-             finisher may still be writing it in the background, or the run ended before it \
-             (`wpp compress {} -o {}` makes it now)",
+             program may still be running (the .wpp comes after it exits), the finisher may \
+             still be writing it in the background, or the run ended before it (`wpp compress \
+             {} -o {} --algorithm phrase` makes it now)",
             path.display(),
             spool.display(),
             spool.display(),
@@ -252,6 +262,39 @@ pub fn warn_truncated(path: &Path, t: Option<wpp_trace::file::Truncation>) {
             t.events
         );
     }
+}
+
+/// Numberings of every function of a profile, by name.
+pub fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
+    let mut out = BTreeMap::new();
+    for cfg in &file.program.cfgs {
+        let mut cfg = cfg.clone();
+        if let Ok(n) = wpp_paths::ball_larus::number_with_limit(&mut cfg, wpp_abi::PATH_LIMIT) {
+            out.insert(cfg.name.clone(), n);
+        }
+    }
+    out
+}
+
+/// The blocks of path `id` under numbering `n`, as `wpp profile show` names them.
+pub fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
+    let Some((dag, bl)) = n else {
+        return Vec::new();
+    };
+    bl.block_names(dag, PathId(id))
+        .unwrap_or_else(|_| vec!["?".into()])
+}
+
+/// Whether path `id` under numbering `n` starts where its function does: at its entry block,
+/// before any call in it. `None` where that does not make it a call: no numbering, or an
+/// entry block some edge enters (a loop's paths start there too).
+pub fn starts_a_call(n: &(Dag, BallLarus), cfg: &Cfg, id: u64) -> Option<bool> {
+    let (dag, bl) = n;
+    if cfg.edges.iter().any(|e| e.dst == cfg.entry) {
+        return None;
+    }
+    let first = *bl.decode(dag, PathId(id)).ok()?.edges.first()?;
+    Some(dag.node(dag.edge(first).dst) == DagNodeKind::Block(cfg.entry))
 }
 
 /// Reads a bl/ppp run-time profile for `command`.

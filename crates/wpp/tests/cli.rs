@@ -579,11 +579,18 @@ fn damaged_wpp_files_give_clear_errors() {
     std::fs::copy(&trace, dir.path("t2.trace")).unwrap();
     let err = fails(&["stats", &dir.path("t2.wpp")]);
     let how = format!(
-        "`wpp compress {} -o {}` makes it",
+        "`wpp compress {} -o {} --algorithm phrase` makes it",
         dir.path("t2.trace"),
         dir.path("t2.wpp")
     );
     assert!(err.contains(&how), "{err}");
+    assert!(err.contains("program may still be running"), "{err}");
+    // The finisher's file in progress is said to be one, empty or not (trial 35 H8).
+    for bytes in [&b""[..], &std::fs::read(&w).unwrap()[..10]] {
+        std::fs::write(dir.path("t3.wpp.tmp"), bytes).unwrap();
+        let err = fails(&["stats", &dir.path("t3.wpp.tmp")]);
+        assert!(err.contains("is a .wpp still being written"), "{err}");
+    }
     let err = fails(&["compress", &dir.path("missing.trace"), "-o", &w]);
     assert!(err.contains("missing.trace"), "{err}");
 }

@@ -402,6 +402,22 @@ fn path_recordings_and_profiles_annotate_the_lines_block_recordings_do() {
         blocks,
         "a bl profile decodes to the same line counts"
     );
+    // Calls of a bl profile: the runs of paths from the entry (trial 35 H11: left out), as
+    // the trace's `F` events count them.
+    let calls = |file: &str| -> Vec<(String, u64)> {
+        let out = wpp(dir, &["functions", file, "--json"]).stdout;
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out).unwrap();
+        let call = |r: &serde_json::Value| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["calls"].as_u64().unwrap(),
+            )
+        };
+        let mut calls: Vec<_> = rows.iter().map(call).collect();
+        calls.sort();
+        calls
+    };
+    assert_eq!(calls("run.blprof"), calls("blocks.wpp"));
     // Path samples: one per P event, per function as pprof shows them.
     let o = oracle(dir, "paths.wpp");
     wpp(

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::{blocks_of, numberings, read};
+use super::read;
+use crate::input::{blocks_of, numberings};
 
 /// Arguments of `wpp profile diff`.
 #[derive(clap::Args)]

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use wpp_abi::profile::ProfileFile;
-use wpp_paths::{BallLarus, Dag, PathId};
+
+use crate::input::{blocks_of, numberings};
 
 mod diff;
 mod merge;
@@ -82,26 +83,6 @@ struct ShownFunction {
 
 pub(super) fn read(path: &Path) -> anyhow::Result<ProfileFile> {
     crate::input::read_profile(path, "profile")
-}
-
-/// Numberings of every function of a profile, by name.
-pub(super) fn numberings(file: &ProfileFile) -> BTreeMap<String, (Dag, BallLarus)> {
-    let mut out = BTreeMap::new();
-    for cfg in &file.program.cfgs {
-        let mut cfg = cfg.clone();
-        if let Ok(n) = wpp_paths::ball_larus::number_with_limit(&mut cfg, wpp_abi::PATH_LIMIT) {
-            out.insert(cfg.name.clone(), n);
-        }
-    }
-    out
-}
-
-pub(super) fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
-    let Some((dag, bl)) = n else {
-        return Vec::new();
-    };
-    bl.block_names(dag, PathId(id))
-        .unwrap_or_else(|_| vec!["?".into()])
 }
 
 /// Runs a `wpp profile` subcommand.

@@ -3,8 +3,8 @@
 //!
 //! Counts come from the calling-context walk of a `.wpp`'s rules, without expanding it
 //! ([`wpp_show::walk`]), from one streaming pass over a trace, and from the path counts of a
-//! bl/ppp profile (each acyclic path run counts as one event; calls are the paths that start
-//! at the entry, which a profile does not separate, so they are left out).
+//! bl/ppp profile (each acyclic path run counts as one event; calls are the runs of the paths
+//! that start at the function's entry block).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -168,16 +168,31 @@ fn from_trace(path: &Path) -> anyhow::Result<Vec<Row>> {
     Ok(out)
 }
 
-/// Path runs of a bl/ppp profile.
+/// Path runs of a bl/ppp profile, and calls: the runs of paths that start at the entry
+/// (trial 35 H11: they were left out).
 fn from_profile(path: &Path) -> anyhow::Result<Vec<Row>> {
     let mut p = input::read_profile(path, "functions")?;
     p.program.attach_cfgs();
+    let nums = input::numberings(&p);
+    let cfgs: std::collections::BTreeMap<&str, &wpp_paths::Cfg> = p
+        .program
+        .cfgs
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    // A ppp profile's by Ball–Larus id, its uninteresting paths included (PPP §5).
+    let all = p.path_counts();
     let mut out = rows(&p.program.program);
     for row in &mut out {
-        row.calls = None;
-        if let Some(counts) = p.bl.functions.get(&row.name) {
-            row.events = counts.values().sum();
-        }
+        let counts = all.functions.get(&row.name);
+        row.events = counts.map_or(0, |c| c.values().sum());
+        row.calls = match (counts, nums.get(&row.name), cfgs.get(row.name.as_str())) {
+            (Some(counts), Some(n), Some(cfg)) => counts.iter().try_fold(0, |calls, (&id, &c)| {
+                Some(calls + c * u64::from(input::starts_a_call(n, cfg, id)?))
+            }),
+            (None, ..) => Some(0),
+            _ => None,
+        };
     }
     Ok(out)
 }

@@ -33,7 +33,8 @@ pub enum Mode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Counters {
     /// Atomic if the program refers to a thread-starting function (`pthread_create`,
-    /// `thrd_create`, `std::thread`, OpenMP), plain otherwise.
+    /// `thrd_create`, `std::thread`, OpenMP) or is a shared library (whose host may run
+    /// threads), plain otherwise.
     Auto,
     /// Always atomic: exact counts even for threads started out of the module's sight.
     Atomic,
