@@ -20,7 +20,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use twox_hash::XxHash3_128;
 use wpp_abi::profile::{peek_run_id, ppp_path_counts, Build, Counts, ProfileFile, RunInfo};
 use wpp_abi::EmbeddedProgram;
@@ -62,6 +62,9 @@ pub struct Report {
     pub without_exit: usize,
     /// Files skipped, with why.
     pub skipped: Vec<(PathBuf, String)>,
+    /// Recordings not added because the store has the run from another file of the same
+    /// recording (its `.trace` and its `.wpp`), with that file; counted in `present` too.
+    pub same_recording: Vec<(PathBuf, String)>,
     /// Rows written, all tables.
     pub rows: u64,
     /// Batches committed.
@@ -288,6 +291,8 @@ pub struct Ingest<'a> {
     store: &'a Store,
     options: Options,
     runs: FxHashSet<String>,
+    /// The recordings (traces, `.wpp`s) the store holds, by [`RecordingKey`], with their file.
+    recordings: FxHashMap<RecordingKey, String>,
     programs_stored: FxHashSet<String>,
     /// Per program id, the paths `paths` has.
     paths_stored: HashMap<String, FxHashSet<PathKey>>,
@@ -307,7 +312,21 @@ impl<'a> Ingest<'a> {
     pub fn new(store: &'a Store, options: Options) -> Result<Ingest<'a>, DbError> {
         let mut runs = FxHashSet::default();
         let mut programs_stored = FxHashSet::default();
+        let mut recordings = FxHashMap::default();
         for b in store.read(table::RUNS)? {
+            let columns = text_column(&b, "file")
+                .into_iter()
+                .zip(text_column(&b, "kind"))
+                .zip(text_column(&b, "program_id"))
+                .zip(int_column(&b, "events"));
+            for (((file, kind), program), events) in columns {
+                if let (Some(file), Some("trace" | "wpp"), Some(p), Some(n)) =
+                    (file, kind, program, events)
+                {
+                    let key = recording_key(Path::new(file), p, n as u64);
+                    recordings.insert(key, file.to_owned());
+                }
+            }
             runs.extend(
                 text_column(&b, "run_id")
                     .into_iter()
@@ -338,6 +357,7 @@ impl<'a> Ingest<'a> {
             store,
             options,
             runs,
+            recordings,
             programs_stored,
             paths_stored,
             programs: HashMap::new(),
@@ -425,6 +445,15 @@ impl<'a> Ingest<'a> {
             Some(bytes) => self.profile(&bytes, &run_id, &mut rows)?,
             None => self.recording(path, kind, &run_id, &mut rows)?,
         };
+        if kind != Kind::Profile {
+            let key = recording_key(path, &facts.program_id, facts.events);
+            if let Some(other) = self.recordings.get(&key) {
+                let same = (path.to_owned(), other.clone());
+                self.report.same_recording.push(same);
+                return Ok(None);
+            }
+            self.recordings.insert(key, path.display().to_string());
+        }
         let run = facts.run.as_ref();
         if run.is_some_and(|r| r.exit_status.is_none()) {
             self.report.without_exit += 1;
@@ -857,6 +886,18 @@ fn identify(path: &Path) -> Result<(Kind, String, Option<Mmap>), String> {
         hasher.write(&buf[..n]);
     }
     Ok((kind, format!("{:032x}", hasher.finish_128()), None))
+}
+
+/// What tells the files of one recording apart from other runs: its raw trace and the `.wpp`
+/// made of it (by the finisher, or `wpp compress`) have other bytes, so other run ids, but
+/// one name before the extension (`PROGRAM.PID`), one program and as many events (trial 35
+/// H4: a run added as both counted twice). Two runs whose files share a name, program and
+/// event count are taken for one.
+type RecordingKey = (String, String, u64);
+
+fn recording_key(file: &Path, program_id: &str, events: u64) -> RecordingKey {
+    let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+    (stem.into_owned(), program_id.to_owned(), events)
 }
 
 /// The id a run had in stores written before run ids were content ids: its content id and

@@ -180,6 +180,13 @@ fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Re
     for (path, why) in &report.skipped {
         eprintln!("wpp-db: skipped {}: {why}", path.display());
     }
+    for (path, other) in &report.same_recording {
+        eprintln!(
+            "wpp-db: {} is another file of the recording the store has as {other} (the same \
+             name, program and events): not added again",
+            path.display()
+        );
+    }
     if report.without_exit > 0 {
         eprintln!(
             "wpp-db: note: {} profiles added have no exit status: snapshots of running programs \

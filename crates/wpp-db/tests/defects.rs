@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use common::{bl_profile, ok, rows, wpp_db, write};
-use wpp_trace::{BlockId, Event, FunctionId, ProgramDb, TraceWriter};
+use wpp_trace::{BlockId, Event, FunctionId, ProgramDb, ThreadId, TraceWriter};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -279,6 +279,8 @@ fn trace(n: u32) -> Vec<u8> {
         ..Default::default()
     };
     let mut w = TraceWriter::with_chunk_bytes(Vec::new(), &db, 64).unwrap();
+    // A thread event first, as the runtime writes.
+    w.push(Event::Thread(ThreadId(0))).unwrap();
     w.push(Event::Enter(FunctionId(0))).unwrap();
     for i in 0..n {
         w.push(Event::Block(BlockId(i % 2))).unwrap();
@@ -427,4 +429,46 @@ fn label_views_keep_programs_and_builds_apart() {
                    ORDER BY path_id";
     let want = [format!("{},1,0.0,0.5", b[0]), format!("{},3,1.0,0.5", b[0])];
     assert_eq!(rows(&db, changes), want);
+}
+
+/// Trial 35 H4: a recording's raw trace and the `.wpp` made of it (the finisher's, or `wpp
+/// compress`'s after a crash) were two runs, doubling the store's totals. Another run of the
+/// same program (another name) still counts.
+#[test]
+fn a_recordings_trace_and_its_wpp_are_one_run() {
+    use wpp_grammar::{trace::TraceCompressor, Algorithm};
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = trace(300);
+    let raw = dir.path().join("p.4242.trace");
+    std::fs::write(&raw, &bytes).unwrap();
+    std::fs::write(dir.path().join("p.4343.trace"), trace(301)).unwrap();
+    let (program, events) = wpp_trace::file::read_events(&raw).unwrap();
+    let mut c = TraceCompressor::new(Algorithm::Sequitur, None, program);
+    c.push_batch(&events).unwrap();
+    let wpp = dir.path().join("p.4242.wpp");
+    c.finish().unwrap().write(&wpp).unwrap();
+    let db = dir.path().join("db");
+    ok(&["add", &s(&raw), "--db", &s(&db)]);
+    let out = wpp_db(&[
+        "add",
+        &s(&wpp),
+        &s(&dir.path().join("p.4343.trace")),
+        "--db",
+        &s(&db),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let said = format!(
+        "{} is another file of the recording the store has as {}",
+        s(&wpp),
+        s(&raw)
+    );
+    assert!(err.contains(&said), "{err}");
+    assert!(err.contains("1 runs added, 1 already present"), "{err}");
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM runs"), ["2"]);
+    // And the other way round: the `.wpp` first, then the trace.
+    let db = dir.path().join("db2");
+    ok(&["add", &s(&wpp), "--db", &s(&db)]);
+    let out = wpp_db(&["add", &s(&raw), "--db", &s(&db)]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0 runs added, 1 already present"));
 }

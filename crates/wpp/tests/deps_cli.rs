@@ -40,7 +40,27 @@ fn sample_with(more: Vec<Access>) -> Vec<u8> {
 
 /// [`sample_with`] with its function named `name`.
 fn sample_named(name: &str, more: Vec<Access>) -> Vec<u8> {
-    let db = MemoryDb {
+    let db = sample_db(name);
+    let a = |id, addr| Access { id, addr, size: 4 };
+    let run = [
+        a(0, 100),
+        a(1, 100),
+        a(2, 200),
+        a(3, 200),
+        a(4, 100),
+        a(1, 100),
+        a(2, 200),
+        a(3, 200),
+    ];
+    let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
+    w.chunk(run[..3].iter().copied()).unwrap();
+    w.chunk(run[3..].iter().copied().chain(more)).unwrap();
+    w.finish().unwrap()
+}
+
+/// [`sample`]'s memory instructions, in a function named `name`.
+fn sample_db(name: &str) -> MemoryDb {
+    MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,
         program: ProgramDb {
             functions: vec![Function {
@@ -58,22 +78,7 @@ fn sample_named(name: &str, more: Vec<Access>) -> Vec<u8> {
             instr(AccessKind::Clobber, 13),
         ],
         files: Vec::new(),
-    };
-    let a = |id, addr| Access { id, addr, size: 4 };
-    let run = [
-        a(0, 100),
-        a(1, 100),
-        a(2, 200),
-        a(3, 200),
-        a(4, 100),
-        a(1, 100),
-        a(2, 200),
-        a(3, 200),
-    ];
-    let mut w = AtWriter::new(Vec::new(), &postcard::to_allocvec(&db).unwrap()).unwrap();
-    w.chunk(run[..3].iter().copied()).unwrap();
-    w.chunk(run[3..].iter().copied().chain(more)).unwrap();
-    w.finish().unwrap()
+    }
 }
 
 #[test]
@@ -119,6 +124,20 @@ fn list_stats_chain_and_filter_give_the_known_answers() {
         assert_eq!(code, Some(1), "{err}");
         assert!(err.contains(said), "{line}: {err}");
     }
+
+    // A load that did not run: no dependence, and a word why (trial 35 H12).
+    let short = dir.path().join("short.at");
+    let db = postcard::to_allocvec(&sample_db("f")).unwrap();
+    let mut w = AtWriter::new(Vec::new(), &db).unwrap();
+    let a = |id, addr| Access { id, addr, size: 4 };
+    w.chunk([a(0, 100), a(1, 100)].into_iter()).unwrap();
+    std::fs::write(&short, w.finish().unwrap()).unwrap();
+    let (code, out, err) = wpp(&["deps", "list", short.to_str().unwrap(), "--load", "3"]);
+    assert_eq!((code, out.as_str()), (Some(0), ""), "{err}");
+    assert!(
+        err.contains("no dependence of 3 was recorded: the load did not run"),
+        "{err}"
+    );
 
     let (_, out, _) = wpp(&["deps", "list", at, "--load", "1"]);
     assert_eq!(out.lines().count(), 2);

@@ -539,6 +539,7 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
     let input = input(file)?;
     let db = input.db().clone();
     let only = load.map(|s| loads(&db, s)).transpose()?;
+    let is_ecf = matches!(input, Input::Ecf(..));
     // A function's loads may be many: a lookup per dependence, not a search.
     let wanted: Option<Vec<bool>> = only.as_ref().map(|ids| {
         let mut w = vec![false; db.instructions.len()];
@@ -548,11 +549,13 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let mut err = Ok(());
+    let mut shown = 0u64;
     let mut print = |o: DepOut| {
         let unwanted = wanted.as_ref().is_some_and(|w| !w[o.load.id as usize]);
         if err.is_err() || unwanted {
             return;
         }
+        shown += 1;
         err = if json {
             serde_json::to_writer(&mut out, &o)
                 .map_err(anyhow::Error::from)
@@ -647,6 +650,18 @@ fn list(file: &Path, load: Option<&str>, json: bool) -> anyhow::Result<()> {
     }
     err?;
     out.flush()?;
+    if let (Some(load), 0) = (load, shown) {
+        // An empty answer is an answer, but say why it may be (trial 35 H12).
+        let why = match is_ecf {
+            true => {
+                "an eWPP holds the dependences on the program's own stores: the load did not \
+                 run, or read only bytes written outside the instrumented code (libc, a library \
+                 loaded after the start; an address trace of the run lists those as external)"
+            }
+            false => "the load did not run",
+        };
+        eprintln!("wpp: no dependence of {load} was recorded: {why}");
+    }
     Ok(())
 }
 
