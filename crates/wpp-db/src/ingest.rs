@@ -62,6 +62,9 @@ pub struct Report {
     pub without_exit: usize,
     /// Files skipped, with why.
     pub skipped: Vec<(PathBuf, String)>,
+    /// Profiles whose run the store has from a snapshot of the running program, while they
+    /// have its exit status: the store keeps the snapshot (trial 35 H10).
+    pub later_snapshots: Vec<PathBuf>,
     /// Recordings not added because the store has the run from another file of the same
     /// recording (its `.trace` and its `.wpp`), with that file; counted in `present` too.
     pub same_recording: Vec<(PathBuf, String)>,
@@ -291,6 +294,8 @@ pub struct Ingest<'a> {
     store: &'a Store,
     options: Options,
     runs: FxHashSet<String>,
+    /// The profile runs the store holds without an exit status (snapshots, or killed).
+    snapshots: FxHashSet<String>,
     /// The recordings (traces, `.wpp`s) the store holds, by [`RecordingKey`], with their file.
     recordings: FxHashMap<RecordingKey, String>,
     programs_stored: FxHashSet<String>,
@@ -313,7 +318,17 @@ impl<'a> Ingest<'a> {
         let mut runs = FxHashSet::default();
         let mut programs_stored = FxHashSet::default();
         let mut recordings = FxHashMap::default();
+        let mut snapshots = FxHashSet::default();
         for b in store.read(table::RUNS)? {
+            let exits = text_column(&b, "run_id")
+                .into_iter()
+                .zip(text_column(&b, "kind"))
+                .zip(int_column(&b, "exit_status"));
+            for ((run, kind), exit) in exits {
+                if let (Some(run), Some("profile"), None) = (run, kind, exit) {
+                    snapshots.insert(run.to_owned());
+                }
+            }
             let columns = text_column(&b, "file")
                 .into_iter()
                 .zip(text_column(&b, "kind"))
@@ -357,6 +372,7 @@ impl<'a> Ingest<'a> {
             store,
             options,
             runs,
+            snapshots,
             recordings,
             programs_stored,
             paths_stored,
@@ -438,6 +454,13 @@ impl<'a> Ingest<'a> {
     fn read_run(&mut self, path: &Path) -> Result<Option<(String, RunRows)>, String> {
         let (kind, run_id, profile) = identify(path)?;
         if self.runs.contains(&run_id) || self.runs.contains(&legacy_run_id(path, &run_id)) {
+            let exited = |b: &Mmap| {
+                let file = ProfileFile::from_bytes(b).ok();
+                file.and_then(|f| f.run?.exit_status).is_some()
+            };
+            if self.snapshots.contains(&run_id) && profile.as_ref().is_some_and(exited) {
+                self.report.later_snapshots.push(path.to_owned());
+            }
             return Ok(None);
         }
         let mut rows = RunRows::new();

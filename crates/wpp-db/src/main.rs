@@ -187,6 +187,14 @@ fn add(inputs: &[PathBuf], db: &std::path::Path, options: Options) -> anyhow::Re
             path.display()
         );
     }
+    for path in &report.later_snapshots {
+        eprintln!(
+            "wpp-db: {} is the whole run of a profile the store has from a snapshot taken while \
+             the program ran (no exit status): the store keeps that snapshot; add a running \
+             program's profiles once it has exited, into a new store to count them whole",
+            path.display()
+        );
+    }
     if report.without_exit > 0 {
         eprintln!(
             "wpp-db: note: {} profiles added have no exit status: snapshots of running programs \

@@ -218,6 +218,12 @@ fn runs_are_told_apart_by_their_run_id() {
     let out = wpp_db(&["add", &s(&last), "--db", &s(&db)]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("0 runs added, 1 already present"), "{err}");
+    // ... which `db add` says (trial 35 H10: "1 already present" alone).
+    let said = format!(
+        "{} is the whole run of a profile the store has from a snapshot",
+        s(&last)
+    );
+    assert!(err.contains(&said), "{err}");
     let q = "SELECT run_id, exit_status, events FROM runs ORDER BY run_id";
     let ids = [7u128, 8, 9].map(|i| format!("{i:032x}"));
     let want = [
