@@ -695,6 +695,9 @@ impl Driver {
         if let Some(why) = &report.foreign_profile {
             eprintln!("wpp cc: warning: {}: {why}", output.display());
         }
+        if let Some(why) = crate::renumbered_warning(&report) {
+            eprintln!("wpp cc: warning: {}: {why}", output.display());
+        }
         if let Finish::Passes(passes) = finish(options.mode) {
             finish_module(&module, passes)?;
         }

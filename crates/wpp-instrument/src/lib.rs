@@ -175,6 +175,10 @@ pub struct Options {
     /// [`interesting_from_profile`]). The counts only guide the placement of increments (hot
     /// edges get none); 0 is fine.
     pub interesting: std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>>,
+    /// `ppp` mode: the CFGs the `interesting` profile numbered its paths on, by the same
+    /// names; a function whose CFG here numbers them otherwise (another build) takes none of
+    /// them ([`Report::renumbered`]). Empty: the ids are trusted.
+    pub interesting_cfgs: std::collections::BTreeMap<String, wpp_paths::Cfg>,
     /// `ppp` mode: functions with at most this many Ball–Larus paths count them like `bl`, in
     /// an array indexed by the Ball–Larus id (one register, no check; the runtime tells
     /// interesting from uninteresting paths at exit). Default [`abi::BL_ARRAY_MAX`], the
@@ -208,6 +212,7 @@ impl Options {
         Options {
             mode,
             interesting: Default::default(),
+            interesting_cfgs: Default::default(),
             ppp_bl_array_max: abi::BL_ARRAY_MAX,
             atomic_counters: None,
             exercised: None,
@@ -223,6 +228,30 @@ pub fn interesting_from_profile(
     profile: &wpp_abi::profile::ProfileFile,
 ) -> std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>> {
     profile.bl.functions.clone()
+}
+
+/// What to tell of [`Report::renumbered`] functions, if any (trial 35 H9: an old build's
+/// profile was taken silently).
+pub fn renumbered_warning(report: &Report) -> Option<String> {
+    let names = &report.renumbered;
+    let (first, more) = names.split_first()?;
+    let others = match more.len() {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "the --interesting profile numbered the paths of `{first}`{others} on another CFG (a \
+         profile of another build): they take no interesting paths from it, and every path \
+         of theirs that runs is counted as uninteresting; record a bl profile of this build"
+    ))
+}
+
+/// The CFGs `profile` numbered its paths on, by function name ([`Options::interesting_cfgs`]).
+pub fn interesting_cfgs(
+    profile: &wpp_abi::profile::ProfileFile,
+) -> std::collections::BTreeMap<String, wpp_paths::Cfg> {
+    let cfgs = profile.program.cfgs.iter();
+    cfgs.map(|c| (c.name.clone(), c.clone())).collect()
 }
 
 /// What an instrumentation run did.
@@ -247,6 +276,9 @@ pub struct Report {
     /// `ppp`: why the `--interesting` profile looks like another program's (it names none of
     /// this module's functions but `main`), which leaves every path uninteresting.
     pub foreign_profile: Option<String>,
+    /// `ppp`: the functions whose paths the `--interesting` profile numbered on another CFG
+    /// (another build of them), which take no interesting paths from it.
+    pub renumbered: Vec<String>,
 }
 
 /// Why `opts.interesting` seems another program's profile: it names none of `functions`
@@ -990,6 +1022,13 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
     let cfgs = all_paths.iter().map(|(_, fp, _)| fp.cfg.clone()).collect();
     if opts.mode == Mode::Ppp {
         report.foreign_profile = foreign_profile(&db.functions, opts);
+        report.renumbered = all_paths
+            .iter()
+            .filter_map(|(_, fp, _)| {
+                let (key, _) = ppp::interesting_of(fp, opts)?;
+                ppp::numbered_elsewhere(fp, &key, opts).then(|| fp.cfg.name.clone())
+            })
+            .collect();
     }
     let memory_db = addresses.then(|| wpp_deps::MemoryDb {
         version: wpp_deps::memdb::MEMORY_DB_VERSION,

@@ -90,13 +90,9 @@ pub(crate) fn instrument<'m>(
             function: fp.cfg.name.clone(),
             what: e.to_string(),
         };
-        let qualified = opts
-            .module_name
-            .as_ref()
-            .and_then(|m| opts.interesting.get(&format!("{m}!{}", fp.cfg.name)));
-        let (ids, freq): (Vec<u64>, Vec<u64>) = qualified
-            .or_else(|| opts.interesting.get(&fp.cfg.name))
-            .unwrap_or(&no_paths)
+        let (ids, freq): (Vec<u64>, Vec<u64>) = interesting_of(fp, opts)
+            .filter(|(key, _)| !numbered_elsewhere(fp, key, opts))
+            .map_or(&no_paths, |(_, paths)| paths)
             .range(..fp.bl.path_count())
             .map(|(&id, &c)| (id, c))
             .unzip();
@@ -200,6 +196,39 @@ fn counter_arrays<'m>(
 
 /// The spanning tree of the module docs' placement: DAG edges weighted by
 /// [`placement_weights`]; the loop-depth tree when nothing ran.
+/// The interesting paths `opts` names for `fp`, and under which name: its module-qualified one
+/// (`libq.so!helper`) first, else its own.
+pub(crate) fn interesting_of<'o>(
+    fp: &FunctionPaths,
+    opts: &'o Options,
+) -> Option<(String, &'o std::collections::BTreeMap<u64, u64>)> {
+    let qualified = opts
+        .module_name
+        .as_ref()
+        .map(|m| format!("{m}!{}", fp.cfg.name));
+    qualified
+        .into_iter()
+        .chain([fp.cfg.name.clone()])
+        .find_map(|key| opts.interesting.get(&key).map(|paths| (key, paths)))
+}
+
+/// Whether the `--interesting` profile numbered `fp`'s paths (under `key`) on another CFG, from
+/// another build of the function: some path it names is other blocks here, so its ids would
+/// pick other paths as interesting (and `wpp profile residual` list the wrong ones). A profile
+/// without the function's CFG is trusted.
+pub(crate) fn numbered_elsewhere(fp: &FunctionPaths, key: &str, opts: &Options) -> bool {
+    let Some(cfg) = opts.interesting_cfgs.get(key) else {
+        return false;
+    };
+    let Ok((there, _)) = crate::paths::number(cfg) else {
+        return true;
+    };
+    opts.interesting[key].keys().any(|&id| {
+        let blocks = |f: &FunctionPaths| f.bl.block_names(&f.dag, PathId(id)).ok();
+        blocks(&there) != blocks(fp)
+    })
+}
+
 pub(crate) fn placement_tree(fp: &FunctionPaths, paths: &[DagPath], freq: &[u64]) -> SpanningTree {
     let weights = placement_weights(&fp.dag, paths, freq);
     if weights.iter().all(|&w| w == 0) {

@@ -781,6 +781,7 @@ fn shared_libraries_profile_with_their_program() {
     );
     for built in [lib_built, exe_built] {
         assert!(!built.contains("another program"), "{built}");
+        assert!(!built.contains("another CFG"), "{built}");
     }
     // Another program given this profile (it names only `main` of its functions): warned.
     std::fs::write(
@@ -792,6 +793,24 @@ fn shared_libraries_profile_with_their_program() {
     assert!(
         other.contains("warning") && other.contains("another program's"),
         "{other}"
+    );
+    // A profile of another build of a function (trial 35 H9: taken silently, its path ids
+    // naming other paths here): warned, by name.
+    p.ok("wpp-cc --wpp-mode=bl -O0 other.c -o other_bl");
+    let ran = Command::new(p.path("other_bl"))
+        .env("WPP_OUT", p.path("other.blprof"))
+        .output()
+        .expect("program runs");
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    std::fs::write(
+        p.path("other.c"),
+        "int other(int x) { if (x > 5) return 1; return x > 2 ? x : 0; }\nint main(int c, char **v) { (void)v; return other(c); }\n",
+    )
+    .expect("write source");
+    let rebuilt = p.ok("wpp-cc --wpp-mode=ppp --wpp-interesting=other.blprof -O0 other.c -o other");
+    assert!(
+        rebuilt.contains("numbered the paths of `other` on another CFG"),
+        "{rebuilt}"
     );
     run("m", "lib.pppprof");
     assert_eq!(profile_functions(&p, "lib.pppprof"), lib);

@@ -189,7 +189,7 @@ pub fn run(args: &[String], cxx: bool) -> anyhow::Result<()> {
     opts.atomic_counters = counters.atomic();
     opts.elide = !o.no_elide;
     match (&o.interesting, mode) {
-        (Some(p), Mode::Ppp) => opts.interesting = super::instrument::read_interesting(p)?,
+        (Some(p), Mode::Ppp) => super::instrument::read_interesting(p, &mut opts)?,
         (None, Mode::Ppp) => anyhow::bail!(
             "mode ppp needs --wpp-interesting=PROFILE or WPP_INTERESTING (a `bl` profile: every \
              path that ran in it is interesting, as in PPP §5)"

@@ -133,7 +133,8 @@ fn expect_kind(
 #[cfg(feature = "llvm")]
 pub fn read_interesting(
     path: &std::path::Path,
-) -> anyhow::Result<std::collections::BTreeMap<String, std::collections::BTreeMap<u64, u64>>> {
+    opts: &mut wpp_instrument::Options,
+) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let made = "the path profile of a `--mode bl` run (PROGRAM.PID.blprof, or several merged \
                 by `wpp profile merge`)";
@@ -141,7 +142,9 @@ pub fn read_interesting(
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = wpp_abi::profile::ProfileFile::from_bytes(&bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(wpp_instrument::interesting_from_profile(&file))
+    opts.interesting = wpp_instrument::interesting_from_profile(&file);
+    opts.interesting_cfgs = wpp_instrument::interesting_cfgs(&file);
+    Ok(())
 }
 
 /// Reads the report of `--mode ewpp --exercised`.
@@ -171,7 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     opts.atomic_counters = args.counters.atomic();
     opts.elide = !args.no_elide;
     if let Some(p) = &args.interesting {
-        opts.interesting = read_interesting(p)?;
+        read_interesting(p, &mut opts)?;
     } else if args.mode == Mode::Ppp {
         anyhow::bail!("--mode ppp needs --interesting PROFILE (a `--mode bl` profile)");
     }
@@ -184,6 +187,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("instrumenting {}", args.input.display()))?;
     if let Some(why) = &report.foreign_report {
         eprintln!("wpp: warning: {why}; no pair counts as exercised");
+    }
+    if let Some(why) = wpp_instrument::renumbered_warning(&report) {
+        eprintln!("wpp instrument: warning: {why}");
     }
     if let Some(why) = &report.foreign_profile {
         eprintln!("wpp: warning: {why}");
