@@ -155,6 +155,23 @@ pub const CHUNK_HEADER_LEN: usize = 28;
 pub const V3_CHUNK_HEADER_LEN: usize = 24;
 /// Bytes of a chunk header in versions 1 and 2, which have no codec and no decoded length.
 pub const OLD_CHUNK_HEADER_LEN: usize = 16;
+/// Whether a version-4 trace whose first bytes are `head` and last bytes `tail` ends with its
+/// end marker (`None` for other versions, or files too short to tell): a trace without it is
+/// still being written or was cut short, which a reader finds out only at its end.
+pub fn ends_whole(head: &[u8], tail: &[u8]) -> Option<bool> {
+    let version = u16::from_le_bytes(head.get(4..6)?.try_into().ok()?);
+    let marker = tail
+        .len()
+        .checked_sub(CHUNK_HEADER_LEN)
+        .map(|at| &tail[at..])?;
+    if !head.starts_with(&MAGIC) || version != VERSION {
+        return None;
+    }
+    let zero = |r: std::ops::Range<usize>| marker[r].iter().all(|&b| b == 0);
+    let crc = u32::from_le_bytes(marker[24..28].try_into().ok()?);
+    Some(zero(0..16) && zero(20..24) && crc32fast::hash(&marker[..24]) == crc)
+}
+
 /// The largest chunk payload a reader accepts (64 MiB), stored or decompressed.
 pub const MAX_CHUNK_BYTES: usize = 64 << 20;
 /// The largest serialized program database a reader accepts (64 MiB).
@@ -1211,6 +1228,18 @@ mod tests {
         s.split_whitespace()
             .map(|b| u8::from_str_radix(b, 16).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_whole_trace_is_told_from_a_cut_one_by_its_end() {
+        let (db, events) = example();
+        let bytes = crate::file::to_binary(&db, &events).unwrap();
+        assert_eq!(ends_whole(&bytes, &bytes), Some(true));
+        let cut = &bytes[..bytes.len() - 1];
+        assert_eq!(ends_whole(cut, cut), Some(false));
+        let mut old = bytes.clone();
+        old[4] = 3;
+        assert_eq!(ends_whole(&old, &old), None);
     }
 
     #[test]
