@@ -26,7 +26,7 @@
 use crate::at::Run;
 use crate::lastwriter::{Instance, Writer};
 use crate::memdb::{AccessKind, MemoryDb};
-use crate::recover::{RecoverError, Recovery};
+use crate::recover::{byte_mask, mask_runs, RecoverError, Recovery};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -91,26 +91,12 @@ impl Span {
     fn pieces(&self, interest: Option<Bytes>) -> Vec<Bytes> {
         let (lo, hi) = interest.unwrap_or((0, u64::MAX));
         let (lo, hi) = (lo.max(self.offset), hi.min(self.end));
-        let mut runs = Vec::new();
-        if self.end <= 64 {
-            let mut m = self.mask & range_mask(lo, hi);
-            while m != 0 {
-                let at = u64::from(m.trailing_zeros());
-                let len = u64::from((m >> at).trailing_ones());
-                runs.push((at, at + len));
-                m &= !range_mask(at, at + len);
-            }
-        } else if lo < hi {
-            runs.push((lo, hi));
+        if self.end > 64 {
+            return (lo < hi).then_some((lo, hi)).into_iter().collect();
         }
-        runs
+        let mask = self.mask & byte_mask(lo, hi.saturating_sub(lo));
+        mask_runs(mask).map(|(at, len)| (at, at + len)).collect()
     }
-}
-
-/// The bits of bytes `lo..hi` among the first 64.
-fn range_mask(lo: u64, hi: u64) -> u64 {
-    let (lo, hi) = (lo.min(64), hi.min(64).max(lo.min(64)));
-    ((1u128 << hi) - (1u128 << lo)) as u64
 }
 
 impl Writers {
@@ -497,12 +483,6 @@ impl ChainIndex {
             };
             (n > 0).then_some(Instance { id: u, n })
         })
-    }
-
-    /// `RecoverDependence(u(t))` restricted to store `d`: the instances of `d` that wrote some
-    /// byte `u(t)` read (several when a loop of narrow stores filled a wide load).
-    pub fn writers(&self, u: Instance, d: u32) -> impl Iterator<Item = Instance> + '_ {
-        self.deps_of(u).map(|(s, _)| s).filter(move |s| s.id == d)
     }
 
     /// The writers of the bytes `interest` of load instance `u` (all: `None`), each with those

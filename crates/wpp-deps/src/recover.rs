@@ -45,20 +45,25 @@ impl Dependence {
         if self.end > 64 {
             return None;
         }
-        let mut out = Vec::new();
-        let mut m = self.mask;
-        while m != 0 {
-            let at = u64::from(m.trailing_zeros());
-            let len = u64::from((m >> at).trailing_ones());
-            out.push((at, len));
-            m &= !byte_mask(at, len);
-        }
-        Some(out)
+        Some(mask_runs(self.mask).collect())
     }
 }
 
+/// The bytes a mask of a load's first 64 holds, as maximal `(offset, len)` runs in order.
+pub(crate) fn mask_runs(mut mask: u64) -> impl Iterator<Item = (u64, u64)> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let at = u64::from(mask.trailing_zeros());
+        let len = u64::from((mask >> at).trailing_ones());
+        mask &= !byte_mask(at, len);
+        Some((at, len))
+    })
+}
+
 /// The bits of bytes `offset..offset + len` among a load's first 64.
-fn byte_mask(offset: u64, len: u64) -> u64 {
+pub(crate) fn byte_mask(offset: u64, len: u64) -> u64 {
     let (lo, hi) = (offset.min(64), offset.saturating_add(len).min(64));
     ((1u128 << hi) - (1u128 << lo)) as u64
 }
