@@ -320,26 +320,23 @@ impl<'a> Ingest<'a> {
         let mut recordings = FxHashMap::default();
         let mut snapshots = FxHashSet::default();
         for b in store.read(table::RUNS)? {
-            let exits = text_column(&b, "run_id")
+            let columns = text_column(&b, "run_id")
                 .into_iter()
                 .zip(text_column(&b, "kind"))
-                .zip(int_column(&b, "exit_status"));
-            for ((run, kind), exit) in exits {
-                if let (Some(run), Some("profile"), None) = (run, kind, exit) {
-                    snapshots.insert(run.to_owned());
-                }
-            }
-            let columns = text_column(&b, "file")
-                .into_iter()
-                .zip(text_column(&b, "kind"))
+                .zip(int_column(&b, "exit_status"))
+                .zip(text_column(&b, "file"))
                 .zip(text_column(&b, "program_id"))
                 .zip(int_column(&b, "events"));
-            for (((file, kind), program), events) in columns {
-                if let (Some(file), Some("trace" | "wpp"), Some(p), Some(n)) =
-                    (file, kind, program, events)
-                {
-                    let key = recording_key(Path::new(file), p, n as u64);
-                    recordings.insert(key, file.to_owned());
+            for (((((run, kind), exit), file), program), events) in columns {
+                match (kind, file, program, events) {
+                    (Some("profile"), ..) if exit.is_none() => {
+                        snapshots.extend(run.map(str::to_owned));
+                    }
+                    (Some("trace" | "wpp"), Some(file), Some(p), Some(n)) => {
+                        let key = recording_key(Path::new(file), p, n as u64);
+                        recordings.insert(key, file.to_owned());
+                    }
+                    _ => {}
                 }
             }
             runs.extend(

@@ -285,16 +285,24 @@ pub fn blocks_of(n: Option<&(Dag, BallLarus)>, id: u64) -> Vec<String> {
         .unwrap_or_else(|_| vec!["?".into()])
 }
 
-/// Whether path `id` under numbering `n` starts where its function does: at its entry block,
-/// before any call in it. `None` where that does not make it a call: no numbering, or an
-/// entry block some edge enters (a loop's paths start there too).
-pub fn starts_a_call(n: &(Dag, BallLarus), cfg: &Cfg, id: u64) -> Option<bool> {
+/// A function's calls from its path counts (id → runs) under numbering `n`: the runs of the
+/// paths that start at its entry block, before any call in it. `None` where those are not its
+/// calls: an entry block some edge enters (a loop's paths start there too), or an id the
+/// numbering does not have.
+pub fn calls_from_paths(
+    n: &(Dag, BallLarus),
+    cfg: &Cfg,
+    counts: &BTreeMap<u64, u64>,
+) -> Option<u64> {
     let (dag, bl) = n;
     if cfg.edges.iter().any(|e| e.dst == cfg.entry) {
         return None;
     }
-    let first = *bl.decode(dag, PathId(id)).ok()?.edges.first()?;
-    Some(dag.node(dag.edge(first).dst) == DagNodeKind::Block(cfg.entry))
+    counts.iter().try_fold(0, |calls, (&id, &runs)| {
+        let first = *bl.decode(dag, PathId(id)).ok()?.edges.first()?;
+        let at_entry = dag.node(dag.edge(first).dst) == DagNodeKind::Block(cfg.entry);
+        Some(calls + runs * u64::from(at_entry))
+    })
 }
 
 /// Reads a bl/ppp run-time profile for `command`.

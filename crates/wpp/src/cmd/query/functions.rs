@@ -187,9 +187,7 @@ fn from_profile(path: &Path) -> anyhow::Result<Vec<Row>> {
         let counts = all.functions.get(&row.name);
         row.events = counts.map_or(0, |c| c.values().sum());
         row.calls = match (counts, nums.get(&row.name), cfgs.get(row.name.as_str())) {
-            (Some(counts), Some(n), Some(cfg)) => counts.iter().try_fold(0, |calls, (&id, &c)| {
-                Some(calls + c * u64::from(input::starts_a_call(n, cfg, id)?))
-            }),
+            (Some(counts), Some(n), Some(cfg)) => input::calls_from_paths(n, cfg, counts),
             (None, ..) => Some(0),
             _ => None,
         };
