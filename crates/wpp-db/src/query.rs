@@ -12,7 +12,6 @@ use datafusion::datasource::listing::{
 };
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
-
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{SQLOptions, SessionContext};
 
@@ -79,8 +78,9 @@ async fn register(ctx: &SessionContext, store: &Store, table: Table) -> Result<(
 
 /// Runs `sql` on the store and collects the result: at least one batch (an empty one for no
 /// rows), so that the output has the result's columns. Only queries: a statement that would
-/// change tables, files or the session (`DROP TABLE`, `INSERT`, `COPY`, `SET`…) is refused, as the store is
-/// changed by `wpp db` only. A failure that is a damaged Parquet file names the file.
+/// change tables, files or the session (`DROP TABLE`, `INSERT`, `COPY`, `SET`…) is refused,
+/// as the store is changed by `wpp db` only. A failure that is a damaged Parquet file names
+/// the file.
 pub async fn run(store: &Store, sql: &str) -> Result<Vec<RecordBatch>, DbError> {
     let ctx = session(store).await?;
     let plan = ctx

@@ -1077,7 +1077,10 @@ pub fn instrument_module(module: &Module<'_>, opts: &Options) -> Result<Report, 
         let (t, s, p, len) = (&targets[..], &all_sites[..], &all_paths[..], bytes.len());
         let ids = FunctionIds::new(m, opts.shared);
         report.probes += match opts.mode {
-            Mode::Ppp => ppp::instrument(m, t, s, p, opts, (db_global, len), atomic, ids)?,
+            Mode::Ppp => {
+                let renumbered = &report.renumbered;
+                ppp::instrument(m, t, s, p, opts, (db_global, len), atomic, ids, renumbered)?
+            }
             _ => instrument_bl(m, t, s, p, db_global, len, atomic, ids)?,
         };
         report.functions = targets.len();

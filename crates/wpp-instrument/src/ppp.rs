@@ -61,6 +61,7 @@ pub(crate) fn instrument<'m>(
     (db_global, db_len): (Value<'m>, usize),
     atomic: bool,
     function_ids: crate::FunctionIds<'m>,
+    renumbered: &[String],
 ) -> Result<usize, Error> {
     let i32t = m.int(32);
     let i64t = m.int(64);
@@ -91,7 +92,7 @@ pub(crate) fn instrument<'m>(
             what: e.to_string(),
         };
         let (ids, freq): (Vec<u64>, Vec<u64>) = interesting_of(fp, opts)
-            .filter(|(key, _)| !numbered_elsewhere(fp, key, opts))
+            .filter(|_| !renumbered.contains(&fp.cfg.name))
             .map_or(&no_paths, |(_, paths)| paths)
             .range(..fp.bl.path_count())
             .map(|(&id, &c)| (id, c))
